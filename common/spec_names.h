@@ -1,0 +1,22 @@
+// The user-facing names of precisions and job states, shared by benchd, the agent and
+// benchctl, so that every surface spells them the same way.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "benchfleet/v1/types.pb.h"
+
+namespace bench {
+
+// "fp32" / "amp"; UNSPECIFIED prints as "unspecified".
+std::string PrecisionName(benchfleet::v1::Precision precision);
+// Accepts "fp32" and "amp" (case-insensitive); anything else is INVALID_ARGUMENT naming it.
+absl::StatusOr<benchfleet::v1::Precision> ParsePrecision(absl::string_view name);
+
+// "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED".
+std::string JobStateName(benchfleet::v1::JobState state);
+bool IsTerminal(benchfleet::v1::JobState state);
+
+}  // namespace bench
