@@ -1,0 +1,107 @@
+#include "server/agent_service.h"
+
+#include <vector>
+
+#include "common/grpc_status.h"
+#include "server/proto_convert.h"
+#include "server/queued_writer.h"
+
+namespace bench {
+namespace v1 = benchfleet::v1;
+namespace {
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// The controller's end of one agent's assignment stream.
+class AssignmentStream final : public AgentChannel {
+ public:
+  explicit AssignmentStream(QueuedWriter<v1::AssignmentEvent>* writer) : writer_(writer) {}
+  void SendAssignment(const AssignmentMessage& assignment) override {
+    v1::AssignmentEvent event;
+    ToProto(assignment, event.mutable_assign());
+    writer_->Push(std::move(event));
+  }
+  void SendCancel(const CancelMessage& cancel) override {
+    v1::AssignmentEvent event;
+    ToProto(cancel, event.mutable_cancel());
+    writer_->Push(std::move(event));
+  }
+  void Close(const absl::Status& status) override { writer_->Close(ToGrpcStatus(status)); }
+
+ private:
+  QueuedWriter<v1::AssignmentEvent>* writer_;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* AgentServiceImpl::Register(grpc::CallbackServerContext* context,
+                                                     const v1::RegisterRequest* request,
+                                                     v1::RegisterResponse* response) {
+  absl::StatusOr<std::string> name = manager_->RegisterAgent(FromProto(request->inventory()));
+  if (name.ok()) {
+    response->set_agent(*name);
+    response->set_heartbeat_interval_ms(
+        static_cast<int32_t>(absl::ToInt64Milliseconds(manager_->heartbeat_interval())));
+  }
+  return Done(context, name.status());
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
+                                                      const v1::HeartbeatRequest* request,
+                                                      v1::HeartbeatResponse*) {
+  std::vector<std::string> running(request->running_jobs().begin(),
+                                   request->running_jobs().end());
+  return Done(context, manager_->Heartbeat(request->agent(), running));
+}
+
+grpc::ServerWriteReactor<v1::AssignmentEvent>* AgentServiceImpl::StreamAssignments(
+    grpc::CallbackServerContext*, const v1::StreamAssignmentsRequest* request) {
+  auto* writer = new QueuedWriter<v1::AssignmentEvent>();
+  auto* channel = new AssignmentStream(writer);
+  std::string agent = request->agent();
+  JobManager* manager = manager_;
+  writer->set_on_done([manager, agent, channel] {
+    manager->DetachChannel(agent, channel);
+    delete channel;
+  });
+  absl::Status attached = manager_->AttachChannel(agent, channel);
+  if (!attached.ok()) writer->Close(ToGrpcStatus(attached));
+  return writer;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::ReportStatus(grpc::CallbackServerContext* context,
+                                                         const v1::ReportStatusRequest* request,
+                                                         v1::ReportStatusResponse*) {
+  std::vector<RankReport> ranks;
+  for (const v1::RankReport& report : request->ranks()) ranks.push_back(FromProto(report));
+  return Done(context, manager_->ReportStatus(request->agent(), request->job_id(),
+                                              request->attempt(), request->master_port(),
+                                              ranks));
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::UploadSamples(
+    grpc::CallbackServerContext* context, const v1::UploadSamplesRequest* request,
+    v1::UploadSamplesResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  std::vector<IterationSample> samples;
+  samples.reserve(request->samples_size());
+  for (const v1::IterationSample& sample : request->samples()) {
+    samples.push_back(FromProto(sample));
+  }
+  response->set_batch_id(request->batch_id());
+  manager_->UploadSamples(request->agent(), std::move(samples),
+                          [reactor, response](absl::StatusOr<AppendResult> result) {
+                            if (result.ok()) {
+                              response->set_stored(result->stored);
+                              response->set_duplicates(result->duplicates);
+                            }
+                            reactor->Finish(ToGrpcStatus(result.status()));
+                          });
+  return reactor;
+}
+
+}  // namespace bench

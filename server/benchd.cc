@@ -1,0 +1,125 @@
+#include "server/benchd.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "server/agent_service.h"
+#include "server/controller_service.h"
+#include "server/http_server.h"
+#include "server/job_manager.h"
+#include "server/store.h"
+
+namespace bench {
+namespace {
+
+absl::Status SplitHostPort(const std::string& flag, const std::string& value, std::string* host,
+                           int* port) {
+  size_t colon = value.rfind(':');
+  if (colon == std::string::npos || !absl::SimpleAtoi(value.substr(colon + 1), port) ||
+      *port < 0 || *port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": expected HOST:PORT, got \"", value, "\""));
+  }
+  *host = value.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  return absl::OkStatus();
+}
+
+std::string IndexPage(JobManager& manager) {
+  int queued = 0, running = 0, finished = 0;
+  for (const JobView& view : manager.List()) {
+    if (view.job.state == JobState::kQueued) ++queued;
+    else if (view.job.state == JobState::kRunning) ++running;
+    else ++finished;
+  }
+  int agents = 0, connected = 0;
+  for (const AgentView& agent : manager.ListAgents()) {
+    ++agents;
+    if (agent.connected) ++connected;
+  }
+  return absl::StrCat(
+      "<!doctype html><html><head><meta charset=\"utf-8\"><title>benchd</title></head>"
+      "<body><h1>benchd</h1><p>status: ok</p><ul>",
+      "<li>jobs queued: ", queued, "</li><li>jobs running: ", running,
+      "</li><li>jobs ended: ", finished, "</li><li>agents connected: ", connected, " of ",
+      agents, "</li></ul><p>Use <code>benchctl</code> for jobs and results.</p></body></html>\n");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& options) {
+  std::string grpc_host, http_host;
+  int grpc_port = 0, http_port = 0;
+  RETURN_IF_ERROR(SplitHostPort("--listen", options.listen, &grpc_host, &grpc_port));
+  if (!options.http.empty()) {
+    RETURN_IF_ERROR(SplitHostPort("--http", options.http, &http_host, &http_port));
+  }
+  auto benchd = std::unique_ptr<Benchd>(new Benchd());
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options.db);
+  if (!store.ok()) {
+    return absl::Status(store.status().code(),
+                        absl::StrCat("--db ", options.db, ": ", store.status().message()));
+  }
+  benchd->store_ = std::move(*store);
+  JobManagerOptions manager_options;
+  manager_options.agent_lease = options.agent_lease;
+  manager_options.heartbeat_interval = options.heartbeat_interval;
+  benchd->manager_ = std::make_unique<JobManager>(benchd->store_.get(), manager_options);
+  RETURN_IF_ERROR(benchd->manager_->Recover());
+
+  benchd->controller_service_ = std::make_unique<ControllerService>(benchd->manager_.get());
+  benchd->agent_service_ = std::make_unique<AgentServiceImpl>(benchd->manager_.get());
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
+                           &benchd->grpc_port_);
+  builder.RegisterService(benchd->controller_service_.get());
+  builder.RegisterService(benchd->agent_service_.get());
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  benchd->server_ = builder.BuildAndStart();
+  if (benchd->server_ == nullptr || benchd->grpc_port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("--listen ", options.listen, ": cannot listen (address in use?)"));
+  }
+
+  if (!options.http.empty()) {
+    benchd->http_ = std::make_unique<HttpServer>();
+    JobManager* manager = benchd->manager_.get();
+    benchd->http_->Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+    benchd->http_->Handle("/", [manager] {
+      return HttpResponse{200, "text/html; charset=utf-8", IndexPage(*manager)};
+    });
+    ASSIGN_OR_RETURN(benchd->http_port_, benchd->http_->Start(http_host, http_port));
+  }
+  benchd->liveness_ = std::thread([b = benchd.get()] { b->LivenessLoop(); });
+  Log("serving gRPC on ", grpc_host, ":", benchd->grpc_port_,
+      options.http.empty() ? "" : absl::StrCat(", HTTP on ", http_host, ":", benchd->http_port_),
+      ", database ", options.db);
+  return benchd;
+}
+
+void Benchd::LivenessLoop() {
+  while (!stop_.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+    manager_->CheckAgents(JobManager::Clock::now());
+  }
+}
+
+void Benchd::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (liveness_.joinable()) liveness_.join();
+  if (manager_) manager_->Shutdown();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  if (http_) http_->Stop();
+  store_.reset();  // commits what is queued
+  Log("stopped");
+}
+
+Benchd::~Benchd() { Shutdown(); }
+
+}  // namespace bench

@@ -1,0 +1,61 @@
+// benchd assembled: store, job manager, gRPC services, HTTP port and the liveness
+// timer, started and stopped as one unit. Tests start it in-process on port 0.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace bench {
+
+class Store;
+class JobManager;
+class ControllerService;
+class AgentServiceImpl;
+class HttpServer;
+
+struct BenchdOptions {
+  std::string listen = "127.0.0.1:7600";  // gRPC, HOST:PORT (port 0 picks one)
+  std::string http = "127.0.0.1:7601";    // web port, HOST:PORT; empty disables it
+  std::string db = "benchfleet.db";
+  absl::Duration agent_lease = absl::Seconds(30);
+  absl::Duration heartbeat_interval = absl::Seconds(2);
+};
+
+class Benchd {
+ public:
+  // Opens the database, recovers jobs and starts serving. Errors name the flag or path.
+  static absl::StatusOr<std::unique_ptr<Benchd>> Start(const BenchdOptions& options);
+  ~Benchd();  // Shutdown()
+
+  int grpc_port() const { return grpc_port_; }
+  int http_port() const { return http_port_; }
+  // Stops accepting work, ends open streams, drains the store. Idempotent.
+  void Shutdown();
+
+ private:
+  Benchd() = default;
+  void LivenessLoop();
+
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<JobManager> manager_;
+  std::unique_ptr<ControllerService> controller_service_;
+  std::unique_ptr<AgentServiceImpl> agent_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HttpServer> http_;
+  int grpc_port_ = 0;
+  int http_port_ = 0;
+  absl::Notification stop_;
+  std::thread liveness_;
+  bool shut_down_ = false;
+};
+
+}  // namespace bench

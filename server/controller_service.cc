@@ -1,0 +1,91 @@
+#include "server/controller_service.h"
+
+#include <memory>
+
+#include "common/grpc_status.h"
+#include "server/proto_convert.h"
+#include "server/queued_writer.h"
+
+namespace bench {
+namespace v1 = benchfleet::v1;
+namespace {
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* ControllerService::SubmitJob(grpc::CallbackServerContext* context,
+                                                       const v1::SubmitJobRequest* request,
+                                                       v1::SubmitJobResponse* response) {
+  absl::StatusOr<SubmitResult> result = manager_->Submit(FromProto(request->spec()));
+  if (result.ok()) {
+    response->set_job_id(result->job_id);
+    response->set_existing(result->existing);
+  }
+  return Done(context, result.status());
+}
+
+grpc::ServerUnaryReactor* ControllerService::GetJob(grpc::CallbackServerContext* context,
+                                                    const v1::GetJobRequest* request,
+                                                    v1::JobStatus* response) {
+  absl::StatusOr<JobView> view = manager_->Get(request->job_id());
+  if (view.ok()) ToProto(*view, response);
+  return Done(context, view.status());
+}
+
+grpc::ServerUnaryReactor* ControllerService::ListJobs(grpc::CallbackServerContext* context,
+                                                      const v1::ListJobsRequest*,
+                                                      v1::ListJobsResponse* response) {
+  for (const JobView& view : manager_->List()) ToProto(view, response->add_jobs());
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* ControllerService::CancelJob(grpc::CallbackServerContext* context,
+                                                       const v1::CancelJobRequest* request,
+                                                       v1::JobStatus* response) {
+  absl::StatusOr<JobView> view = manager_->Cancel(request->job_id());
+  if (view.ok()) ToProto(*view, response);
+  return Done(context, view.status());
+}
+
+grpc::ServerWriteReactor<v1::JobStatus>* ControllerService::WatchJob(
+    grpc::CallbackServerContext*, const v1::WatchJobRequest* request) {
+  auto* writer = new QueuedWriter<v1::JobStatus>();
+  absl::StatusOr<int64_t> handle =
+      manager_->Watch(request->job_id(), [writer](const JobView& view, bool final) {
+        v1::JobStatus status;
+        ToProto(view, &status);
+        writer->Push(std::move(status));
+        if (final) writer->Close(grpc::Status::OK);
+      });
+  if (!handle.ok()) {
+    writer->Close(ToGrpcStatus(handle.status()));
+    return writer;
+  }
+  JobManager* manager = manager_;
+  int64_t id = *handle;
+  writer->set_on_done([manager, id] { manager->Unwatch(id); });
+  return writer;
+}
+
+grpc::ServerUnaryReactor* ControllerService::Results(grpc::CallbackServerContext* context,
+                                                     const v1::ResultsRequest* request,
+                                                     v1::ResultsResponse* response) {
+  for (const ResultCell& cell : manager_->Results(request->model())) {
+    ToProto(cell, response->add_cells());
+  }
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* ControllerService::ListAgents(grpc::CallbackServerContext* context,
+                                                        const v1::ListAgentsRequest*,
+                                                        v1::ListAgentsResponse* response) {
+  for (const AgentView& view : manager_->ListAgents()) ToProto(view, response->add_agents());
+  return Done(context, absl::OkStatus());
+}
+
+}  // namespace bench

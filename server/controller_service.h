@@ -1,0 +1,40 @@
+// The gRPC adapter for benchfleet.v1.Controller (benchctl's API): proto ⇄ domain and
+// status mapping around JobManager; no logic of its own. Thread-safe.
+#pragma once
+
+#include "benchfleet/v1/controller.grpc.pb.h"
+#include "server/job_manager.h"
+
+namespace bench {
+
+class ControllerService final : public benchfleet::v1::Controller::CallbackService {
+ public:
+  explicit ControllerService(JobManager* manager) : manager_(manager) {}
+
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
+                                      const benchfleet::v1::SubmitJobRequest* request,
+                                      benchfleet::v1::SubmitJobResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const benchfleet::v1::GetJobRequest* request,
+                                   benchfleet::v1::JobStatus* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const benchfleet::v1::ListJobsRequest* request,
+                                     benchfleet::v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const benchfleet::v1::CancelJobRequest* request,
+                                      benchfleet::v1::JobStatus* response) override;
+  grpc::ServerWriteReactor<benchfleet::v1::JobStatus>* WatchJob(
+      grpc::CallbackServerContext* context,
+      const benchfleet::v1::WatchJobRequest* request) override;
+  grpc::ServerUnaryReactor* Results(grpc::CallbackServerContext* context,
+                                    const benchfleet::v1::ResultsRequest* request,
+                                    benchfleet::v1::ResultsResponse* response) override;
+  grpc::ServerUnaryReactor* ListAgents(grpc::CallbackServerContext* context,
+                                       const benchfleet::v1::ListAgentsRequest* request,
+                                       benchfleet::v1::ListAgentsResponse* response) override;
+
+ private:
+  JobManager* const manager_;
+};
+
+}  // namespace bench

@@ -1,0 +1,600 @@
+#include "server/job_manager.h"
+
+#include <algorithm>
+#include <future>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/log.h"
+#include "server/scheduler.h"
+#include "server/spec_validation.h"
+
+namespace bench {
+namespace {
+
+std::string DescribeRanks(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "no ranks";
+  if (ranks.size() == 1) return absl::StrCat("rank ", ranks.front());
+  bool contiguous = ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size());
+  if (contiguous) return absl::StrCat("ranks ", ranks.front(), "-", ranks.back());
+  return absl::StrCat("ranks ", absl::StrJoin(ranks, ","));
+}
+
+std::string DescribePlacements(const std::vector<Placement>& placements) {
+  std::vector<std::string> parts;
+  for (const Placement& p : placements) {
+    parts.push_back(absl::StrCat(p.agent, " (", DescribeRanks(p.ranks), ")"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string Truncate(std::string text, size_t max) {
+  if (text.size() <= max) return text;
+  return absl::StrCat("…", text.substr(text.size() - max));
+}
+
+}  // namespace
+
+JobManager::JobManager(Store* store, JobManagerOptions options)
+    : store_(store), options_(options) {}
+
+JobManager::~JobManager() = default;
+
+absl::Status JobManager::Recover() {
+  absl::StatusOr<std::vector<Job>> loaded = store_->LoadJobs();
+  if (!loaded.ok()) return loaded.status();
+  absl::MutexLock lock(&mu_);
+  for (Job& job : *loaded) {
+    last_seq_ = std::max(last_seq_, job.seq);
+    jobs_.push_back(std::move(job));
+    Job& stored = jobs_.back();
+    job_index_[stored.id] = &stored;
+    if (!stored.spec.request_id.empty()) request_ids_[stored.spec.request_id] = stored.id;
+    JobRuntime& runtime = runtime_[stored.id];
+    runtime.persisted = true;
+    if (stored.attempt > 0) {
+      absl::StatusOr<std::map<int, int>> counts =
+          store_->IterationsByRank(stored.id, stored.attempt);
+      if (counts.ok()) {
+        runtime.iterations_by_rank = *counts;
+        for (const auto& [rank, n] : *counts) runtime.samples_stored += n;
+      }
+    }
+    if (stored.state == JobState::kRunning) {
+      Transition(stored, JobState::kFailed,
+                 "benchd restarted while the job was running; its ranks were not "
+                 "reconciled");
+    }
+  }
+  Log("recovered ", jobs_.size(), " jobs from ", store_->path());
+  return absl::OkStatus();
+}
+
+Job* JobManager::FindJob(const std::string& job_id) {
+  auto it = job_index_.find(job_id);
+  return it == job_index_.end() ? nullptr : it->second;
+}
+
+JobView JobManager::ViewOf(const Job& job) {
+  JobView view;
+  view.job = job;
+  auto it = runtime_.find(job.id);
+  if (it != runtime_.end() && job.attempt > 0) {
+    const JobRuntime& runtime = it->second;
+    int lowest = job.spec.iterations;
+    for (int rank = 0; rank < job.spec.devices; ++rank) {
+      auto r = runtime.iterations_by_rank.find(rank);
+      lowest = std::min(lowest, r == runtime.iterations_by_rank.end() ? 0 : r->second);
+    }
+    view.iterations_done = lowest;
+    view.samples_stored = runtime.samples_stored;
+  }
+  if (job.state == JobState::kSucceeded) {
+    view.images_per_second = JobThroughput(job.summaries, job.spec.devices);
+  }
+  return view;
+}
+
+void JobManager::Persist(const Job& job) {
+  std::string id = job.id;
+  store_->UpdateJobAsync(job, [id](absl::Status status) {
+    if (!status.ok()) Log("could not persist job ", id, ": ", status.ToString());
+  });
+}
+
+void JobManager::Transition(Job& job, JobState state, std::string reason) {
+  job.state = state;
+  job.reason = reason;
+  job.history.push_back({state, std::move(reason), absl::Now()});
+  Log(job.id, " ", JobStateText(state), job.reason.empty() ? "" : ": ", job.reason);
+  Persist(job);
+  Notify(job);
+}
+
+void JobManager::Notify(const Job& job) {
+  bool final = IsTerminal(job.state);
+  JobView view;
+  bool have_view = false;
+  for (auto it = watchers_.begin(); it != watchers_.end();) {
+    if (it->second.job_id != job.id) {
+      ++it;
+      continue;
+    }
+    if (!have_view) {
+      view = ViewOf(job);
+      have_view = true;
+    }
+    it->second.callback(view, final);
+    it = final ? watchers_.erase(it) : std::next(it);
+  }
+}
+
+absl::StatusOr<SubmitResult> JobManager::Submit(JobSpec spec) {
+  absl::Status valid = NormalizeAndValidateSpec(spec);
+  if (!valid.ok()) return valid;
+  std::string job_id;
+  std::shared_ptr<std::promise<absl::Status>> inserted;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return absl::UnavailableError("benchd is shutting down");
+    if (!spec.request_id.empty()) {
+      auto it = request_ids_.find(spec.request_id);
+      if (it != request_ids_.end()) {
+        Job* existing = FindJob(it->second);
+        if (existing != nullptr && existing->spec == spec) return SubmitResult{existing->id, true};
+        return absl::FailedPreconditionError(
+            absl::StrCat("request_id (--request-id): \"", spec.request_id,
+                         "\" was already used for ", it->second, " with a different spec"));
+      }
+    }
+    std::vector<AgentCapacity> fleet = Capacities(/*connected_only=*/false);
+    if (ChooseDeviceKind(spec.devices, fleet) == DeviceKind::kNone) {
+      int gpus = FleetDevices(DeviceKind::kCuda, fleet);
+      int slots = FleetDevices(DeviceKind::kCpu, fleet);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "devices (--gpus): the job asks for ", spec.devices,
+          " devices but the registered fleet has ", gpus, " GPUs and ", slots,
+          " CPU slots in total (", fleet.size(), " agents)"));
+    }
+    Job job;
+    job.seq = ++last_seq_;
+    job.id = absl::StrFormat("job-%06d", job.seq);
+    job.spec = std::move(spec);
+    job.created = absl::Now();
+    job.state = JobState::kQueued;
+    job.reason = "waiting for devices";
+    job.history.push_back({JobState::kQueued, "submitted", job.created});
+    jobs_.push_back(job);
+    job_index_[job.id] = &jobs_.back();
+    runtime_[job.id];
+    if (!job.spec.request_id.empty()) request_ids_[job.spec.request_id] = job.id;
+    job_id = job.id;
+    inserted = std::make_shared<std::promise<absl::Status>>();
+    store_->InsertJobAsync(job, [inserted](absl::Status s) { inserted->set_value(s); });
+  }
+  absl::Status status = inserted->get_future().get();
+  absl::MutexLock lock(&mu_);
+  Job* job = FindJob(job_id);
+  if (!status.ok()) {
+    // Nothing was stored: forget the job entirely.
+    if (job != nullptr && !job->spec.request_id.empty()) request_ids_.erase(job->spec.request_id);
+    job_index_.erase(job_id);
+    runtime_.erase(job_id);
+    jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
+                               [&](const Job& j) { return j.id == job_id; }),
+                jobs_.end());
+    // Rebuild the index: erasing from a deque invalidates addresses.
+    job_index_.clear();
+    for (Job& j : jobs_) job_index_[j.id] = &j;
+    return absl::UnavailableError(
+        absl::StrCat("could not store the job: ", status.message()));
+  }
+  runtime_[job_id].persisted = true;
+  Log(job_id, " submitted: ", job->spec.model, " ", job->spec.devices, " devices ",
+      PrecisionText(job->spec.precision), " bs ", job->spec.batch_size);
+  Schedule();
+  return SubmitResult{job_id, false};
+}
+
+absl::StatusOr<JobView> JobManager::Get(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  Job* job = FindJob(job_id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  return ViewOf(*job);
+}
+
+std::vector<JobView> JobManager::List() {
+  absl::MutexLock lock(&mu_);
+  std::vector<JobView> views;
+  for (const Job& job : jobs_) views.push_back(ViewOf(job));
+  return views;
+}
+
+absl::StatusOr<JobView> JobManager::Cancel(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  Job* job = FindJob(job_id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  if (IsTerminal(job->state)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(job_id, " has already ended (", JobStateText(job->state), ")"));
+  }
+  if (job->state == JobState::kQueued) {
+    Transition(*job, JobState::kCancelled, "cancelled by the user while queued");
+  } else {
+    EndRunningJob(*job, JobState::kCancelled, "cancelled by the user");
+  }
+  return ViewOf(*job);
+}
+
+std::vector<ResultCell> JobManager::Results(const std::string& model_filter) {
+  absl::MutexLock lock(&mu_);
+  std::vector<Job> jobs(jobs_.begin(), jobs_.end());
+  return BuildResultCells(jobs, model_filter);
+}
+
+absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id, WatchCallback on_update) {
+  absl::MutexLock lock(&mu_);
+  Job* job = FindJob(job_id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  bool final = IsTerminal(job->state);
+  on_update(ViewOf(*job), final);
+  int64_t handle = next_watch_handle_++;
+  if (!final) watchers_[handle] = Watcher{job_id, std::move(on_update)};
+  return handle;
+}
+
+void JobManager::Unwatch(int64_t handle) {
+  absl::MutexLock lock(&mu_);
+  watchers_.erase(handle);
+}
+
+std::vector<AgentCapacity> JobManager::Capacities(bool connected_only) {
+  std::vector<AgentCapacity> capacities;
+  for (const auto& [name, agent] : agents_) {
+    if (agent.lost) continue;
+    if (connected_only && agent.channel == nullptr) continue;
+    AgentCapacity capacity;
+    capacity.agent = name;
+    capacity.kind = agent.inventory.kind();
+    capacity.total_devices = agent.inventory.device_count();
+    for (int i = 0; i < capacity.total_devices; ++i) {
+      int index = agent.inventory.gpus.empty() ? i : agent.inventory.gpus[i].index;
+      if (agent.busy.count(index) == 0) capacity.free_devices.push_back(index);
+    }
+    capacities.push_back(std::move(capacity));
+  }
+  return capacities;
+}
+
+void JobManager::Schedule() {
+  if (shut_down_) return;
+  for (Job& job : jobs_) {
+    if (job.state != JobState::kQueued || !runtime_[job.id].persisted) continue;
+    std::optional<PlacementPlan> plan = PlaceJob(job.spec.devices, Capacities(true));
+    if (!plan) return;  // strict FIFO: later jobs wait behind the head of the queue
+    JobRuntime& runtime = runtime_[job.id];
+    runtime = JobRuntime{};
+    runtime.persisted = true;
+    job.attempt += 1;
+    job.device_kind = plan->kind;
+    job.placements = plan->placements;
+    job.summaries.clear();
+    for (const Placement& placement : job.placements) {
+      AgentRecord& agent = agents_[placement.agent];
+      for (int device : placement.device_indices) agent.busy[device] = job.id;
+      runtime.running_ranks[placement.agent] =
+          std::set<int>(placement.ranks.begin(), placement.ranks.end());
+      runtime.undelivered.insert(placement.agent);
+    }
+    Transition(job, JobState::kRunning,
+               absl::StrCat("placed on ", DescribePlacements(job.placements)));
+    // Rank 0's agent goes first: it picks the rendezvous port, then the rest follow.
+    Dispatch(job, job.placements.front());
+  }
+}
+
+AssignmentMessage JobManager::AssignmentFor(const Job& job, const Placement& placement) {
+  AssignmentMessage message;
+  message.job_id = job.id;
+  message.attempt = job.attempt;
+  message.spec = job.spec;
+  message.ranks = placement.ranks;
+  message.device_indices = placement.device_indices;
+  message.device_kind = job.device_kind;
+  message.world_size = job.spec.devices;
+  const Placement& master = job.placements.front();
+  message.master_addr = agents_[master.agent].inventory.address;
+  message.master_port = runtime_[job.id].master_port;
+  return message;
+}
+
+void JobManager::Dispatch(Job& job, const Placement& placement) {
+  AgentRecord& agent = agents_[placement.agent];
+  if (agent.channel != nullptr) agent.channel->SendAssignment(AssignmentFor(job, placement));
+}
+
+absl::StatusOr<std::string> JobManager::RegisterAgent(AgentInventory inventory) {
+  if (inventory.name.empty()) inventory.name = inventory.hostname;
+  if (inventory.name.empty()) {
+    return absl::InvalidArgumentError("inventory.name: an agent needs a name");
+  }
+  if (inventory.gpus.empty() && inventory.cpu_slots < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("inventory: agent ", inventory.name, " offers no GPUs and no CPU slots"));
+  }
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return absl::UnavailableError("benchd is shutting down");
+  AgentRecord& agent = agents_[inventory.name];
+  bool returning = agent.lost;
+  agent.inventory = inventory;
+  agent.last_seen = Clock::now();
+  agent.last_seen_wall = absl::Now();
+  agent.lost = false;
+  Log("agent ", inventory.name, returning ? " returned: " : " registered: ",
+      inventory.gpus.empty() ? absl::StrCat(inventory.cpu_slots, " CPU slots")
+                             : absl::StrCat(inventory.gpus.size(), " GPUs"),
+      " at ", inventory.address);
+  return inventory.name;
+}
+
+absl::Status JobManager::Heartbeat(const std::string& agent_name,
+                                   const std::vector<std::string>& running) {
+  absl::MutexLock lock(&mu_);
+  auto it = agents_.find(agent_name);
+  if (it == agents_.end() || it->second.lost) {
+    return absl::NotFoundError(absl::StrCat("agent ", agent_name, " is not registered"));
+  }
+  it->second.last_seen = Clock::now();
+  it->second.last_seen_wall = absl::Now();
+  (void)running;  // reconciliation of what runs where comes with fault tolerance
+  return absl::OkStatus();
+}
+
+absl::Status JobManager::AttachChannel(const std::string& agent_name, AgentChannel* channel) {
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return absl::UnavailableError("benchd is shutting down");
+  auto it = agents_.find(agent_name);
+  if (it == agents_.end() || it->second.lost) {
+    return absl::NotFoundError(absl::StrCat("agent ", agent_name, " is not registered"));
+  }
+  AgentRecord& agent = it->second;
+  if (agent.channel != nullptr && agent.channel != channel) {
+    agent.channel->Close(absl::AbortedError("replaced by a newer assignment stream"));
+  }
+  agent.channel = channel;
+  agent.last_seen = Clock::now();
+  agent.last_seen_wall = absl::Now();
+  // Re-send what this agent has not acknowledged yet (it ignores duplicates).
+  for (Job& job : jobs_) {
+    if (job.state != JobState::kRunning) continue;
+    JobRuntime& runtime = runtime_[job.id];
+    if (runtime.undelivered.count(agent_name) == 0) continue;
+    for (const Placement& placement : job.placements) {
+      bool is_master = &placement == &job.placements.front();
+      if (placement.agent == agent_name && (is_master || runtime.master_port != 0)) {
+        channel->SendAssignment(AssignmentFor(job, placement));
+      }
+    }
+  }
+  Schedule();
+  return absl::OkStatus();
+}
+
+void JobManager::DetachChannel(const std::string& agent_name, AgentChannel* channel) {
+  absl::MutexLock lock(&mu_);
+  auto it = agents_.find(agent_name);
+  if (it != agents_.end() && it->second.channel == channel) it->second.channel = nullptr;
+}
+
+absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::string& job_id,
+                                      int attempt, int master_port,
+                                      const std::vector<RankReport>& ranks) {
+  absl::MutexLock lock(&mu_);
+  auto agent_it = agents_.find(agent_name);
+  if (agent_it == agents_.end()) {
+    return absl::NotFoundError(absl::StrCat("agent ", agent_name, " is not registered"));
+  }
+  agent_it->second.last_seen = Clock::now();
+  agent_it->second.last_seen_wall = absl::Now();
+  Job* job = FindJob(job_id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  if (attempt != job->attempt) return absl::OkStatus();  // a stale attempt: fenced off
+  JobRuntime& runtime = runtime_[job_id];
+  runtime.undelivered.erase(agent_name);
+
+  if (master_port > 0 && runtime.master_port == 0 && !job->placements.empty() &&
+      job->placements.front().agent == agent_name) {
+    runtime.master_port = master_port;
+    if (job->state == JobState::kRunning) {
+      for (size_t i = 1; i < job->placements.size(); ++i) Dispatch(*job, job->placements[i]);
+    }
+  }
+
+  bool changed = false;
+  for (const RankReport& report : ranks) {
+    if (report.parameters > 0 && job->parameters != report.parameters) {
+      job->parameters = report.parameters;
+      changed = true;
+    }
+    if (report.outcome == RankOutcome::kStarted) continue;
+    runtime.running_ranks[agent_name].erase(report.rank);
+    if (report.outcome == RankOutcome::kSucceeded) {
+      runtime.succeeded_ranks.insert(report.rank);
+      if (report.summary) job->summaries[report.rank] = *report.summary;
+      changed = true;
+    } else if (report.outcome == RankOutcome::kFailed && job->state == JobState::kRunning) {
+      std::string reason = absl::StrCat("rank ", report.rank, " on ", agent_name, " failed (",
+                                        report.message, ")");
+      if (!report.stderr_tail.empty()) {
+        absl::StrAppend(&reason, "; stderr tail:\n", Truncate(report.stderr_tail, 2000));
+      }
+      EndRunningJob(*job, JobState::kFailed, std::move(reason));
+      changed = false;  // EndRunningJob persisted and notified
+    }
+  }
+  MaybeReleaseDevices(*job, agent_name);
+  if (job->state == JobState::kRunning &&
+      static_cast<int>(runtime.succeeded_ranks.size()) == job->spec.devices) {
+    Transition(*job, JobState::kSucceeded,
+               absl::StrCat("all ", job->spec.devices, " ranks finished"));
+  } else if (changed) {
+    Persist(*job);
+    Notify(*job);
+  }
+  Schedule();
+  return absl::OkStatus();
+}
+
+void JobManager::EndRunningJob(Job& job, JobState state, std::string reason) {
+  Transition(job, state, reason);
+  JobRuntime& runtime = runtime_[job.id];
+  for (auto& [agent_name, ranks] : runtime.running_ranks) {
+    if (ranks.empty()) continue;
+    AgentRecord& agent = agents_[agent_name];
+    if (agent.channel != nullptr) {
+      agent.channel->SendCancel(CancelMessage{job.id, job.attempt, job.reason});
+    }
+  }
+}
+
+void JobManager::MaybeReleaseDevices(Job& job, const std::string& agent_name) {
+  JobRuntime& runtime = runtime_[job.id];
+  auto it = runtime.running_ranks.find(agent_name);
+  if (it != runtime.running_ranks.end() && !it->second.empty()) return;
+  ReleaseAllDevices(job, agent_name);
+}
+
+void JobManager::ReleaseAllDevices(Job& job, const std::string& agent_name) {
+  auto agent = agents_.find(agent_name);
+  if (agent == agents_.end()) return;
+  auto& busy = agent->second.busy;
+  for (auto it = busy.begin(); it != busy.end();) {
+    it = it->second == job.id ? busy.erase(it) : std::next(it);
+  }
+}
+
+void JobManager::UploadSamples(const std::string& agent_name,
+                               std::vector<IterationSample> samples, UploadDone done) {
+  std::vector<IterationSample> known;
+  {
+    absl::MutexLock lock(&mu_);
+    auto agent = agents_.find(agent_name);
+    if (agent != agents_.end()) {
+      agent->second.last_seen = Clock::now();
+      agent->second.last_seen_wall = absl::Now();
+    }
+    known.reserve(samples.size());
+    for (IterationSample& sample : samples) {
+      if (FindJob(sample.job_id) == nullptr) {
+        ++dropped_samples_;
+        continue;
+      }
+      known.push_back(std::move(sample));
+    }
+  }
+  if (known.empty()) {
+    done(AppendResult{});
+    return;
+  }
+  // The progress update needs the samples after the commit; keep what it reads.
+  struct Progress {
+    std::string job_id;
+    int attempt;
+    int rank;
+    int iteration;
+  };
+  std::vector<Progress> progress;
+  progress.reserve(known.size());
+  for (const IterationSample& s : known) {
+    progress.push_back({s.job_id, s.attempt, s.rank, s.iteration});
+  }
+  store_->AppendSamples(
+      std::move(known),
+      [this, progress = std::move(progress), done = std::move(done)](
+          absl::StatusOr<AppendResult> result) {
+        if (result.ok()) {
+          absl::MutexLock lock(&mu_);
+          std::set<std::string> touched;
+          for (const Progress& p : progress) {
+            Job* job = FindJob(p.job_id);
+            if (job == nullptr || job->attempt != p.attempt) continue;
+            int& count = runtime_[p.job_id].iterations_by_rank[p.rank];
+            count = std::max(count, p.iteration);
+            touched.insert(p.job_id);
+          }
+          if (touched.size() == 1) {
+            runtime_[*touched.begin()].samples_stored += result->stored;
+          } else {
+            // Count per job exactly when a batch mixes jobs.
+            for (const std::string& id : touched) {
+              Job* job = FindJob(id);
+              absl::StatusOr<int64_t> n = store_->CountSamples(id, job->attempt);
+              if (n.ok()) runtime_[id].samples_stored = *n;
+            }
+          }
+          for (const std::string& id : touched) Notify(*FindJob(id));
+        }
+        done(std::move(result));
+      });
+}
+
+std::vector<AgentView> JobManager::ListAgents() {
+  absl::MutexLock lock(&mu_);
+  std::vector<AgentView> views;
+  for (const auto& [name, agent] : agents_) {
+    AgentView view;
+    view.inventory = agent.inventory;
+    view.connected = agent.channel != nullptr && !agent.lost;
+    view.last_seen = agent.last_seen_wall;
+    view.devices_busy = static_cast<int>(agent.busy.size());
+    std::set<std::string> running;
+    for (const auto& [device, job_id] : agent.busy) running.insert(job_id);
+    view.running_jobs.assign(running.begin(), running.end());
+    views.push_back(std::move(view));
+  }
+  return views;
+}
+
+void JobManager::CheckAgents(Clock::time_point now) {
+  absl::MutexLock lock(&mu_);
+  auto lease = absl::ToChronoMilliseconds(options_.agent_lease);
+  for (auto& [name, agent] : agents_) {
+    if (agent.lost || now - agent.last_seen < lease) continue;
+    agent.lost = true;
+    Log("agent ", name, " lost: not heard from for ", absl::FormatDuration(options_.agent_lease));
+    if (agent.channel != nullptr) {
+      agent.channel->Close(absl::UnavailableError("lease expired"));
+      agent.channel = nullptr;
+    }
+    std::set<std::string> job_ids;
+    for (const auto& [device, job_id] : agent.busy) job_ids.insert(job_id);
+    for (const std::string& job_id : job_ids) {
+      Job* job = FindJob(job_id);
+      if (job == nullptr) continue;
+      runtime_[job_id].running_ranks.erase(name);
+      if (job->state == JobState::kRunning) {
+        EndRunningJob(*job, JobState::kFailed,
+                      absl::StrCat("node lost: agent ", name, " not heard from for ",
+                                   absl::FormatDuration(options_.agent_lease)));
+      }
+      ReleaseAllDevices(*job, name);
+    }
+  }
+  Schedule();
+}
+
+void JobManager::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  shut_down_ = true;
+  for (auto& [name, agent] : agents_) {
+    if (agent.channel != nullptr) {
+      agent.channel->Close(absl::UnavailableError("benchd is shutting down"));
+      agent.channel = nullptr;
+    }
+  }
+  watchers_.clear();
+}
+
+}  // namespace bench

@@ -1,0 +1,212 @@
+// The controller's domain core: accepts jobs, keeps the fleet of agents, places queued
+// jobs with the scheduler, dispatches assignments, folds the agents' rank reports and
+// samples into job state, and persists every change through the store.
+//
+// Thread-safety: every public method is thread-safe (one mutex). Under that mutex the
+// manager only enqueues store writes, never waits on them, so store completions may
+// call back into the manager. Callbacks it makes (AgentChannel, watchers) run under
+// the mutex and must not block or call back into the manager.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/job.h"
+#include "server/results.h"
+#include "server/store.h"
+
+namespace bench {
+
+// Everything an agent needs to start its ranks of one job.
+struct AssignmentMessage {
+  std::string job_id;
+  int attempt = 0;
+  JobSpec spec;
+  std::vector<int> ranks;
+  std::vector<int> device_indices;
+  DeviceKind device_kind = DeviceKind::kNone;
+  int world_size = 0;
+  std::string master_addr;
+  int master_port = 0;  // 0: this agent hosts rank 0 and picks the port
+};
+
+struct CancelMessage {
+  std::string job_id;
+  int attempt = 0;
+  std::string reason;
+};
+
+// The controller's end of an agent's assignment stream (implemented by the RPC adapter).
+class AgentChannel {
+ public:
+  virtual ~AgentChannel() = default;
+  // Queue a message; must not block.
+  virtual void SendAssignment(const AssignmentMessage& assignment) = 0;
+  virtual void SendCancel(const CancelMessage& cancel) = 0;
+  // End the stream with `status`; the manager forgets the channel right after.
+  virtual void Close(const absl::Status& status) = 0;
+};
+
+enum class RankOutcome { kStarted, kSucceeded, kFailed, kCancelled };
+
+struct RankReport {
+  int rank = 0;
+  RankOutcome outcome = RankOutcome::kStarted;
+  int exit_code = 0;
+  std::string message;
+  std::string stderr_tail;
+  std::optional<RankSummary> summary;
+  int64_t parameters = 0;
+};
+
+// A job as clients see it: the stored job plus live progress.
+struct JobView {
+  Job job;
+  int iterations_done = 0;  // lowest count of stored iterations across ranks
+  int64_t samples_stored = 0;
+  std::optional<double> images_per_second;
+};
+
+struct AgentView {
+  AgentInventory inventory;
+  bool connected = false;
+  absl::Time last_seen;
+  int devices_busy = 0;
+  std::vector<std::string> running_jobs;
+};
+
+struct SubmitResult {
+  std::string job_id;
+  bool existing = false;
+};
+
+struct JobManagerOptions {
+  // An agent unheard-of for this long is lost: its running jobs fail.
+  absl::Duration agent_lease = absl::Seconds(30);
+  absl::Duration heartbeat_interval = absl::Seconds(2);
+};
+
+class JobManager {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  JobManager(Store* store, JobManagerOptions options);
+  ~JobManager();
+
+  // Loads jobs from the store. Jobs that were RUNNING when the controller stopped are
+  // failed with a reason saying so (their ranks cannot be reconciled yet).
+  absl::Status Recover();
+
+  // Validates (INVALID_ARGUMENT naming the field), checks the registered fleet can ever
+  // hold the job (FAILED_PRECONDITION), stores it durably, then schedules. A request id
+  // seen before returns that job; with a different spec it is FAILED_PRECONDITION.
+  absl::StatusOr<SubmitResult> Submit(JobSpec spec);
+  absl::StatusOr<JobView> Get(const std::string& job_id);
+  std::vector<JobView> List();
+  // QUEUED or RUNNING → CANCELLED (ranks are told to stop); a finished job is
+  // FAILED_PRECONDITION.
+  absl::StatusOr<JobView> Cancel(const std::string& job_id);
+  std::vector<ResultCell> Results(const std::string& model_filter);
+
+  // Calls `on_update` now and on every change of the job until it ends (the last call
+  // has final=true). Returns a handle for Unwatch; NOT_FOUND for an unknown job.
+  using WatchCallback = std::function<void(const JobView& view, bool final)>;
+  absl::StatusOr<int64_t> Watch(const std::string& job_id, WatchCallback on_update);
+  void Unwatch(int64_t handle);
+
+  // Agent protocol.
+  absl::StatusOr<std::string> RegisterAgent(AgentInventory inventory);
+  absl::Status Heartbeat(const std::string& agent, const std::vector<std::string>& running);
+  // The agent's assignment stream opened: undelivered assignments are re-sent.
+  absl::Status AttachChannel(const std::string& agent, AgentChannel* channel);
+  void DetachChannel(const std::string& agent, AgentChannel* channel);
+  absl::Status ReportStatus(const std::string& agent, const std::string& job_id, int attempt,
+                            int master_port, const std::vector<RankReport>& ranks);
+  // Stores the samples of known jobs (others are dropped and counted) and calls `done`
+  // after the commit, from the store's writer thread.
+  using UploadDone = std::function<void(absl::StatusOr<AppendResult>)>;
+  void UploadSamples(const std::string& agent, std::vector<IterationSample> samples,
+                     UploadDone done);
+  std::vector<AgentView> ListAgents();
+
+  // Marks agents silent for longer than the lease as lost and fails their jobs.
+  void CheckAgents(Clock::time_point now);
+  // Closes every agent stream and watcher (benchd is stopping).
+  void Shutdown();
+
+  absl::Duration heartbeat_interval() const { return options_.heartbeat_interval; }
+
+ private:
+  struct AgentRecord {
+    AgentInventory inventory;
+    AgentChannel* channel = nullptr;
+    Clock::time_point last_seen;
+    absl::Time last_seen_wall;
+    bool lost = false;
+    std::map<int, std::string> busy;  // device index → job id
+  };
+  // Live state of a job's current attempt (not persisted; samples are).
+  struct JobRuntime {
+    bool persisted = false;  // the insert committed; only then is it scheduled
+    std::map<int, int> iterations_by_rank;
+    int64_t samples_stored = 0;
+    std::map<std::string, std::set<int>> running_ranks;  // agent → ranks not ended
+    std::set<std::string> undelivered;  // agents whose assignment is not yet acknowledged
+    std::set<int> succeeded_ranks;
+    int master_port = 0;
+  };
+  struct Watcher {
+    std::string job_id;
+    WatchCallback callback;
+  };
+
+  Job* FindJob(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  JobView ViewOf(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Transition(Job& job, JobState state, std::string reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Persist(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Notify(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Schedule() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<struct AgentCapacity> Capacities(bool connected_only)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Dispatch(Job& job, const Placement& placement) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  AssignmentMessage AssignmentFor(const Job& job, const Placement& placement)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a RUNNING job: every agent still running ranks of it is told to stop.
+  void EndRunningJob(Job& job, JobState state, std::string reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Frees the agent's devices held by the job once none of its ranks runs there.
+  void MaybeReleaseDevices(Job& job, const std::string& agent)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseAllDevices(Job& job, const std::string& agent)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Store* const store_;
+  const JobManagerOptions options_;
+
+  absl::Mutex mu_;
+  std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);  // in submission order; stable addresses
+  std::map<std::string, Job*> job_index_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, JobRuntime> runtime_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);  // → job id
+  std::map<std::string, AgentRecord> agents_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
+  int64_t next_watch_handle_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t dropped_samples_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace bench

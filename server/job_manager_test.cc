@@ -1,0 +1,259 @@
+#include "server/job_manager.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <future>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace bench {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FakeChannel : public AgentChannel {
+ public:
+  void SendAssignment(const AssignmentMessage& a) override { assignments.push_back(a); }
+  void SendCancel(const CancelMessage& c) override { cancels.push_back(c); }
+  void Close(const absl::Status& s) override { closed = s; }
+  std::vector<AssignmentMessage> assignments;
+  std::vector<CancelMessage> cancels;
+  absl::Status closed;
+};
+
+class JobManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/bench_manager_test_XXXXXX";
+    dir_ = mkdtemp(pattern);
+    Reopen();
+  }
+  void TearDown() override {
+    manager_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Reopen() {
+    manager_.reset();
+    store_.reset();
+    store_ = std::move(Store::Open(dir_ + "/bench.db")).value();
+    JobManagerOptions options;
+    options.agent_lease = absl::Seconds(30);
+    manager_ = std::make_unique<JobManager>(store_.get(), options);
+    ASSERT_TRUE(manager_->Recover().ok());
+  }
+  void AddCpuAgent(const std::string& name, int slots, FakeChannel* channel) {
+    AgentInventory inventory;
+    inventory.name = name;
+    inventory.address = "127.0.0.1";
+    inventory.cpu_slots = slots;
+    ASSERT_TRUE(manager_->RegisterAgent(inventory).ok());
+    ASSERT_TRUE(manager_->AttachChannel(name, channel).ok());
+  }
+  static JobSpec Spec(int devices) {
+    JobSpec spec;
+    spec.model = "resnet50";
+    spec.devices = devices;
+    spec.precision = Precision::kFp32;
+    spec.batch_size = 2;
+    spec.iterations = 5;
+    spec.warmup_iterations = 1;
+    spec.image_size = 64;
+    return spec;
+  }
+  static RankReport Succeeded(int rank, double window) {
+    RankReport report;
+    report.rank = rank;
+    report.outcome = RankOutcome::kSucceeded;
+    report.summary = RankSummary{rank, 4, 8, window, 0.1};
+    report.parameters = 25557032;
+    return report;
+  }
+
+  std::string dir_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<JobManager> manager_;
+};
+
+TEST_F(JobManagerTest, RefusesAJobLargerThanTheRegisteredFleet) {
+  FakeChannel a;
+  AddCpuAgent("a", 2, &a);
+  auto result = manager_->Submit(Spec(3));
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("devices (--gpus)"));
+  EXPECT_TRUE(manager_->List().empty());
+}
+
+TEST_F(JobManagerTest, InvalidSpecChangesNothing) {
+  FakeChannel a;
+  AddCpuAgent("a", 2, &a);
+  JobSpec spec = Spec(1);
+  spec.batch_size = 0;
+  auto result = manager_->Submit(spec);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(manager_->List().empty());
+  EXPECT_TRUE(store_->LoadJobs()->empty());
+}
+
+TEST_F(JobManagerTest, SpanningJobRendezvousThenSucceeds) {
+  FakeChannel a, b;
+  AddCpuAgent("a", 2, &a);
+  AddCpuAgent("b", 2, &b);
+  auto submitted = manager_->Submit(Spec(4));
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string id = submitted->job_id;
+  EXPECT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
+
+  // Rank 0's agent is told first, with port 0 (it picks the port); b waits.
+  ASSERT_EQ(a.assignments.size(), 1u);
+  EXPECT_EQ(a.assignments[0].master_port, 0);
+  EXPECT_EQ(a.assignments[0].world_size, 4);
+  EXPECT_TRUE(b.assignments.empty());
+  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 29555, {}).ok());
+  ASSERT_EQ(b.assignments.size(), 1u);
+  EXPECT_EQ(b.assignments[0].master_port, 29555);
+  EXPECT_EQ(b.assignments[0].master_addr, "127.0.0.1");
+  EXPECT_EQ(b.assignments[0].ranks, (std::vector<int>{2, 3}));
+
+  // A second job cannot fit while the first holds every slot.
+  auto second = manager_->Submit(Spec(1));
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(manager_->Get(second->job_id)->job.state, JobState::kQueued);
+
+  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 0, {Succeeded(0, 2.0), Succeeded(1, 2.0)}).ok());
+  EXPECT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
+  // a's slots are free again: the queued job starts there.
+  EXPECT_EQ(manager_->Get(second->job_id)->job.state, JobState::kRunning);
+  ASSERT_TRUE(manager_->ReportStatus("b", id, 1, 0, {Succeeded(2, 2.0), Succeeded(3, 4.0)}).ok());
+  JobView view = *manager_->Get(id);
+  EXPECT_EQ(view.job.state, JobState::kSucceeded);
+  ASSERT_TRUE(view.images_per_second.has_value());
+  EXPECT_DOUBLE_EQ(*view.images_per_second, 32.0 / 4.0);
+  EXPECT_EQ(view.job.parameters, 25557032);
+}
+
+TEST_F(JobManagerTest, AFailedRankFailsTheJobWithItsStderrAndStopsTheOthers) {
+  FakeChannel a, b;
+  AddCpuAgent("a", 1, &a);
+  AddCpuAgent("b", 1, &b);
+  auto submitted = manager_->Submit(Spec(2));
+  ASSERT_TRUE(submitted.ok());
+  const std::string id = submitted->job_id;
+  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 29500, {}).ok());
+  RankReport failed;
+  failed.rank = 1;
+  failed.outcome = RankOutcome::kFailed;
+  failed.exit_code = 3;
+  failed.message = "exit code 3";
+  failed.stderr_tail = "CUDA out of memory";
+  ASSERT_TRUE(manager_->ReportStatus("b", id, 1, 0, {failed}).ok());
+  JobView view = *manager_->Get(id);
+  EXPECT_EQ(view.job.state, JobState::kFailed);
+  EXPECT_THAT(view.job.reason, HasSubstr("rank 1 on b"));
+  EXPECT_THAT(view.job.reason, HasSubstr("CUDA out of memory"));
+  ASSERT_EQ(a.cancels.size(), 1u);
+  EXPECT_EQ(a.cancels[0].job_id, id);
+  EXPECT_TRUE(b.cancels.empty());  // b has no rank of the job left
+}
+
+TEST_F(JobManagerTest, RequestIdMakesSubmitIdempotent) {
+  FakeChannel a;
+  AddCpuAgent("a", 2, &a);
+  JobSpec spec = Spec(1);
+  spec.request_id = "r1";
+  auto first = manager_->Submit(spec);
+  auto again = manager_->Submit(spec);
+  ASSERT_TRUE(first.ok() && again.ok());
+  EXPECT_EQ(first->job_id, again->job_id);
+  EXPECT_TRUE(again->existing);
+  spec.batch_size = 4;
+  auto different = manager_->Submit(spec);
+  EXPECT_EQ(different.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(manager_->List().size(), 1u);
+}
+
+TEST_F(JobManagerTest, CancelQueuedAndRunningJobs) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  auto running = manager_->Submit(Spec(1));
+  auto queued = manager_->Submit(Spec(1));
+  ASSERT_TRUE(running.ok() && queued.ok());
+  EXPECT_EQ(manager_->Cancel(queued->job_id)->job.state, JobState::kCancelled);
+  EXPECT_EQ(manager_->Cancel(running->job_id)->job.state, JobState::kCancelled);
+  ASSERT_EQ(a.cancels.size(), 1u);
+  EXPECT_EQ(manager_->Cancel(running->job_id).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(JobManagerTest, AnAgentPastItsLeaseFailsItsJobs) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  auto submitted = manager_->Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(31));
+  JobView view = *manager_->Get(submitted->job_id);
+  EXPECT_EQ(view.job.state, JobState::kFailed);
+  EXPECT_THAT(view.job.reason, HasSubstr("node lost"));
+  EXPECT_EQ(a.closed.code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(JobManagerTest, WatchersSeeProgressAndTheEnd) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  auto submitted = manager_->Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  std::vector<std::pair<int, bool>> seen;  // iterations_done, final
+  auto handle = manager_->Watch(submitted->job_id, [&](const JobView& v, bool final) {
+    seen.emplace_back(v.iterations_done, final);
+  });
+  ASSERT_TRUE(handle.ok());
+  std::vector<IterationSample> samples;
+  for (int it = 1; it <= 3; ++it) {
+    IterationSample s;
+    s.job_id = submitted->job_id;
+    s.attempt = 1;
+    s.iteration = it;
+    s.images = 2;
+    samples.push_back(s);
+  }
+  std::promise<absl::StatusOr<AppendResult>> uploaded;
+  manager_->UploadSamples("a", samples,
+                          [&](absl::StatusOr<AppendResult> r) { uploaded.set_value(r); });
+  auto result = uploaded.get_future().get();
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->stored, 3);
+  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 29500, {Succeeded(0, 1.0)}).ok());
+  ASSERT_GE(seen.size(), 3u);
+  EXPECT_EQ(seen.front().first, 0);
+  EXPECT_TRUE(seen.back().second);
+  bool saw_three = false;
+  for (auto& [done, final] : seen) saw_three |= done == 3;
+  EXPECT_TRUE(saw_three);
+  EXPECT_EQ(manager_->Get(submitted->job_id)->samples_stored, 3);
+}
+
+TEST_F(JobManagerTest, RestartFailsJobsThatWereRunningAndKeepsQueuedOnes) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  auto running = manager_->Submit(Spec(1));
+  auto queued = manager_->Submit(Spec(1));
+  ASSERT_TRUE(running.ok() && queued.ok());
+  Reopen();
+  auto view = manager_->Get(running->job_id);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->job.state, JobState::kFailed);
+  EXPECT_THAT(view->job.reason, HasSubstr("restarted"));
+  EXPECT_EQ(manager_->Get(queued->job_id)->job.state, JobState::kQueued);
+  // Ids continue after the highest stored one.
+  FakeChannel b;
+  AddCpuAgent("b", 1, &b);
+  auto next = manager_->Submit(Spec(1));
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->job_id, "job-000003");
+}
+
+}  // namespace
+}  // namespace bench

@@ -1,0 +1,50 @@
+// benchd: the benchfleet controller daemon. Flags → BenchdOptions; SIGTERM/SIGINT stop
+// it gracefully.
+#include <signal.h>
+
+#include <cstdio>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "common/log.h"
+#include "server/benchd.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:7600", "gRPC address HOST:PORT (agents and benchctl)");
+ABSL_FLAG(std::string, http, "127.0.0.1:7601", "web address HOST:PORT; empty to disable");
+ABSL_FLAG(std::string, db, "benchfleet.db", "SQLite database file (created if missing)");
+ABSL_FLAG(absl::Duration, agent_lease, absl::Seconds(30),
+          "an agent not heard from for this long is lost");
+ABSL_FLAG(absl::Duration, heartbeat_interval, absl::Seconds(2),
+          "how often agents are asked to heartbeat");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "benchfleet controller.\nUsage: benchd [--listen HOST:PORT] [--http HOST:PORT] [--db PATH]");
+  absl::ParseCommandLine(argc, argv);
+  bench::SetLogComponent("benchd");
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every thread
+  signal(SIGPIPE, SIG_IGN);
+
+  bench::BenchdOptions options;
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.http = absl::GetFlag(FLAGS_http);
+  options.db = absl::GetFlag(FLAGS_db);
+  options.agent_lease = absl::GetFlag(FLAGS_agent_lease);
+  options.heartbeat_interval = absl::GetFlag(FLAGS_heartbeat_interval);
+  auto benchd = bench::Benchd::Start(options);
+  if (!benchd.ok()) {
+    std::fprintf(stderr, "benchd: %s\n", std::string(benchd.status().message()).c_str());
+    return 1;
+  }
+  int received = 0;
+  sigwait(&signals, &received);
+  bench::Log("received signal ", received, ", shutting down");
+  (*benchd)->Shutdown();
+  return 0;
+}

@@ -1,0 +1,201 @@
+#include "server/proto_convert.h"
+
+namespace bench {
+namespace v1 = benchfleet::v1;
+namespace {
+
+Precision FromProto(v1::Precision precision) {
+  switch (precision) {
+    case v1::PRECISION_FP32: return Precision::kFp32;
+    case v1::PRECISION_AMP: return Precision::kAmp;
+    default: return Precision::kUnspecified;
+  }
+}
+
+v1::Precision ToProto(Precision precision) {
+  switch (precision) {
+    case Precision::kFp32: return v1::PRECISION_FP32;
+    case Precision::kAmp: return v1::PRECISION_AMP;
+    case Precision::kUnspecified: break;
+  }
+  return v1::PRECISION_UNSPECIFIED;
+}
+
+v1::JobState ToProto(JobState state) {
+  switch (state) {
+    case JobState::kQueued: return v1::JOB_STATE_QUEUED;
+    case JobState::kRunning: return v1::JOB_STATE_RUNNING;
+    case JobState::kSucceeded: return v1::JOB_STATE_SUCCEEDED;
+    case JobState::kFailed: return v1::JOB_STATE_FAILED;
+    case JobState::kCancelled: return v1::JOB_STATE_CANCELLED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+}  // namespace
+
+JobSpec FromProto(const v1::JobSpec& proto) {
+  JobSpec spec;
+  spec.model = proto.model();
+  spec.devices = proto.devices();
+  spec.precision = FromProto(proto.precision());
+  spec.batch_size = proto.batch_size();
+  spec.iterations = proto.iterations();
+  spec.warmup_iterations = proto.warmup_iterations();
+  spec.image_size = proto.image_size();
+  spec.data = proto.data() == v1::DATA_SOURCE_UNSPECIFIED || proto.data() == v1::DATA_SOURCE_SYNTHETIC
+                  ? "synthetic"
+                  : "unknown";
+  spec.name = proto.name();
+  spec.labels.insert(proto.labels().begin(), proto.labels().end());
+  spec.request_id = proto.request_id();
+  return spec;
+}
+
+AgentInventory FromProto(const v1::AgentInventory& proto) {
+  AgentInventory inventory;
+  inventory.name = proto.name();
+  inventory.address = proto.address();
+  inventory.hostname = proto.hostname();
+  inventory.cpu_slots = proto.cpu_slots();
+  for (const v1::Gpu& gpu : proto.gpus()) {
+    inventory.gpus.push_back({gpu.index(), gpu.name(), gpu.uuid(), gpu.memory_bytes()});
+  }
+  return inventory;
+}
+
+IterationSample FromProto(const v1::IterationSample& proto) {
+  IterationSample sample;
+  sample.job_id = proto.job_id();
+  sample.attempt = proto.attempt();
+  sample.rank = proto.rank();
+  sample.iteration = proto.iteration();
+  sample.step_time_s = proto.step_time_s();
+  sample.images = proto.images();
+  sample.loss = proto.loss();
+  sample.data_time_s = proto.data_time_s();
+  sample.elapsed_s = proto.elapsed_s();
+  sample.warmup = proto.warmup();
+  return sample;
+}
+
+RankReport FromProto(const v1::RankReport& proto) {
+  RankReport report;
+  report.rank = proto.rank();
+  switch (proto.state()) {
+    case v1::RANK_STATE_SUCCEEDED: report.outcome = RankOutcome::kSucceeded; break;
+    case v1::RANK_STATE_FAILED: report.outcome = RankOutcome::kFailed; break;
+    case v1::RANK_STATE_CANCELLED: report.outcome = RankOutcome::kCancelled; break;
+    default: report.outcome = RankOutcome::kStarted; break;
+  }
+  report.exit_code = proto.exit_code();
+  report.message = proto.message();
+  report.stderr_tail = proto.stderr_tail();
+  report.parameters = proto.parameters();
+  if (proto.has_summary()) {
+    RankSummary summary;
+    summary.rank = proto.rank();
+    summary.measured_iterations = proto.summary().measured_iterations();
+    summary.measured_images = proto.summary().measured_images();
+    summary.window_s = proto.summary().window_s();
+    summary.step_time_median_s = proto.summary().step_time_median_s();
+    report.summary = summary;
+  }
+  return report;
+}
+
+void ToProto(const JobSpec& spec, v1::JobSpec* proto) {
+  proto->set_model(spec.model);
+  proto->set_devices(spec.devices);
+  proto->set_precision(ToProto(spec.precision));
+  proto->set_batch_size(spec.batch_size);
+  proto->set_iterations(spec.iterations);
+  proto->set_warmup_iterations(spec.warmup_iterations);
+  proto->set_image_size(spec.image_size);
+  proto->set_data(v1::DATA_SOURCE_SYNTHETIC);
+  proto->set_name(spec.name);
+  proto->mutable_labels()->insert(spec.labels.begin(), spec.labels.end());
+  proto->set_request_id(spec.request_id);
+}
+
+void ToProto(const JobView& view, v1::JobStatus* proto) {
+  const Job& job = view.job;
+  proto->set_id(job.id);
+  ToProto(job.spec, proto->mutable_spec());
+  proto->set_state(ToProto(job.state));
+  proto->set_reason(job.reason);
+  for (const StateTransition& t : job.history) {
+    v1::StateTransition* out = proto->add_history();
+    out->set_state(ToProto(t.state));
+    out->set_reason(t.reason);
+    out->set_time_unix_ms(absl::ToUnixMillis(t.time));
+  }
+  for (const Placement& p : job.placements) {
+    v1::Placement* out = proto->add_placements();
+    out->set_agent(p.agent);
+    out->mutable_ranks()->Add(p.ranks.begin(), p.ranks.end());
+    out->mutable_device_indices()->Add(p.device_indices.begin(), p.device_indices.end());
+  }
+  proto->set_created_unix_ms(absl::ToUnixMillis(job.created));
+  proto->set_attempt(job.attempt);
+  proto->set_iterations_done(view.iterations_done);
+  proto->set_samples_stored(view.samples_stored);
+  proto->set_has_throughput(view.images_per_second.has_value());
+  if (view.images_per_second) proto->set_images_per_second(*view.images_per_second);
+  proto->set_parameters(job.parameters);
+  proto->set_device_kind(DeviceKindText(job.device_kind));
+}
+
+void ToProto(const AgentView& view, v1::AgentStatus* proto) {
+  v1::AgentInventory* inventory = proto->mutable_inventory();
+  inventory->set_name(view.inventory.name);
+  inventory->set_address(view.inventory.address);
+  inventory->set_hostname(view.inventory.hostname);
+  inventory->set_cpu_slots(view.inventory.cpu_slots);
+  for (const Gpu& gpu : view.inventory.gpus) {
+    v1::Gpu* out = inventory->add_gpus();
+    out->set_index(gpu.index);
+    out->set_name(gpu.name);
+    out->set_uuid(gpu.uuid);
+    out->set_memory_bytes(gpu.memory_bytes);
+  }
+  proto->set_connected(view.connected);
+  proto->set_last_seen_unix_ms(absl::ToUnixMillis(view.last_seen));
+  for (const std::string& job : view.running_jobs) proto->add_running_jobs(job);
+  proto->set_devices_total(view.inventory.device_count());
+  proto->set_devices_busy(view.devices_busy);
+}
+
+void ToProto(const ResultCell& cell, v1::ResultCell* proto) {
+  proto->set_model(cell.key.model);
+  proto->set_devices(cell.key.devices);
+  proto->set_precision(ToProto(cell.key.precision));
+  proto->set_batch_size(cell.key.batch_size);
+  proto->set_median_images_per_second(cell.median_images_per_second);
+  proto->set_min_images_per_second(cell.min_images_per_second);
+  proto->set_max_images_per_second(cell.max_images_per_second);
+  proto->set_runs(static_cast<int>(cell.job_ids.size()));
+  for (const std::string& id : cell.job_ids) proto->add_job_ids(id);
+  proto->set_device_kind(DeviceKindText(cell.key.device_kind));
+}
+
+void ToProto(const AssignmentMessage& assignment, v1::Assignment* proto) {
+  proto->set_job_id(assignment.job_id);
+  proto->set_attempt(assignment.attempt);
+  ToProto(assignment.spec, proto->mutable_spec());
+  proto->mutable_ranks()->Add(assignment.ranks.begin(), assignment.ranks.end());
+  proto->mutable_device_indices()->Add(assignment.device_indices.begin(),
+                                       assignment.device_indices.end());
+  proto->set_device_kind(DeviceKindText(assignment.device_kind));
+  proto->set_world_size(assignment.world_size);
+  proto->set_master_addr(assignment.master_addr);
+  proto->set_master_port(assignment.master_port);
+}
+
+void ToProto(const CancelMessage& cancel, v1::CancelAssignment* proto) {
+  proto->set_job_id(cancel.job_id);
+  proto->set_attempt(cancel.attempt);
+  proto->set_reason(cancel.reason);
+}
+
+}  // namespace bench

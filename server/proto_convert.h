@@ -1,0 +1,28 @@
+// The seam between the wire (benchfleet.v1 protos) and the controller's domain structs.
+// Only this file and the RPC adapters include generated headers.
+#pragma once
+
+#include <vector>
+
+#include "benchfleet/v1/agent.pb.h"
+#include "benchfleet/v1/controller.pb.h"
+#include "benchfleet/v1/types.pb.h"
+#include "server/job.h"
+#include "server/job_manager.h"
+#include "server/results.h"
+
+namespace bench {
+
+JobSpec FromProto(const benchfleet::v1::JobSpec& proto);
+AgentInventory FromProto(const benchfleet::v1::AgentInventory& proto);
+IterationSample FromProto(const benchfleet::v1::IterationSample& proto);
+RankReport FromProto(const benchfleet::v1::RankReport& proto);
+
+void ToProto(const JobSpec& spec, benchfleet::v1::JobSpec* proto);
+void ToProto(const JobView& view, benchfleet::v1::JobStatus* proto);
+void ToProto(const AgentView& view, benchfleet::v1::AgentStatus* proto);
+void ToProto(const ResultCell& cell, benchfleet::v1::ResultCell* proto);
+void ToProto(const AssignmentMessage& assignment, benchfleet::v1::Assignment* proto);
+void ToProto(const CancelMessage& cancel, benchfleet::v1::CancelAssignment* proto);
+
+}  // namespace bench

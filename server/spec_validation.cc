@@ -1,0 +1,80 @@
+#include "server/spec_validation.h"
+
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace bench {
+namespace {
+
+constexpr std::array<const char*, 5> kModels = {"resnet18", "resnet34", "resnet50",
+                                                "resnet101", "resnet152"};
+constexpr int kMaxDevices = 4096;
+constexpr int kMaxBatch = 65536;
+constexpr int kMaxIterations = 10'000'000;
+constexpr int kMinImageSize = 32;
+constexpr int kMaxImageSize = 1024;
+
+absl::Status FieldError(const char* field, const char* flag, const std::string& problem) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " (", flag, "): ", problem));
+}
+
+}  // namespace
+
+bool IsKnownModel(const std::string& model) {
+  for (const char* known : kModels) {
+    if (model == known) return true;
+  }
+  return false;
+}
+
+absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
+  if (spec.data.empty()) spec.data = "synthetic";
+  if (!IsKnownModel(spec.model)) {
+    return FieldError("model", "--model",
+                      absl::StrCat("unknown model \"", spec.model, "\" (known: ",
+                                   absl::StrJoin(kModels, ", "), ")"));
+  }
+  if (spec.devices < 1 || spec.devices > kMaxDevices) {
+    return FieldError("devices", "--gpus",
+                      absl::StrCat("must be between 1 and ", kMaxDevices, ", got ",
+                                   spec.devices));
+  }
+  if (spec.precision == Precision::kUnspecified) {
+    return FieldError("precision", "--precision", "must be fp32 or amp");
+  }
+  if (spec.batch_size < 1 || spec.batch_size > kMaxBatch) {
+    return FieldError("batch_size", "--bs",
+                      absl::StrCat("must be between 1 and ", kMaxBatch, ", got ",
+                                   spec.batch_size));
+  }
+  if (spec.iterations < 1 || spec.iterations > kMaxIterations) {
+    return FieldError("iterations", "--iters",
+                      absl::StrCat("must be between 1 and ", kMaxIterations, ", got ",
+                                   spec.iterations));
+  }
+  if (spec.warmup_iterations < 0) {
+    return FieldError("warmup_iterations", "--warmup",
+                      absl::StrCat("must not be negative, got ", spec.warmup_iterations));
+  }
+  if (spec.warmup_iterations >= spec.iterations) {
+    return FieldError("warmup_iterations", "--warmup",
+                      absl::StrCat("must be less than iterations (", spec.iterations,
+                                   ") so that some iterations are measured, got ",
+                                   spec.warmup_iterations));
+  }
+  if (spec.image_size < kMinImageSize || spec.image_size > kMaxImageSize) {
+    return FieldError("image_size", "--image-size",
+                      absl::StrCat("must be between ", kMinImageSize, " and ",
+                                   kMaxImageSize, ", got ", spec.image_size));
+  }
+  if (spec.data != "synthetic") {
+    return FieldError("data", "--data",
+                      absl::StrCat("unknown data source \"", spec.data,
+                                   "\" (known: synthetic)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace bench

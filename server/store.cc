@@ -1,0 +1,534 @@
+#include "server/store.h"
+
+#include <algorithm>
+#include <future>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/sqlite_db.h"
+
+namespace bench {
+namespace {
+
+// Migration i (0-based) brings the schema from version i to i + 1.
+const char* const kMigrations[] = {
+    R"sql(
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  seq INTEGER NOT NULL UNIQUE,
+  request_id TEXT UNIQUE,
+  model TEXT NOT NULL,
+  devices INTEGER NOT NULL,
+  precision TEXT NOT NULL,
+  batch_size INTEGER NOT NULL,
+  iterations INTEGER NOT NULL,
+  warmup_iterations INTEGER NOT NULL,
+  image_size INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  name TEXT NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  device_kind TEXT NOT NULL,
+  parameters INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+);
+CREATE TABLE job_labels (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (job_id, key)
+) WITHOUT ROWID;
+CREATE TABLE job_history (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  seq INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  time_ms INTEGER NOT NULL,
+  PRIMARY KEY (job_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE job_ranks (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  agent TEXT NOT NULL,
+  device_index INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)
+) WITHOUT ROWID;
+CREATE TABLE rank_summaries (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  measured_iterations INTEGER NOT NULL,
+  measured_images INTEGER NOT NULL,
+  window_s REAL NOT NULL,
+  step_time_median_s REAL NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)
+) WITHOUT ROWID;
+CREATE TABLE samples (
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  iteration INTEGER NOT NULL,
+  step_time_s REAL NOT NULL,
+  images INTEGER NOT NULL,
+  loss REAL NOT NULL,
+  data_time_s REAL NOT NULL,
+  elapsed_s REAL NOT NULL,
+  warmup INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank, iteration)
+) WITHOUT ROWID;
+)sql",
+};
+constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
+static_assert(kMigrationCount == Store::kSchemaVersion);
+constexpr size_t kMaxOpsPerTransaction = 512;
+
+int64_t ToMs(absl::Time t) { return absl::ToUnixMillis(t); }
+absl::Time FromMs(int64_t ms) { return absl::FromUnixMillis(ms); }
+
+JobState ParseState(const std::string& text) {
+  for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kSucceeded,
+                     JobState::kFailed, JobState::kCancelled}) {
+    if (text == JobStateText(s)) return s;
+  }
+  return JobState::kFailed;
+}
+
+Precision ParsePrecisionText(const std::string& text) {
+  if (text == "fp32") return Precision::kFp32;
+  if (text == "amp") return Precision::kAmp;
+  return Precision::kUnspecified;
+}
+
+DeviceKind ParseDeviceKind(const std::string& text) {
+  if (text == "cuda") return DeviceKind::kCuda;
+  if (text == "cpu") return DeviceKind::kCpu;
+  return DeviceKind::kNone;
+}
+
+absl::Status Migrate(Database& db) {
+  RETURN_IF_ERROR(db.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
+  ASSIGN_OR_RETURN(Statement * read, db.Prepare("SELECT max(version) FROM schema_version"));
+  ASSIGN_OR_RETURN(bool has_row, read->Step());
+  int version = has_row && !read->IsNull(0) ? static_cast<int>(read->Int(0)) : 0;
+  read->Reset();
+  if (version > Store::kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database ", db.path(), " has schema version ", version,
+        ", newer than this benchd understands (", Store::kSchemaVersion, ")"));
+  }
+  for (int v = version; v < kMigrationCount; ++v) {
+    RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE"));
+    absl::Status status = db.Exec(kMigrations[v]);
+    if (status.ok()) {
+      status = db.Exec(absl::StrCat("INSERT INTO schema_version VALUES (", v + 1, ")"));
+    }
+    if (!status.ok()) {
+      db.Exec("ROLLBACK").IgnoreError();
+      return absl::Status(status.code(), absl::StrCat("migrating ", db.path(), " to schema ",
+                                                      v + 1, ": ", status.message()));
+    }
+    RETURN_IF_ERROR(db.Exec("COMMIT"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteMutableJobState(Database& db, const Job& job) {
+  ASSIGN_OR_RETURN(Statement * update,
+                   db.Prepare("UPDATE jobs SET state=?2, reason=?3, attempt=?4, "
+                              "device_kind=?5, parameters=?6, updated_ms=?7 WHERE id=?1"));
+  update->Bind(1, job.id);
+  update->Bind(2, JobStateText(job.state));
+  update->Bind(3, job.reason);
+  update->Bind(4, int64_t{job.attempt});
+  update->Bind(5, DeviceKindText(job.device_kind));
+  update->Bind(6, job.parameters);
+  update->Bind(7, ToMs(absl::Now()));
+  RETURN_IF_ERROR(update->Run());
+  if (update->changes() != 1) return absl::NotFoundError(absl::StrCat("job ", job.id));
+
+  ASSIGN_OR_RETURN(Statement * history,
+                   db.Prepare("INSERT OR IGNORE INTO job_history VALUES (?1, ?2, ?3, ?4, ?5)"));
+  for (size_t i = 0; i < job.history.size(); ++i) {
+    history->Reset();
+    history->Bind(1, job.id);
+    history->Bind(2, static_cast<int64_t>(i));
+    history->Bind(3, JobStateText(job.history[i].state));
+    history->Bind(4, job.history[i].reason);
+    history->Bind(5, ToMs(job.history[i].time));
+    RETURN_IF_ERROR(history->Run());
+  }
+  ASSIGN_OR_RETURN(Statement * rank,
+                   db.Prepare("INSERT OR IGNORE INTO job_ranks VALUES (?1, ?2, ?3, ?4, ?5)"));
+  for (const Placement& placement : job.placements) {
+    for (size_t i = 0; i < placement.ranks.size(); ++i) {
+      rank->Reset();
+      rank->Bind(1, job.id);
+      rank->Bind(2, int64_t{job.attempt});
+      rank->Bind(3, int64_t{placement.ranks[i]});
+      rank->Bind(4, placement.agent);
+      rank->Bind(5, int64_t{placement.device_indices[i]});
+      RETURN_IF_ERROR(rank->Run());
+    }
+  }
+  ASSIGN_OR_RETURN(
+      Statement * summary,
+      db.Prepare("INSERT OR REPLACE INTO rank_summaries VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+  for (const auto& [rank_index, s] : job.summaries) {
+    summary->Reset();
+    summary->Bind(1, job.id);
+    summary->Bind(2, int64_t{job.attempt});
+    summary->Bind(3, int64_t{rank_index});
+    summary->Bind(4, int64_t{s.measured_iterations});
+    summary->Bind(5, s.measured_images);
+    summary->Bind(6, s.window_s);
+    summary->Bind(7, s.step_time_median_s);
+    RETURN_IF_ERROR(summary->Run());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  ASSIGN_OR_RETURN(auto writer, Database::Open(path, /*create=*/true));
+  RETURN_IF_ERROR(Migrate(*writer));
+  ASSIGN_OR_RETURN(auto reader, Database::Open(path, /*create=*/false));
+  return std::unique_ptr<Store>(new Store(path, std::move(writer), std::move(reader)));
+}
+
+Store::Store(std::string path, std::unique_ptr<Database> writer,
+             std::unique_ptr<Database> reader)
+    : path_(std::move(path)), writer_db_(std::move(writer)), reader_db_(std::move(reader)) {
+  writer_thread_ = std::thread([this] { WriterLoop(); });
+}
+
+Store::~Store() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  writer_thread_.join();
+}
+
+void Store::Enqueue(WriteOp op) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (!stopping_) {
+      queue_.push_back(std::move(op));
+      queue_cv_.notify_one();
+      return;
+    }
+  }
+  op.done(absl::UnavailableError("store is shutting down"));
+}
+
+absl::Status Store::Write(std::function<absl::Status(Database&)> apply) {
+  auto promise = std::make_shared<std::promise<absl::Status>>();
+  auto future = promise->get_future();
+  Enqueue({std::move(apply), [promise](absl::Status s) { promise->set_value(std::move(s)); }});
+  return future.get();
+}
+
+void Store::WriterLoop() {
+  while (true) {
+    std::vector<WriteOp> batch;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything queued is committed
+      while (!queue_.empty() && batch.size() < kMaxOpsPerTransaction) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    Database& db = *writer_db_;
+    std::vector<absl::Status> results(batch.size());
+    absl::Status begin = db.Exec("BEGIN IMMEDIATE");
+    if (!begin.ok()) {
+      for (auto& op : batch) op.done(begin);
+      continue;
+    }
+    for (size_t i = 0; i < batch.size(); ++i) {
+      absl::Status status = db.Exec("SAVEPOINT op");
+      if (status.ok()) status = batch[i].apply(db);
+      if (status.ok()) {
+        status = db.Exec("RELEASE op");
+      } else {
+        db.Exec("ROLLBACK TO op").IgnoreError();
+        db.Exec("RELEASE op").IgnoreError();
+      }
+      results[i] = status;
+    }
+    absl::Status commit = db.Exec("COMMIT");
+    if (!commit.ok()) {
+      db.Exec("ROLLBACK").IgnoreError();
+      for (auto& result : results) {
+        if (result.ok()) result = commit;
+      }
+    }
+    for (size_t i = 0; i < batch.size(); ++i) batch[i].done(results[i]);
+  }
+}
+
+absl::Status Store::InsertJob(const Job& job) {
+  auto promise = std::make_shared<std::promise<absl::Status>>();
+  auto future = promise->get_future();
+  InsertJobAsync(job, [promise](absl::Status s) { promise->set_value(std::move(s)); });
+  return future.get();
+}
+
+void Store::InsertJobAsync(const Job& job, Done done) {
+  Enqueue({[job](Database& db) -> absl::Status {
+    ASSIGN_OR_RETURN(
+        Statement * insert,
+        db.Prepare("INSERT INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                   "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18)"));
+    const JobSpec& spec = job.spec;
+    insert->Bind(1, job.id);
+    insert->Bind(2, job.seq);
+    if (spec.request_id.empty()) {
+      insert->BindNull(3);
+    } else {
+      insert->Bind(3, spec.request_id);
+    }
+    insert->Bind(4, spec.model);
+    insert->Bind(5, int64_t{spec.devices});
+    insert->Bind(6, PrecisionText(spec.precision));
+    insert->Bind(7, int64_t{spec.batch_size});
+    insert->Bind(8, int64_t{spec.iterations});
+    insert->Bind(9, int64_t{spec.warmup_iterations});
+    insert->Bind(10, int64_t{spec.image_size});
+    insert->Bind(11, spec.data);
+    insert->Bind(12, spec.name);
+    insert->Bind(13, JobStateText(job.state));
+    insert->Bind(14, job.reason);
+    insert->Bind(15, int64_t{job.attempt});
+    insert->Bind(16, DeviceKindText(job.device_kind));
+    insert->Bind(17, job.parameters);
+    insert->Bind(18, ToMs(job.created));
+    RETURN_IF_ERROR(insert->Run());
+    ASSIGN_OR_RETURN(Statement * label, db.Prepare("INSERT INTO job_labels VALUES (?1, ?2, ?3)"));
+    for (const auto& [key, value] : spec.labels) {
+      label->Reset();
+      label->Bind(1, job.id);
+      label->Bind(2, key);
+      label->Bind(3, value);
+      RETURN_IF_ERROR(label->Run());
+    }
+    return WriteMutableJobState(db, job);
+  }, std::move(done)});
+}
+
+absl::Status Store::UpdateJob(const Job& job) {
+  return Write([job](Database& db) { return WriteMutableJobState(db, job); });
+}
+
+void Store::UpdateJobAsync(const Job& job, Done done) {
+  Enqueue({[job](Database& db) { return WriteMutableJobState(db, job); }, std::move(done)});
+}
+
+void Store::AppendSamples(std::vector<IterationSample> samples, AppendDone done) {
+  auto result = std::make_shared<AppendResult>();
+  auto apply = [samples = std::move(samples), result](Database& db) -> absl::Status {
+    ASSIGN_OR_RETURN(Statement * insert,
+                     db.Prepare("INSERT OR IGNORE INTO samples VALUES "
+                                "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+    AppendResult counted;
+    for (const IterationSample& s : samples) {
+      insert->Reset();
+      insert->Bind(1, s.job_id);
+      insert->Bind(2, int64_t{s.attempt});
+      insert->Bind(3, int64_t{s.rank});
+      insert->Bind(4, int64_t{s.iteration});
+      insert->Bind(5, s.step_time_s);
+      insert->Bind(6, int64_t{s.images});
+      insert->Bind(7, s.loss);
+      insert->Bind(8, s.data_time_s);
+      insert->Bind(9, s.elapsed_s);
+      insert->Bind(10, int64_t{s.warmup ? 1 : 0});
+      RETURN_IF_ERROR(insert->Run());
+      if (insert->changes() == 1) {
+        ++counted.stored;
+      } else {
+        ++counted.duplicates;
+      }
+    }
+    *result = counted;
+    return absl::OkStatus();
+  };
+  Enqueue({std::move(apply), [result, done = std::move(done)](absl::Status status) {
+             if (status.ok()) {
+               done(*result);
+             } else {
+               done(status);
+             }
+           }});
+}
+
+absl::StatusOr<AppendResult> Store::AppendSamplesSync(std::vector<IterationSample> samples) {
+  std::promise<absl::StatusOr<AppendResult>> promise;
+  auto future = promise.get_future();
+  AppendSamples(std::move(samples),
+                [&promise](absl::StatusOr<AppendResult> r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
+
+absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  Database& db = *reader_db_;
+  std::vector<Job> jobs;
+  std::map<std::string, size_t> index;
+  ASSIGN_OR_RETURN(Statement * select,
+                   db.Prepare("SELECT id, seq, request_id, model, devices, precision, "
+                              "batch_size, iterations, warmup_iterations, image_size, data, "
+                              "name, state, reason, attempt, device_kind, parameters, "
+                              "created_ms FROM jobs ORDER BY seq"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    Job job;
+    job.id = select->Text(0);
+    job.seq = select->Int(1);
+    job.spec.request_id = select->Text(2);
+    job.spec.model = select->Text(3);
+    job.spec.devices = static_cast<int>(select->Int(4));
+    job.spec.precision = ParsePrecisionText(select->Text(5));
+    job.spec.batch_size = static_cast<int>(select->Int(6));
+    job.spec.iterations = static_cast<int>(select->Int(7));
+    job.spec.warmup_iterations = static_cast<int>(select->Int(8));
+    job.spec.image_size = static_cast<int>(select->Int(9));
+    job.spec.data = select->Text(10);
+    job.spec.name = select->Text(11);
+    job.state = ParseState(select->Text(12));
+    job.reason = select->Text(13);
+    job.attempt = static_cast<int>(select->Int(14));
+    job.device_kind = ParseDeviceKind(select->Text(15));
+    job.parameters = select->Int(16);
+    job.created = FromMs(select->Int(17));
+    index[job.id] = jobs.size();
+    jobs.push_back(std::move(job));
+  }
+  ASSIGN_OR_RETURN(Statement * labels, db.Prepare("SELECT job_id, key, value FROM job_labels"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, labels->Step());
+    if (!row) break;
+    auto it = index.find(labels->Text(0));
+    if (it != index.end()) jobs[it->second].spec.labels[labels->Text(1)] = labels->Text(2);
+  }
+  ASSIGN_OR_RETURN(
+      Statement * history,
+      db.Prepare("SELECT job_id, state, reason, time_ms FROM job_history ORDER BY job_id, seq"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, history->Step());
+    if (!row) break;
+    auto it = index.find(history->Text(0));
+    if (it == index.end()) continue;
+    jobs[it->second].history.push_back(
+        {ParseState(history->Text(1)), history->Text(2), FromMs(history->Int(3))});
+  }
+  ASSIGN_OR_RETURN(Statement * ranks,
+                   db.Prepare("SELECT job_id, attempt, rank, agent, device_index FROM job_ranks "
+                              "ORDER BY job_id, attempt, rank"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, ranks->Step());
+    if (!row) break;
+    auto it = index.find(ranks->Text(0));
+    if (it == index.end()) continue;
+    Job& job = jobs[it->second];
+    if (ranks->Int(1) != job.attempt) continue;
+    std::string agent = ranks->Text(3);
+    auto placement = std::find_if(job.placements.begin(), job.placements.end(),
+                                  [&](const Placement& p) { return p.agent == agent; });
+    if (placement == job.placements.end()) {
+      job.placements.push_back(Placement{agent, {}, {}});
+      placement = job.placements.end() - 1;
+    }
+    placement->ranks.push_back(static_cast<int>(ranks->Int(2)));
+    placement->device_indices.push_back(static_cast<int>(ranks->Int(4)));
+  }
+  ASSIGN_OR_RETURN(Statement * summaries,
+                   db.Prepare("SELECT job_id, attempt, rank, measured_iterations, "
+                              "measured_images, window_s, step_time_median_s "
+                              "FROM rank_summaries"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, summaries->Step());
+    if (!row) break;
+    auto it = index.find(summaries->Text(0));
+    if (it == index.end()) continue;
+    Job& job = jobs[it->second];
+    if (summaries->Int(1) != job.attempt) continue;
+    RankSummary s;
+    s.rank = static_cast<int>(summaries->Int(2));
+    s.measured_iterations = static_cast<int>(summaries->Int(3));
+    s.measured_images = summaries->Int(4);
+    s.window_s = summaries->Double(5);
+    s.step_time_median_s = summaries->Double(6);
+    job.summaries[s.rank] = s;
+  }
+  return jobs;
+}
+
+absl::StatusOr<int64_t> Store::CountSamples(const std::string& job_id, int attempt) {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  ASSIGN_OR_RETURN(Statement * count,
+                   reader_db_->Prepare("SELECT count(*) FROM samples WHERE job_id=?1 AND attempt=?2"));
+  count->Bind(1, job_id);
+  count->Bind(2, int64_t{attempt});
+  ASSIGN_OR_RETURN(bool row, count->Step());
+  int64_t n = row ? count->Int(0) : 0;
+  count->Reset();
+  return n;
+}
+
+absl::StatusOr<std::vector<IterationSample>> Store::ReadSamples(const std::string& job_id,
+                                                                int attempt) {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  ASSIGN_OR_RETURN(Statement * select,
+                   reader_db_->Prepare("SELECT rank, iteration, step_time_s, images, loss, "
+                                       "data_time_s, elapsed_s, warmup FROM samples "
+                                       "WHERE job_id=?1 AND attempt=?2 ORDER BY rank, iteration"));
+  select->Bind(1, job_id);
+  select->Bind(2, int64_t{attempt});
+  std::vector<IterationSample> samples;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    IterationSample s;
+    s.job_id = job_id;
+    s.attempt = attempt;
+    s.rank = static_cast<int>(select->Int(0));
+    s.iteration = static_cast<int>(select->Int(1));
+    s.step_time_s = select->Double(2);
+    s.images = static_cast<int>(select->Int(3));
+    s.loss = select->Double(4);
+    s.data_time_s = select->Double(5);
+    s.elapsed_s = select->Double(6);
+    s.warmup = select->Int(7) != 0;
+    samples.push_back(std::move(s));
+  }
+  return samples;
+}
+
+absl::StatusOr<std::map<int, int>> Store::IterationsByRank(const std::string& job_id,
+                                                          int attempt) {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  ASSIGN_OR_RETURN(Statement * select,
+                   reader_db_->Prepare("SELECT rank, count(*) FROM samples WHERE job_id=?1 "
+                                       "AND attempt=?2 GROUP BY rank"));
+  select->Bind(1, job_id);
+  select->Bind(2, int64_t{attempt});
+  std::map<int, int> counts;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    counts[static_cast<int>(select->Int(0))] = static_cast<int>(select->Int(1));
+  }
+  return counts;
+}
+
+}  // namespace bench

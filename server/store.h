@@ -1,0 +1,99 @@
+// The controller's durable state in one SQLite file: jobs (spec, state, history,
+// placements, rank summaries) and every iteration sample of every rank.
+//
+// Writes go through one writer thread that owns the write connection: operations queue
+// up and are committed in batched transactions, each operation inside its own savepoint
+// so that one failing operation does not undo its neighbours. Samples are stored
+// exactly once by (job, attempt, rank, iteration); a repeated sample is counted as a
+// duplicate, not stored again. Reads use a second connection (WAL lets them run beside
+// the writer). All methods are thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/job.h"
+
+namespace bench {
+
+class Database;
+
+struct AppendResult {
+  int stored = 0;
+  int duplicates = 0;
+};
+
+class Store {
+ public:
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens or creates the database at `path` and migrates it to kSchemaVersion. A file
+  // that is not a database, or whose schema is newer than this build, is an error
+  // naming the path; nothing in it is changed.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+  // Commits everything queued, then stops the writer.
+  ~Store();
+
+  // `done` callbacks run on the writer thread after the commit (or the failure); they
+  // must not wait on anything that waits on the store.
+  using Done = std::function<void(absl::Status)>;
+
+  // Inserts a new job (its row, labels and history). ALREADY_EXISTS if its id or
+  // request id is taken.
+  void InsertJobAsync(const Job& job, Done done);
+  absl::Status InsertJob(const Job& job);  // waits for the commit
+  // Persists the job's mutable fields: state, reason, attempt, device kind, parameters,
+  // history, the current attempt's placements and rank summaries. Idempotent, so the
+  // latest call wins whatever failed before it.
+  void UpdateJobAsync(const Job& job, Done done);
+  absl::Status UpdateJob(const Job& job);  // waits for the commit
+
+  // Queues samples; `done` runs on the writer thread after their commit (or failure).
+  using AppendDone = std::function<void(absl::StatusOr<AppendResult>)>;
+  void AppendSamples(std::vector<IterationSample> samples, AppendDone done);
+  absl::StatusOr<AppendResult> AppendSamplesSync(std::vector<IterationSample> samples);
+
+  // Every job, ordered by submission.
+  absl::StatusOr<std::vector<Job>> LoadJobs();
+  absl::StatusOr<int64_t> CountSamples(const std::string& job_id, int attempt);
+  absl::StatusOr<std::vector<IterationSample>> ReadSamples(const std::string& job_id,
+                                                           int attempt);
+  // For progress: per rank, how many distinct iterations are stored.
+  absl::StatusOr<std::map<int, int>> IterationsByRank(const std::string& job_id,
+                                                      int attempt);
+  const std::string& path() const { return path_; }
+
+ private:
+  struct WriteOp {
+    std::function<absl::Status(Database&)> apply;
+    std::function<void(absl::Status)> done;
+  };
+
+  Store(std::string path, std::unique_ptr<Database> writer, std::unique_ptr<Database> reader);
+  absl::Status Write(std::function<absl::Status(Database&)> apply);
+  void Enqueue(WriteOp op);
+  void WriterLoop();
+
+  const std::string path_;
+  std::unique_ptr<Database> writer_db_;  // used only by writer_thread_
+  std::mutex reader_mu_;
+  std::unique_ptr<Database> reader_db_;  // guarded by reader_mu_
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<WriteOp> queue_;
+  bool stopping_ = false;
+  std::thread writer_thread_;
+};
+
+}  // namespace bench

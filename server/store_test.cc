@@ -1,0 +1,186 @@
+#include "server/store.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+namespace bench {
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/bench_store_test_XXXXXX";
+    dir_ = mkdtemp(pattern);
+    path_ = dir_ + "/bench.db";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static Job MakeJob(int seq) {
+    Job job;
+    job.seq = seq;
+    job.id = "job-" + std::to_string(seq);
+    job.spec.model = "resnet50";
+    job.spec.devices = 2;
+    job.spec.precision = Precision::kAmp;
+    job.spec.batch_size = 8;
+    job.spec.iterations = 5;
+    job.spec.warmup_iterations = 1;
+    job.spec.image_size = 64;
+    job.spec.labels = {{"team", "infra"}};
+    job.spec.request_id = "req-" + std::to_string(seq);
+    job.created = absl::FromUnixMillis(1700000000000 + seq);
+    job.history.push_back({JobState::kQueued, "submitted", job.created});
+    return job;
+  }
+  static IterationSample Sample(const std::string& job, int rank, int iteration) {
+    IterationSample s;
+    s.job_id = job;
+    s.attempt = 1;
+    s.rank = rank;
+    s.iteration = iteration;
+    s.step_time_s = 0.1 * iteration;
+    s.images = 8;
+    s.loss = 6.9;
+    s.elapsed_s = iteration;
+    return s;
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(StoreTest, JobsSurviveReopenWithHistoryPlacementsAndSummaries) {
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    Job job = MakeJob(1);
+    ASSERT_TRUE((*store)->InsertJob(job).ok());
+    job.attempt = 1;
+    job.device_kind = DeviceKind::kCpu;
+    job.placements = {{"a", {0}, {0}}, {"b", {1}, {1}}};
+    job.state = JobState::kSucceeded;
+    job.reason = "done";
+    job.history.push_back({JobState::kRunning, "placed", absl::FromUnixMillis(1700000001000)});
+    job.history.push_back({JobState::kSucceeded, "done", absl::FromUnixMillis(1700000002000)});
+    job.parameters = 25557032;
+    job.summaries[0] = RankSummary{0, 4, 32, 1.5, 0.3};
+    job.summaries[1] = RankSummary{1, 4, 32, 1.6, 0.3};
+    ASSERT_TRUE((*store)->UpdateJob(job).ok());
+  }
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  const Job& job = jobs->front();
+  EXPECT_EQ(job.id, "job-1");
+  EXPECT_EQ(job.spec.precision, Precision::kAmp);
+  EXPECT_EQ(job.spec.labels.at("team"), "infra");
+  EXPECT_EQ(job.spec.request_id, "req-1");
+  EXPECT_EQ(job.state, JobState::kSucceeded);
+  ASSERT_EQ(job.history.size(), 3u);
+  EXPECT_EQ(job.history[1].state, JobState::kRunning);
+  ASSERT_EQ(job.placements.size(), 2u);
+  EXPECT_EQ(job.placements[1].agent, "b");
+  EXPECT_EQ(job.parameters, 25557032);
+  EXPECT_DOUBLE_EQ(job.summaries.at(1).window_s, 1.6);
+  EXPECT_EQ(job.device_kind, DeviceKind::kCpu);
+}
+
+TEST_F(StoreTest, SamplesAreStoredExactlyOnce) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->InsertJob(MakeJob(1)).ok());
+  std::vector<IterationSample> batch;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int it = 1; it <= 5; ++it) batch.push_back(Sample("job-1", rank, it));
+  }
+  auto first = (*store)->AppendSamplesSync(batch);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->stored, 10);
+  EXPECT_EQ(first->duplicates, 0);
+  // A redelivered batch (at-least-once) changes nothing.
+  auto again = (*store)->AppendSamplesSync(batch);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->stored, 0);
+  EXPECT_EQ(again->duplicates, 10);
+  EXPECT_EQ(*(*store)->CountSamples("job-1", 1), 10);
+  auto by_rank = (*store)->IterationsByRank("job-1", 1);
+  ASSERT_TRUE(by_rank.ok());
+  EXPECT_EQ(by_rank->at(0), 5);
+  EXPECT_EQ(by_rank->at(1), 5);
+  auto samples = (*store)->ReadSamples("job-1", 1);
+  ASSERT_TRUE(samples.ok());
+  EXPECT_DOUBLE_EQ(samples->at(2).step_time_s, 0.3);
+}
+
+TEST_F(StoreTest, ManyConcurrentAppendsAllCommit) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok());
+  std::atomic<int> stored{0}, done{0};
+  for (int batch = 0; batch < 200; ++batch) {
+    std::vector<IterationSample> samples;
+    for (int i = 0; i < 50; ++i) samples.push_back(Sample("job-x", batch, i + 1));
+    (*store)->AppendSamples(std::move(samples), [&](absl::StatusOr<AppendResult> r) {
+      if (r.ok()) stored += r->stored;
+      ++done;
+    });
+  }
+  while (done < 200) usleep(1000);
+  EXPECT_EQ(stored, 10000);
+  EXPECT_EQ(*(*store)->CountSamples("job-x", 1), 10000);
+}
+
+TEST_F(StoreTest, DuplicateRequestIdIsRefusedAndOthersUnaffected) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->InsertJob(MakeJob(1)).ok());
+  Job clash = MakeJob(2);
+  clash.spec.request_id = "req-1";
+  EXPECT_EQ((*store)->InsertJob(clash).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE((*store)->InsertJob(MakeJob(3)).ok());
+  EXPECT_EQ((*store)->LoadJobs()->size(), 2u);
+}
+
+TEST_F(StoreTest, ACorruptFileIsAClearErrorAndIsLeftAsItWas) {
+  {
+    std::ofstream out(path_);
+    out << std::string(8192, 'x');
+  }
+  auto store = Store::Open(path_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
+  EXPECT_NE(store.status().message().find(path_), std::string::npos);
+  EXPECT_EQ(std::filesystem::file_size(path_), 8192u);
+}
+
+TEST_F(StoreTest, ANewerSchemaIsRefused) {
+  { ASSERT_TRUE(Store::Open(path_).ok()); }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "INSERT INTO schema_version VALUES (99)", nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = Store::Open(path_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find("99"), std::string::npos);
+}
+
+TEST_F(StoreTest, AMissingDirectoryIsUnavailable) {
+  auto store = Store::Open(dir_ + "/no/such/dir/bench.db");
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kUnavailable) << store.status();
+}
+
+}  // namespace
+}  // namespace bench
