@@ -1,0 +1,328 @@
+#include "ctl/args.h"
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "common/spec_names.h"
+
+namespace bench::ctl {
+namespace {
+
+using benchfleet::v1::JobSpec;
+
+struct CommandName {
+  const char* name;
+  Command command;
+};
+constexpr CommandName kCommands[] = {
+    {"help", Command::kHelp},     {"submit", Command::kSubmit}, {"status", Command::kStatus},
+    {"list", Command::kList},     {"cancel", Command::kCancel}, {"agents", Command::kAgents},
+    {"results", Command::kResults},
+};
+
+bool IsBooleanFlag(Command command, absl::string_view name) {
+  return command == Command::kSubmit && (name == "amp" || name == "wait");
+}
+
+bool IsValueFlag(Command command, absl::string_view name) {
+  if (name == "server") return true;
+  switch (command) {
+    case Command::kSubmit:
+      return name == "gpus" || name == "precision" || name == "bs" || name == "model" ||
+             name == "iters" || name == "warmup" || name == "image-size" || name == "name" ||
+             name == "label" || name == "request-id";
+    case Command::kStatus:
+    case Command::kList:
+    case Command::kAgents:
+      return name == "format";
+    case Command::kResults:
+      return name == "model" || name == "format";
+    default:
+      return false;
+  }
+}
+
+const char* CommandLabel(std::optional<Command> command) {
+  if (!command) return nullptr;
+  for (const auto& c : kCommands) {
+    if (c.command == *command) return c.name;
+  }
+  return nullptr;
+}
+
+absl::Status ParseInt(absl::string_view flag, absl::string_view value, int32_t* out) {
+  if (!absl::SimpleAtoi(value, out)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": expected an integer, got \"", value, "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseBool(absl::string_view flag, absl::string_view value, bool* out) {
+  if (value == "true" || value == "1") {
+    *out = true;
+  } else if (value == "false" || value == "0") {
+    *out = false;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": expected true or false, got \"", value, "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseFormat(Command command, absl::string_view value, OutputFormat* out) {
+  if (command == Command::kResults) {
+    if (value == "table") {
+      *out = OutputFormat::kTable;
+    } else if (value == "markdown" || value == "md") {
+      *out = OutputFormat::kMarkdown;
+    } else if (value == "csv") {
+      *out = OutputFormat::kCsv;
+    } else if (value == "json") {
+      *out = OutputFormat::kJson;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--format: unknown format \"", value, "\" (expected table, markdown, csv or json)"));
+    }
+    return absl::OkStatus();
+  }
+  if (value == "text") {
+    *out = OutputFormat::kText;
+  } else if (value == "json") {
+    *out = OutputFormat::kJson;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format: unknown format \"", value, "\" (expected text or json)"));
+  }
+  return absl::OkStatus();
+}
+
+class Parser {
+ public:
+  explicit Parser(const std::string& env_server) {
+    if (!env_server.empty()) options_.server = env_server;
+    JobSpec& spec = options_.submit.spec;
+    spec.set_model("resnet50");
+    spec.set_precision(benchfleet::v1::PRECISION_FP32);
+    spec.set_iterations(100);
+    spec.set_warmup_iterations(10);
+    spec.set_image_size(224);
+  }
+
+  absl::StatusOr<CliOptions> Parse(const std::vector<std::string>& args) {
+    for (const std::string& arg : args) {
+      if (arg == "--help" || arg == "-h") {
+        CliOptions help;
+        help.command = Command::kHelp;
+        return help;
+      }
+    }
+    for (size_t i = 0; i < args.size(); ++i) {
+      absl::string_view arg = args[i];
+      if (arg.size() > 1 && arg[0] == '-') {
+        absl::Status status = Flag(args, &i);
+        if (!status.ok()) return status;
+      } else if (!command_) {
+        absl::Status status = SetCommand(arg);
+        if (!status.ok()) return status;
+      } else {
+        positionals_.emplace_back(arg);
+      }
+    }
+    return Finish();
+  }
+
+ private:
+  absl::Status SetCommand(absl::string_view name) {
+    for (const auto& c : kCommands) {
+      if (name == c.name) {
+        command_ = c.command;
+        if (c.command == Command::kResults) options_.format = OutputFormat::kTable;
+        return absl::OkStatus();
+      }
+    }
+    return absl::InvalidArgumentError(absl::StrCat("unknown command \"", name, "\""));
+  }
+
+  absl::Status Flag(const std::vector<std::string>& args, size_t* i) {
+    absl::string_view arg = args[*i];
+    if (arg.substr(0, 2) != "--") {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", arg));
+    }
+    absl::string_view body = arg.substr(2);
+    std::optional<std::string> value;
+    if (size_t eq = body.find('='); eq != absl::string_view::npos) {
+      value = std::string(body.substr(eq + 1));
+      body = body.substr(0, eq);
+    }
+    const std::string name(body);
+    const Command command = command_.value_or(Command::kHelp);
+    if (IsBooleanFlag(command, name)) {
+      bool on = true;
+      if (value) {
+        absl::Status status = ParseBool(name, *value, &on);
+        if (!status.ok()) return status;
+      }
+      return Boolean(name, on);
+    }
+    if (!IsValueFlag(command, name)) {
+      if (const char* label = CommandLabel(command_); label && command != Command::kHelp) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown flag --", name, " for ", label));
+      }
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+    }
+    if (!value) {
+      if (*i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, ": missing value"));
+      }
+      value = args[++*i];
+    }
+    return Value(name, *value);
+  }
+
+  absl::Status Boolean(const std::string& name, bool on) {
+    if (name == "amp") {
+      if (!on) return absl::OkStatus();
+      return SetPrecision("--amp", benchfleet::v1::PRECISION_AMP);
+    }
+    options_.submit.wait = on;  // "wait"
+    return absl::OkStatus();
+  }
+
+  absl::Status SetPrecision(const std::string& by, benchfleet::v1::Precision precision) {
+    if (precision_by_ && options_.submit.spec.precision() != precision) {
+      return absl::InvalidArgumentError(absl::StrCat(by, " conflicts with ", *precision_by_));
+    }
+    precision_by_ = by;
+    options_.submit.spec.set_precision(precision);
+    return absl::OkStatus();
+  }
+
+  absl::Status Value(const std::string& name, const std::string& value) {
+    JobSpec& spec = options_.submit.spec;
+    int32_t n = 0;
+    if (name == "server") {
+      if (value.empty()) return absl::InvalidArgumentError("--server: empty address");
+      options_.server = value;
+    } else if (name == "format") {
+      return ParseFormat(command_.value_or(Command::kHelp), value, &options_.format);
+    } else if (name == "model") {
+      spec.set_model(value);
+      options_.model = value;
+    } else if (name == "precision") {
+      absl::StatusOr<benchfleet::v1::Precision> precision = ParsePrecision(value);
+      if (!precision.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--precision: expected fp32 or amp, got \"", value, "\""));
+      }
+      return SetPrecision(absl::StrCat("--precision ", value), *precision);
+    } else if (name == "name") {
+      spec.set_name(value);
+    } else if (name == "request-id") {
+      spec.set_request_id(value);
+    } else if (name == "label") {
+      size_t eq = value.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--label: expected key=value, got \"", value, "\""));
+      }
+      (*spec.mutable_labels())[value.substr(0, eq)] = value.substr(eq + 1);
+    } else {
+      absl::Status status = ParseInt(name, value, &n);
+      if (!status.ok()) return status;
+      if (name == "gpus") {
+        spec.set_devices(n);
+        have_gpus_ = true;
+      } else if (name == "bs") {
+        spec.set_batch_size(n);
+        have_bs_ = true;
+      } else if (name == "iters") {
+        spec.set_iterations(n);
+      } else if (name == "warmup") {
+        spec.set_warmup_iterations(n);
+      } else if (name == "image-size") {
+        spec.set_image_size(n);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<CliOptions> Finish() {
+    if (!command_) return absl::InvalidArgumentError("missing command");
+    options_.command = *command_;
+    size_t want = 0;
+    switch (*command_) {
+      case Command::kHelp:
+        return options_;
+      case Command::kSubmit:
+        if (!have_gpus_) return absl::InvalidArgumentError("submit: --gpus is required");
+        if (!have_bs_) return absl::InvalidArgumentError("submit: --bs is required");
+        break;
+      case Command::kStatus:
+      case Command::kCancel:
+        want = 1;
+        if (positionals_.empty()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(CommandLabel(command_), ": missing JOB id"));
+        }
+        options_.job_id = positionals_[0];
+        break;
+      default:
+        break;
+    }
+    if (positionals_.size() > want) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          CommandLabel(command_), ": unexpected argument \"", positionals_[want], "\""));
+    }
+    return options_;
+  }
+
+  CliOptions options_;
+  std::optional<Command> command_;
+  std::vector<std::string> positionals_;
+  std::optional<std::string> precision_by_;
+  bool have_gpus_ = false;
+  bool have_bs_ = false;
+};
+
+}  // namespace
+
+absl::StatusOr<CliOptions> ParseArgs(const std::vector<std::string>& args,
+                                     const std::string& env_server) {
+  return Parser(env_server).Parse(args);
+}
+
+std::string UsageText() {
+  return absl::StrCat(
+      "usage: benchctl [--server HOST:PORT] COMMAND [ARGS]\n"
+      "\n"
+      "The server is --server (before or after the command), else $BENCH_SERVER, else ",
+      kDefaultServer,
+      ".\n"
+      "\n"
+      "commands:\n"
+      "  submit --gpus N --bs N [--amp | --precision fp32|amp] [--model resnet50]\n"
+      "         [--iters N (100)] [--warmup N (10)] [--image-size N (224)] [--name S]\n"
+      "         [--label k=v ...] [--request-id S] [--wait]\n"
+      "                 submit a benchmark job; prints its id. With --wait, follows it\n"
+      "                 to the end and exits 0 only if it succeeded.\n"
+      "  status JOB [--format text|json]\n"
+      "                 one job in detail\n"
+      "  list [--format text|json]\n"
+      "                 all jobs\n"
+      "  cancel JOB     cancel a job; prints its resulting state\n"
+      "  agents [--format text|json]\n"
+      "                 worker nodes, their devices and what runs on them\n"
+      "  results [--model M] [--format table|markdown|csv|json]\n"
+      "                 median images/s by device count, precision and batch size\n"
+      "  help           this text\n"
+      "\n"
+      "exit status: 0 ok, 1 error (or a --wait job that did not succeed), 2 usage error\n");
+}
+
+}  // namespace bench::ctl

@@ -1,0 +1,51 @@
+// benchctl's subcommands, run against a Controller stub (a real channel in main, an
+// in-process server or a mock in tests). Results go to `out`; progress, notes and errors
+// to `err`. Not thread-safe: one command at a time per context.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "benchfleet/v1/controller.grpc.pb.h"
+#include "ctl/args.h"
+#include <grpcpp/support/status.h>
+
+namespace bench::ctl {
+
+struct CommandContext {
+  benchfleet::v1::Controller::StubInterface* stub = nullptr;  // not owned
+  std::string server;                      // HOST:PORT, for "cannot reach" messages
+  std::ostream* out = nullptr;             // not owned
+  std::ostream* err = nullptr;             // not owned
+  bool err_is_terminal = false;            // draw the --wait progress bar in place
+  absl::Duration rpc_timeout = absl::Seconds(10);  // deadline of each unary call
+};
+
+// Runs `options.command` and returns the process exit code: 0 on success; 1 after an
+// error (printed to err as "benchctl: <message>") or when a --wait job ends other than
+// SUCCEEDED. kHelp prints the usage text to out and returns 0.
+int RunCommand(const CliOptions& options, const CommandContext& context);
+
+// The commands. Each returns the exit code, or an error whose message is what to print
+// after "benchctl: " (the server's own message, which names the field, for refusals).
+absl::StatusOr<int> RunSubmit(const SubmitOptions& options, const CommandContext& context);
+// Follows a job with WatchJob until it is terminal, then prints FinalSummary to out.
+// Returns 0 if it SUCCEEDED, else 1.
+absl::StatusOr<int> WaitForJob(const std::string& job_id, const CommandContext& context);
+absl::StatusOr<int> RunStatus(const std::string& job_id, OutputFormat format,
+                           const CommandContext& context);
+absl::StatusOr<int> RunList(OutputFormat format, const CommandContext& context);
+absl::StatusOr<int> RunCancel(const std::string& job_id, const CommandContext& context);
+absl::StatusOr<int> RunAgents(OutputFormat format, const CommandContext& context);
+absl::StatusOr<int> RunResults(const std::string& model, OutputFormat format,
+                            const CommandContext& context);
+
+// A failed RPC as benchctl reports it: UNAVAILABLE and DEADLINE_EXCEEDED become
+// "cannot reach benchd at <server>: <detail>" (code kept); anything else keeps the
+// server's code and message.
+absl::Status RpcError(const grpc::Status& status, const std::string& server);
+
+}  // namespace bench::ctl

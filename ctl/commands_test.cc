@@ -1,0 +1,309 @@
+// The commands against an in-process fake Controller on 127.0.0.1:0.
+#include "ctl/commands.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include <grpcpp/grpcpp.h>
+
+namespace bench::ctl {
+namespace {
+
+namespace v1 = benchfleet::v1;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Canned answers; records what it was sent. Thread-safe.
+class FakeController final : public v1::Controller::Service {
+ public:
+  grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* request,
+                         v1::SubmitJobResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    last_spec_ = request->spec();
+    if (request->spec().batch_size() <= 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "batch_size: must be > 0");
+    }
+    response->set_job_id("j-42");
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest* request,
+                      v1::JobStatus* response) override {
+    if (request->job_id() != "j-42") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          "job_id: no job \"" + request->job_id() + "\"");
+    }
+    *response = Job(v1::JOB_STATE_RUNNING, 45);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,
+                        v1::ListJobsResponse* response) override {
+    *response->add_jobs() = Job(v1::JOB_STATE_RUNNING, 45);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest*,
+                         v1::JobStatus* response) override {
+    *response = Job(v1::JOB_STATE_CANCELLED, 45);
+    response->set_reason("cancelled by user");
+    return grpc::Status::OK;
+  }
+
+  grpc::Status WatchJob(grpc::ServerContext*, const v1::WatchJobRequest*,
+                        grpc::ServerWriter<v1::JobStatus>* writer) override {
+    writer->Write(Job(v1::JOB_STATE_QUEUED, 0));
+    for (int i = 0; i <= 100; i += 5) writer->Write(Job(v1::JOB_STATE_RUNNING, i));
+    v1::JobStatus end = Job(final_state_, 100);
+    if (final_state_ == v1::JOB_STATE_SUCCEEDED) {
+      end.set_has_throughput(true);
+      end.set_images_per_second(1316.66);
+    } else {
+      end.set_reason("rank 3: CUDA out of memory");
+    }
+    writer->Write(end);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Results(grpc::ServerContext*, const v1::ResultsRequest*,
+                       v1::ResultsResponse* response) override {
+    if (!with_results_) return grpc::Status::OK;
+    for (int devices : {1, 8}) {
+      auto* cell = response->add_cells();
+      cell->set_model("resnet50");
+      cell->set_devices(devices);
+      cell->set_precision(v1::PRECISION_AMP);
+      cell->set_batch_size(256);
+      cell->set_median_images_per_second(1400.0 * devices);
+      cell->set_runs(1);
+      cell->set_device_kind("cuda");
+    }
+    auto* cell = response->add_cells();
+    cell->set_model("resnet50");
+    cell->set_devices(1);
+    cell->set_precision(v1::PRECISION_FP32);
+    cell->set_batch_size(256);
+    cell->set_median_images_per_second(384.72);
+    cell->set_runs(2);
+    cell->set_device_kind("cuda");
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest*,
+                          v1::ListAgentsResponse* response) override {
+    auto* agent = response->add_agents();
+    agent->mutable_inventory()->set_name("node-a");
+    agent->mutable_inventory()->set_cpu_slots(2);
+    agent->set_connected(true);
+    agent->set_devices_total(2);
+    agent->set_devices_busy(1);
+    agent->add_running_jobs("j-42");
+    return grpc::Status::OK;
+  }
+
+  v1::JobSpec last_spec() {
+    absl::MutexLock lock(&mu_);
+    return last_spec_;
+  }
+  void set_final_state(v1::JobState state) { final_state_ = state; }
+  void set_with_results(bool with) { with_results_ = with; }
+
+ private:
+  static v1::JobStatus Job(v1::JobState state, int done) {
+    v1::JobStatus job;
+    job.set_id("j-42");
+    job.set_state(state);
+    job.set_iterations_done(done);
+    job.mutable_spec()->set_model("resnet50");
+    job.mutable_spec()->set_iterations(100);
+    job.mutable_spec()->set_devices(2);
+    job.mutable_spec()->set_batch_size(32);
+    return job;
+  }
+
+  absl::Mutex mu_;
+  v1::JobSpec last_spec_;
+  std::atomic<v1::JobState> final_state_{v1::JOB_STATE_SUCCEEDED};
+  std::atomic<bool> with_results_{true};
+};
+
+class CommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port, 0);
+    address_ = "127.0.0.1:" + std::to_string(port);
+    stub_ = v1::Controller::NewStub(
+        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+  }
+
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+  }
+
+  int Run(const std::vector<std::string>& args, bool terminal = false) {
+    out_.str("");
+    err_.str("");
+    auto options = ParseArgs(args, address_);
+    EXPECT_TRUE(options.ok()) << options.status();
+    if (!options.ok()) return -1;
+    CommandContext context;
+    context.stub = stub_.get();
+    context.server = options->server;
+    context.out = &out_;
+    context.err = &err_;
+    context.err_is_terminal = terminal;
+    return RunCommand(*options, context);
+  }
+
+  FakeController service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  std::unique_ptr<v1::Controller::Stub> stub_;
+  std::ostringstream out_;
+  std::ostringstream err_;
+};
+
+TEST_F(CommandsTest, SubmitPrintsTheIdAlone) {
+  EXPECT_EQ(Run({"submit", "--gpus", "2", "--amp", "--bs", "32", "--label", "a=b"}), 0);
+  EXPECT_EQ(out_.str(), "j-42\n");
+  EXPECT_EQ(err_.str(), "");
+  v1::JobSpec spec = service_.last_spec();
+  EXPECT_EQ(spec.devices(), 2);
+  EXPECT_EQ(spec.precision(), v1::PRECISION_AMP);
+  EXPECT_EQ(spec.batch_size(), 32);
+  EXPECT_EQ(spec.labels().at("a"), "b");
+}
+
+TEST_F(CommandsTest, ServerRefusalIsPrintedAndFails) {
+  EXPECT_EQ(Run({"submit", "--gpus", "1", "--bs", "0"}), 1);
+  EXPECT_EQ(service_.last_spec().batch_size(), 0);  // sent, not judged locally
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_EQ(err_.str(), "benchctl: batch_size: must be > 0\n");
+}
+
+TEST_F(CommandsTest, SubmitWaitPlainLines) {
+  EXPECT_EQ(Run({"submit", "--gpus", "2", "--bs", "32", "--wait"}), 0);
+  EXPECT_EQ(out_.str(), "j-42\njob j-42: SUCCEEDED\nthroughput: 1316.7 images/s\n");
+  const std::string err = err_.str();
+  EXPECT_THAT(err, HasSubstr("job j-42: QUEUED 0/100 it\n"));
+  EXPECT_THAT(err, HasSubstr("job j-42: RUNNING 50/100 it\n"));
+  EXPECT_THAT(err, Not(HasSubstr("RUNNING 55/100")));  // at most every tenth
+  EXPECT_THAT(err, Not(HasSubstr("\r")));
+}
+
+TEST_F(CommandsTest, SubmitWaitBarOnTerminal) {
+  service_.set_final_state(v1::JOB_STATE_FAILED);
+  EXPECT_EQ(Run({"submit", "--gpus", "2", "--bs", "32", "--wait"}, /*terminal=*/true), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("\r[###############...............]   50/100 it  RUNNING"));
+  EXPECT_EQ(err_.str().back(), '\n');
+  EXPECT_THAT(out_.str(),
+              HasSubstr("job j-42: FAILED (rank 3: CUDA out of memory)\nthroughput: no data\n"));
+}
+
+TEST_F(CommandsTest, Status) {
+  EXPECT_EQ(Run({"status", "j-42"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("state:      RUNNING\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("images/s:   no data\n"));
+  EXPECT_EQ(Run({"status", "j-42", "--format", "json"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("\"iterations_done\":45"));
+  EXPECT_EQ(Run({"status", "nope"}), 1);
+  EXPECT_EQ(err_.str(), "benchctl: job_id: no job \"nope\"\n");
+}
+
+TEST_F(CommandsTest, ListCancelAgents) {
+  EXPECT_EQ(Run({"list"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("j-42  RUNNING"));
+  EXPECT_EQ(Run({"list", "--format=json"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("\"id\":\"j-42\""));
+  EXPECT_EQ(Run({"cancel", "j-42"}), 0);
+  EXPECT_EQ(out_.str(), "job j-42: CANCELLED (cancelled by user)\n");
+  EXPECT_EQ(Run({"agents"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("node-a  -        2 CPU slots   1/2  yes        j-42\n"));
+}
+
+TEST_F(CommandsTest, Results) {
+  EXPECT_EQ(Run({"results"}), 0);
+  EXPECT_EQ(out_.str(),
+            "resnet50 (cuda): median images/s\n"
+            "GPUs  FP32 bs256  AMP bs256\n"
+            "   1       384.7     1400.0\n"
+            "   8     no data    11200.0\n");
+  EXPECT_EQ(Run({"results", "--format", "markdown"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("| GPUs | FP32 bs256 | AMP bs256 |\n"
+                                    "|-----:|-----------:|----------:|\n"));
+  EXPECT_EQ(Run({"results", "--format", "csv"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("resnet50,1,fp32,256,384.7,0.0,0.0,2\n"));
+  EXPECT_EQ(Run({"results", "--format", "json"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("\"median_images_per_second\":11200"));
+  service_.set_with_results(false);
+  EXPECT_EQ(Run({"results"}), 0);
+  EXPECT_EQ(out_.str(), "no results yet\n");
+  EXPECT_EQ(Run({"results", "--format", "markdown"}), 0);
+  EXPECT_EQ(out_.str(), "no results yet\n");
+}
+
+int ClosedPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TEST(CommandsUnreachableTest, NamesTheServer) {
+  const std::string address = "127.0.0.1:" + std::to_string(ClosedPort());
+  auto stub = v1::Controller::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  std::ostringstream out, err;
+  CommandContext context;
+  context.stub = stub.get();
+  context.server = address;
+  context.out = &out;
+  context.err = &err;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"list"}, {"submit", "--gpus", "1", "--bs", "1", "--wait"},
+        {"results"}}) {
+    err.str("");
+    auto options = ParseArgs(args, address);
+    ASSERT_TRUE(options.ok());
+    EXPECT_EQ(RunCommand(*options, context), 1);
+    EXPECT_THAT(err.str(), HasSubstr("benchctl: cannot reach benchd at " + address + ": "));
+  }
+  EXPECT_EQ(out.str(), "");
+}
+
+TEST(RpcErrorTest, Mapping) {
+  EXPECT_TRUE(RpcError(grpc::Status::OK, "h:1").ok());
+  absl::Status deadline =
+      RpcError(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded"), "h:1");
+  EXPECT_EQ(deadline.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(deadline.message(), "cannot reach benchd at h:1: Deadline Exceeded");
+  absl::Status refused =
+      RpcError(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "devices: too many"), "h:1");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.message(), "devices: too many");
+}
+
+}  // namespace
+}  // namespace bench::ctl

@@ -1,0 +1,25 @@
+// Rendering of small tables as aligned plain text or GitHub markdown. Pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace bench::ctl {
+
+enum class Align { kLeft, kRight };
+
+struct TextTable {
+  std::vector<std::string> header;
+  std::vector<Align> align;  // one per column; missing entries mean kLeft
+  std::vector<std::vector<std::string>> rows;  // rows shorter than header are padded
+};
+
+// Columns separated by two spaces, padded to the widest cell, no trailing spaces;
+// one line per row, header first, each ending in '\n'.
+std::string RenderPlainTable(const TextTable& table);
+
+// A GitHub table: "| a | b |", then "|:--|--:|" style alignment, then the rows; cells
+// padded to line up; '|' inside a cell is escaped.
+std::string RenderMarkdownTable(const TextTable& table);
+
+}  // namespace bench::ctl

@@ -1,0 +1,167 @@
+#include "ctl/views.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "common/spec_names.h"
+#include "ctl/grid.h"
+#include "ctl/text_table.h"
+
+namespace bench::ctl {
+
+using benchfleet::v1::AgentStatus;
+using benchfleet::v1::JobSpec;
+using benchfleet::v1::JobStatus;
+
+std::string FormatTime(int64_t unix_ms) {
+  if (unix_ms == 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms),
+                          absl::LocalTimeZone());
+}
+
+std::string CompactRanges(const std::vector<int>& values) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < values.size();) {
+    size_t j = i;
+    while (j + 1 < values.size() && values[j + 1] == values[j] + 1) ++j;
+    if (j - i >= 2) {
+      parts.push_back(absl::StrCat(values[i], "-", values[j]));
+    } else {
+      for (size_t k = i; k <= j; ++k) parts.push_back(absl::StrCat(values[k]));
+    }
+    i = j + 1;
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+std::string DescribeSpec(const JobSpec& spec) {
+  return absl::StrCat(spec.model().empty() ? "(no model)" : spec.model(), ", ", spec.devices(),
+                      spec.devices() == 1 ? " device" : " devices", ", ",
+                      PrecisionName(spec.precision()), ", batch ", spec.batch_size(),
+                      "/device, ", spec.iterations(), " iterations (", spec.warmup_iterations(),
+                      " warm-up), ", spec.image_size(), " px images");
+}
+
+std::string DescribeDevices(const benchfleet::v1::AgentInventory& inventory) {
+  if (inventory.gpus_size() == 0) return absl::StrCat(inventory.cpu_slots(), " CPU slots");
+  std::vector<std::pair<std::string, int>> groups;
+  for (const auto& gpu : inventory.gpus()) {
+    if (!groups.empty() && groups.back().first == gpu.name()) {
+      ++groups.back().second;
+    } else {
+      groups.emplace_back(gpu.name(), 1);
+    }
+  }
+  std::vector<std::string> parts;
+  for (const auto& [name, count] : groups) {
+    parts.push_back(absl::StrCat(count, "x ", name.empty() ? "GPU" : name));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+namespace {
+
+std::string Throughput(const JobStatus& job) {
+  return job.has_throughput() ? FormatRate(job.images_per_second()) : "no data";
+}
+
+std::string StateWithReason(const JobStatus& job) {
+  std::string text = JobStateName(job.state());
+  if (!job.reason().empty()) absl::StrAppend(&text, " (", job.reason(), ")");
+  return text;
+}
+
+}  // namespace
+
+std::string FormatJobText(const JobStatus& job) {
+  const JobSpec& spec = job.spec();
+  std::string out;
+  auto line = [&out](absl::string_view key, absl::string_view value) {
+    std::string label = key.empty() ? "" : absl::StrCat(key, ":");
+    label.resize(std::max<size_t>(label.size() + 1, 12), ' ');
+    absl::StrAppend(&out, label, value, "\n");
+  };
+  line("id", job.id());
+  line("name", spec.name().empty() ? "-" : spec.name());
+  line("state", StateWithReason(job));
+  line("spec", DescribeSpec(spec));
+  if (!spec.labels().empty()) {
+    std::map<std::string, std::string> sorted(spec.labels().begin(), spec.labels().end());
+    line("labels", absl::StrJoin(sorted, ", ", absl::PairFormatter("=")));
+  }
+  if (!spec.request_id().empty()) line("request id", spec.request_id());
+  line("attempt", absl::StrCat(job.attempt()));
+  line("device", job.device_kind().empty() ? "-" : job.device_kind());
+  if (job.placements().empty()) {
+    line("placements", "-");
+  } else {
+    for (int i = 0; i < job.placements_size(); ++i) {
+      const auto& placement = job.placements(i);
+      std::vector<int> ranks(placement.ranks().begin(), placement.ranks().end());
+      std::vector<int> devices(placement.device_indices().begin(),
+                               placement.device_indices().end());
+      std::string text = absl::StrCat(placement.agent(), ": ranks ", CompactRanges(ranks));
+      if (!devices.empty()) absl::StrAppend(&text, " (devices ", CompactRanges(devices), ")");
+      line(i == 0 ? "placements" : "", text);
+    }
+  }
+  line("progress", absl::StrCat(job.iterations_done(), "/", spec.iterations(), " it"));
+  line("samples", absl::StrCat(job.samples_stored(), " stored"));
+  line("parameters", job.parameters() > 0 ? absl::StrCat(job.parameters()) : "unknown");
+  line("images/s", Throughput(job));
+  line("created", FormatTime(job.created_unix_ms()));
+  out += "history:\n";
+  if (job.history().empty()) out += "  -\n";
+  for (const auto& transition : job.history()) {
+    absl::StrAppend(&out, "  ", FormatTime(transition.time_unix_ms()), "  ",
+                    JobStateName(transition.state()));
+    if (!transition.reason().empty()) absl::StrAppend(&out, "  ", transition.reason());
+    out += "\n";
+  }
+  return out;
+}
+
+std::string FormatJobsTable(const std::vector<JobStatus>& jobs) {
+  if (jobs.empty()) return "no jobs\n";
+  TextTable table;
+  table.header = {"ID",       "STATE",    "MODEL",    "DEVICES", "PRECISION",
+                  "BS",       "PROGRESS", "IMAGES/S", "CREATED"};
+  table.align = {Align::kLeft,  Align::kLeft,  Align::kLeft,  Align::kRight, Align::kLeft,
+                 Align::kRight, Align::kRight, Align::kRight, Align::kLeft};
+  for (const JobStatus& job : jobs) {
+    table.rows.push_back({job.id(), JobStateName(job.state()), job.spec().model(),
+                          absl::StrCat(job.spec().devices()), PrecisionName(job.spec().precision()),
+                          absl::StrCat(job.spec().batch_size()),
+                          absl::StrCat(job.iterations_done(), "/", job.spec().iterations()),
+                          Throughput(job), FormatTime(job.created_unix_ms())});
+  }
+  return RenderPlainTable(table);
+}
+
+std::string FormatAgentsTable(const std::vector<AgentStatus>& agents) {
+  if (agents.empty()) return "no agents\n";
+  TextTable table;
+  table.header = {"NAME", "ADDRESS", "DEVICES", "BUSY", "CONNECTED", "RUNNING"};
+  table.align = {Align::kLeft, Align::kLeft, Align::kLeft,
+                 Align::kRight, Align::kLeft, Align::kLeft};
+  for (const AgentStatus& agent : agents) {
+    const auto& inventory = agent.inventory();
+    std::string connected = agent.connected()
+                                ? "yes"
+                                : absl::StrCat("no (last seen ",
+                                               FormatTime(agent.last_seen_unix_ms()), ")");
+    std::string running =
+        agent.running_jobs().empty() ? "-" : absl::StrJoin(agent.running_jobs(), ",");
+    table.rows.push_back({inventory.name(), inventory.address().empty() ? "-" : inventory.address(),
+                          DescribeDevices(inventory),
+                          absl::StrCat(agent.devices_busy(), "/", agent.devices_total()),
+                          connected, running});
+  }
+  return RenderPlainTable(table);
+}
+
+}  // namespace bench::ctl

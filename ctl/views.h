@@ -1,0 +1,29 @@
+// Human-readable and JSON renderings of jobs and agents for benchctl. Pure functions.
+// Times are shown in the local time zone.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "benchfleet/v1/types.pb.h"
+
+namespace bench::ctl {
+
+// "2024-05-01 12:00:03" in local time; "-" for 0.
+std::string FormatTime(int64_t unix_ms);
+// Ascending runs compressed: {0,1,2,3,6} -> "0-3,6".
+std::string CompactRanges(const std::vector<int>& values);
+// "resnet50, 8 devices, amp, batch 256/device, 100 iterations (10 warm-up), 224 px images"
+std::string DescribeSpec(const benchfleet::v1::JobSpec& spec);
+// "8x NVIDIA A100-SXM4-80GB" (identical names grouped, in order), or "4 CPU slots".
+std::string DescribeDevices(const benchfleet::v1::AgentInventory& inventory);
+
+// `status`: one "key: value" line per field, then placements and history.
+std::string FormatJobText(const benchfleet::v1::JobStatus& job);
+// `list`: an aligned table with one row per job, or "no jobs\n".
+std::string FormatJobsTable(const std::vector<benchfleet::v1::JobStatus>& jobs);
+// `agents`: an aligned table with one row per agent, or "no agents\n".
+std::string FormatAgentsTable(const std::vector<benchfleet::v1::AgentStatus>& agents);
+
+}  // namespace bench::ctl

@@ -1,0 +1,145 @@
+#include "ctl/views.h"
+
+#include "ctl/json_output.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace bench::ctl {
+namespace {
+
+using benchfleet::v1::AgentStatus;
+using benchfleet::v1::JobStatus;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+JobStatus RunningJob() {
+  JobStatus job;
+  job.set_id("j-7");
+  auto* spec = job.mutable_spec();
+  spec->set_model("resnet50");
+  spec->set_devices(8);
+  spec->set_precision(benchfleet::v1::PRECISION_AMP);
+  spec->set_batch_size(256);
+  spec->set_iterations(100);
+  spec->set_warmup_iterations(10);
+  spec->set_image_size(224);
+  spec->set_name("nightly");
+  (*spec->mutable_labels())["gpu"] = "v100";
+  job.set_state(benchfleet::v1::JOB_STATE_RUNNING);
+  job.set_reason("placed");
+  job.set_attempt(1);
+  job.set_iterations_done(45);
+  job.set_samples_stored(360);
+  job.set_parameters(25557032);
+  job.set_device_kind("cuda");
+  job.set_created_unix_ms(1700000000000);
+  auto* a = job.add_placements();
+  a->set_agent("node-a");
+  for (int r = 0; r < 4; ++r) {
+    a->add_ranks(r);
+    a->add_device_indices(r);
+  }
+  auto* b = job.add_placements();
+  b->set_agent("node-b");
+  for (int r = 4; r < 8; ++r) {
+    b->add_ranks(r);
+    b->add_device_indices(r - 4);
+  }
+  auto* t = job.add_history();
+  t->set_state(benchfleet::v1::JOB_STATE_QUEUED);
+  t->set_reason("submitted");
+  t->set_time_unix_ms(1700000000000);
+  t = job.add_history();
+  t->set_state(benchfleet::v1::JOB_STATE_RUNNING);
+  t->set_reason("placed");
+  t->set_time_unix_ms(1700000001000);
+  return job;
+}
+
+TEST(ViewsTest, CompactRanges) {
+  EXPECT_EQ(CompactRanges({}), "");
+  EXPECT_EQ(CompactRanges({3}), "3");
+  EXPECT_EQ(CompactRanges({0, 1}), "0,1");
+  EXPECT_EQ(CompactRanges({0, 1, 2, 3, 6, 8, 9, 10}), "0-3,6,8-10");
+}
+
+TEST(ViewsTest, JobText) {
+  std::string text = FormatJobText(RunningJob());
+  EXPECT_THAT(text, HasSubstr("id:         j-7\n"));
+  EXPECT_THAT(text, HasSubstr("name:       nightly\n"));
+  EXPECT_THAT(text, HasSubstr("state:      RUNNING (placed)\n"));
+  EXPECT_THAT(text, HasSubstr("spec:       resnet50, 8 devices, amp, batch 256/device, "
+                              "100 iterations (10 warm-up), 224 px images\n"));
+  EXPECT_THAT(text, HasSubstr("labels:     gpu=v100\n"));
+  EXPECT_THAT(text, HasSubstr("placements: node-a: ranks 0-3 (devices 0-3)\n"
+                              "            node-b: ranks 4-7 (devices 0-3)\n"));
+  EXPECT_THAT(text, HasSubstr("progress:   45/100 it\n"));
+  EXPECT_THAT(text, HasSubstr("samples:    360 stored\n"));
+  EXPECT_THAT(text, HasSubstr("parameters: 25557032\n"));
+  EXPECT_THAT(text, HasSubstr("images/s:   no data\n"));
+  EXPECT_THAT(text, HasSubstr("history:\n  "));
+  EXPECT_THAT(text, HasSubstr("  QUEUED  submitted\n"));
+  EXPECT_THAT(text, HasSubstr("  RUNNING  placed\n"));
+
+  JobStatus done = RunningJob();
+  done.set_has_throughput(true);
+  done.set_images_per_second(9500.54);
+  EXPECT_THAT(FormatJobText(done), HasSubstr("images/s:   9500.5\n"));
+}
+
+TEST(ViewsTest, JobsTable) {
+  JobStatus done = RunningJob();
+  done.set_id("j-8");
+  done.set_state(benchfleet::v1::JOB_STATE_SUCCEEDED);
+  done.set_has_throughput(true);
+  done.set_images_per_second(10440);
+  std::string table = FormatJobsTable({RunningJob(), done});
+  EXPECT_THAT(table, HasSubstr("ID   STATE      MODEL     DEVICES  PRECISION   BS  PROGRESS  "
+                               "IMAGES/S  CREATED\n"));
+  EXPECT_THAT(table, HasSubstr("j-7  RUNNING    resnet50        8  amp        256    45/100  "
+                               " no data  "));
+  EXPECT_THAT(table, HasSubstr("j-8  SUCCEEDED  resnet50        8  amp        256    45/100  "
+                               " 10440.0  "));
+  EXPECT_EQ(FormatJobsTable({}), "no jobs\n");
+}
+
+TEST(ViewsTest, AgentsTable) {
+  AgentStatus gpu;
+  gpu.mutable_inventory()->set_name("dgx-1");
+  gpu.mutable_inventory()->set_address("10.0.0.5");
+  for (int i = 0; i < 8; ++i) {
+    auto* g = gpu.mutable_inventory()->add_gpus();
+    g->set_index(i);
+    g->set_name("Tesla V100-SXM2-16GB");
+  }
+  gpu.set_connected(true);
+  gpu.set_devices_total(8);
+  gpu.set_devices_busy(8);
+  gpu.add_running_jobs("j-7");
+  AgentStatus cpu;
+  cpu.mutable_inventory()->set_name("laptop");
+  cpu.mutable_inventory()->set_cpu_slots(4);
+  cpu.set_devices_total(4);
+  cpu.set_connected(false);
+  std::string table = FormatAgentsTable({gpu, cpu});
+  EXPECT_THAT(table, HasSubstr("dgx-1   10.0.0.5  8x Tesla V100-SXM2-16GB   8/8  yes"));
+  EXPECT_THAT(table, HasSubstr("j-7\n"));
+  EXPECT_THAT(table, HasSubstr("laptop  -         4 CPU slots               0/4  no"));
+  EXPECT_EQ(FormatAgentsTable({}), "no agents\n");
+}
+
+TEST(ViewsTest, JsonUsesProtoFieldNames) {
+  std::string json = ToJson(RunningJob());
+  EXPECT_THAT(json, HasSubstr("\"iterations_done\":45"));
+  EXPECT_THAT(json, HasSubstr("\"has_throughput\":false"));
+  EXPECT_THAT(json, HasSubstr("\"state\":\"JOB_STATE_RUNNING\""));
+  EXPECT_THAT(json, Not(HasSubstr("iterationsDone")));
+  EXPECT_EQ(json.back(), '\n');
+  std::string array = ToJsonArray(std::vector<JobStatus>{RunningJob(), RunningJob()});
+  EXPECT_EQ(array.substr(0, 4), "[\n  ");
+  EXPECT_THAT(array, HasSubstr("},\n  {"));
+  EXPECT_EQ(array.substr(array.size() - 4), "}\n]\n");
+}
+
+}  // namespace
+}  // namespace bench::ctl
