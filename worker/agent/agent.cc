@@ -1,0 +1,314 @@
+#include "worker/agent/agent.h"
+
+#include <limits.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "worker/agent/agent_log.h"
+#include "worker/agent/retry.h"
+
+namespace bench::agent {
+namespace {
+
+constexpr size_t kMaxFinished = 1000;
+constexpr absl::Duration kMinBackoff = absl::Milliseconds(100);
+constexpr absl::Duration kMaxBackoff = absl::Seconds(2);
+// A stream that lived this long (or delivered an event) was healthy: reset the back-off.
+constexpr absl::Duration kHealthyStream = absl::Seconds(2);
+// Consecutive failed heartbeats after which the stream is re-established.
+constexpr int kHeartbeatFailuresBeforeReconnect = 3;
+
+}  // namespace
+
+std::string DefaultBenchTrainPath() {
+  char self[PATH_MAX + 1] = {};
+  ssize_t n = readlink("/proc/self/exe", self, PATH_MAX);
+  if (n > 0) {
+    std::string path(self, static_cast<size_t>(n));
+    size_t slash = path.rfind('/');
+    if (slash != std::string::npos) {
+      std::string candidate = path.substr(0, slash + 1) + "bench-train";
+      if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+  }
+  return "bench-train";
+}
+
+Agent::Agent(AgentOptions options) : options_(std::move(options)) {}
+
+Agent::~Agent() { Shutdown(); }
+
+absl::Status Agent::Start() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_) return absl::FailedPreconditionError("agent already started");
+    started_ = true;
+  }
+  if (options_.controller.empty()) return absl::InvalidArgumentError("--controller is required");
+  InventoryOptions inventory_options;
+  inventory_options.name = options_.name;
+  inventory_options.address = options_.address;
+  inventory_options.controller = options_.controller;
+  inventory_options.cpu_slots = options_.cpu_slots;
+  inventory_options.nvml_library = options_.nvml_library;
+  inventory_ = BuildInventory(inventory_options);
+  if (inventory_.cpu_slots() > 0) {
+    int hardware = static_cast<int>(std::thread::hardware_concurrency());
+    cpu_threads_ = std::max(1, hardware / inventory_.cpu_slots());
+  }
+
+  client_ = std::make_unique<ControllerClient>(ControllerClientOptions{options_.controller});
+  uploader_ = std::make_unique<SampleUploader>(client_.get());
+  reporter_ = std::make_unique<StatusReporter>(client_.get());
+  {
+    absl::MutexLock lock(&mu_);
+    agent_name_ = inventory_.name();
+  }
+  uploader_->SetAgent(inventory_.name());
+  reporter_->SetAgent(inventory_.name());
+
+  std::vector<std::string> gpus;
+  for (const auto& gpu : inventory_.gpus()) {
+    gpus.push_back(absl::StrCat(gpu.index(), ": ", gpu.name()));
+  }
+  AgentLog(absl::StrCat(
+      "agent ", inventory_.name(), " (address ", inventory_.address(), ") for controller ",
+      options_.controller, ": offering ",
+      inventory_.gpus_size() > 0
+          ? absl::StrCat(inventory_.gpus_size(), " GPU(s) [", absl::StrJoin(gpus, ", "), "]")
+          : absl::StrCat(inventory_.cpu_slots(), " CPU slot(s) of ", cpu_threads_,
+                         " thread(s)"),
+      "; trainer ", options_.bench_train));
+  stream_thread_ = std::thread([this] { StreamLoop(); });
+  return absl::OkStatus();
+}
+
+bool Agent::SleepUnlessStopping(absl::Duration duration) {
+  absl::MutexLock lock(&mu_);
+  absl::Time deadline = absl::Now() + duration;
+  while (!stopping_) {
+    if (cv_.WaitWithDeadline(&mu_, deadline)) break;
+  }
+  return !stopping_;
+}
+
+void Agent::StreamLoop() {
+  Backoff backoff(kMinBackoff, kMaxBackoff);
+  uint64_t register_failures = 0;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    auto registered = client_->Register(inventory_);
+    if (!registered.ok()) {
+      absl::Duration delay = backoff.Next();
+      if (ShouldLogAttempt(++register_failures)) {
+        AgentLog(absl::StrCat("cannot register with controller ", options_.controller,
+                              " (attempt ", register_failures, "): ",
+                              registered.status().ToString(), "; retrying in ",
+                              absl::FormatDuration(delay)));
+      }
+      if (!SleepUnlessStopping(delay)) return;
+      continue;
+    }
+    register_failures = 0;
+    std::string name = registered->agent().empty() ? inventory_.name() : registered->agent();
+    absl::Duration interval = registered->heartbeat_interval_ms() > 0
+                                  ? absl::Milliseconds(registered->heartbeat_interval_ms())
+                                  : absl::Seconds(1);
+    uploader_->SetAgent(name);
+    reporter_->SetAgent(name);
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      agent_name_ = name;
+      heartbeat_interval_ = interval;
+      if (!heartbeat_thread_.joinable()) {
+        heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+      }
+    }
+    AgentLog(absl::StrCat("registered as ", name, " with ", options_.controller,
+                          " (heartbeat every ", absl::FormatDuration(interval), ")"));
+
+    absl::Time opened = absl::Now();
+    bool got_event = false;
+    absl::Status status = client_->StreamAssignments(
+        name, [&](const benchfleet::v1::AssignmentEvent& event) {
+          got_event = true;
+          OnEvent(event);
+        });
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    if (got_event || absl::Now() - opened >= kHealthyStream) backoff.Reset();
+    absl::Duration delay = backoff.Next();
+    AgentLog(absl::StrCat("assignment stream ended (", status.ToString(),
+                          "); re-registering in ", absl::FormatDuration(delay)));
+    if (!SleepUnlessStopping(delay)) return;
+  }
+}
+
+void Agent::HeartbeatLoop() {
+  uint64_t failures = 0;
+  while (true) {
+    absl::Duration interval;
+    std::string name;
+    {
+      absl::MutexLock lock(&mu_);
+      interval = heartbeat_interval_;
+      name = agent_name_;
+    }
+    if (!SleepUnlessStopping(interval)) return;
+    ReapFinished();
+    benchfleet::v1::HeartbeatRequest request;
+    request.set_agent(name);
+    for (auto& job : RunningJobs()) request.add_running_jobs(std::move(job));
+    absl::Status status = client_->Heartbeat(request);
+    if (status.ok()) {
+      if (failures > 0) AgentLog("heartbeats are getting through again");
+      failures = 0;
+      continue;
+    }
+    ++failures;
+    if (ShouldLogAttempt(failures)) {
+      AgentLog(absl::StrCat("heartbeat failed (", failures, " in a row): ", status.ToString()));
+    }
+    if (status.code() == absl::StatusCode::kNotFound ||
+        failures == kHeartbeatFailuresBeforeReconnect) {
+      client_->InterruptStream();  // the stream loop re-registers
+    }
+  }
+}
+
+void Agent::OnEvent(const benchfleet::v1::AssignmentEvent& event) {
+  ReapFinished();
+  if (event.has_assign()) {
+    OnAssign(event.assign());
+  } else if (event.has_cancel()) {
+    OnCancel(event.cancel());
+  }
+}
+
+void Agent::OnAssign(const benchfleet::v1::Assignment& assignment) {
+  JobKey key(assignment.job_id(), assignment.attempt());
+  RankSupervisor* supervisor = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    if (supervisors_.count(key) > 0 || finished_.count(key) > 0) {
+      AgentLog(absl::StrCat("job ", key.first, " attempt ", key.second,
+                            ": assignment seen before; ignored"));
+      return;
+    }
+    RankSupervisorOptions options;
+    options.bench_train = options_.bench_train;
+    options.address = inventory_.address();
+    options.cpu_threads = cpu_threads_;
+    options.kill_grace = options_.kill_grace;
+    auto owned = std::make_unique<RankSupervisor>(assignment, std::move(options),
+                                                  uploader_.get(), reporter_.get());
+    supervisor = owned.get();
+    supervisors_.emplace(key, std::move(owned));
+  }
+  // Outside the lock: spawning takes a moment. Only this thread (the stream thread)
+  // starts supervisors, and Shutdown joins it before touching them.
+  supervisor->Start();
+}
+
+void Agent::OnCancel(const benchfleet::v1::CancelAssignment& cancel) {
+  absl::MutexLock lock(&mu_);
+  bool found = false;
+  for (auto& [key, supervisor] : supervisors_) {
+    if (key.first != cancel.job_id()) continue;
+    if (cancel.attempt() != 0 && key.second != cancel.attempt()) continue;
+    found = true;
+    supervisor->Cancel(absl::StrCat("cancelled by the controller",
+                                    cancel.reason().empty() ? "" : ": ", cancel.reason()));
+  }
+  AgentLog(absl::StrCat("job ", cancel.job_id(), " attempt ", cancel.attempt(), ": cancel",
+                        cancel.reason().empty() ? "" : " (", cancel.reason(),
+                        cancel.reason().empty() ? "" : ")",
+                        found ? "" : "; not running here"));
+}
+
+void Agent::ReapFinished() {
+  std::vector<std::unique_ptr<RankSupervisor>> done;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = supervisors_.begin(); it != supervisors_.end();) {
+      RankSupervisor* supervisor = it->second.get();
+      if (supervisor->Done() && reporter_->IsDelivered(supervisor->last_report_ticket())) {
+        finished_.insert(it->first);
+        finished_order_.push_back(it->first);
+        if (finished_order_.size() > kMaxFinished) {
+          finished_.erase(finished_order_.front());
+          finished_order_.pop_front();
+        }
+        done.push_back(std::move(it->second));
+        it = supervisors_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& supervisor : done) supervisor->Join();
+}
+
+std::vector<std::string> Agent::RunningJobs() {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> jobs;
+  for (const auto& [key, supervisor] : supervisors_) {
+    if (jobs.empty() || jobs.back() != key.first) jobs.push_back(key.first);
+  }
+  return jobs;
+}
+
+void Agent::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!started_ || shut_down_) return;
+    shut_down_ = true;
+    stopping_ = true;
+    cv_.SignalAll();
+  }
+  AgentLog("shutting down");
+  if (client_ != nullptr) client_->Shutdown();
+  if (stream_thread_.joinable()) stream_thread_.join();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+
+  std::map<JobKey, std::unique_ptr<RankSupervisor>> supervisors;
+  {
+    absl::MutexLock lock(&mu_);
+    supervisors.swap(supervisors_);
+  }
+  for (auto& [key, supervisor] : supervisors) supervisor->Cancel("agent shutting down");
+  absl::Time exit_deadline = absl::Now() + options_.kill_grace + absl::Seconds(5);
+  for (auto& [key, supervisor] : supervisors) {
+    if (!supervisor->WaitExited(exit_deadline)) {
+      AgentLog(absl::StrCat("job ", key.first, ": ranks still running after SIGKILL"));
+    }
+  }
+  if (uploader_ != nullptr) {
+    if (!uploader_->Drain(absl::Now() + options_.shutdown_flush_timeout)) {
+      AgentLog("shutting down with samples not yet delivered");
+    }
+    uploader_->Shutdown();
+  }
+  for (auto& [key, supervisor] : supervisors) supervisor->Join();
+  if (reporter_ != nullptr) {
+    if (!reporter_->Drain(absl::Now() + options_.shutdown_flush_timeout)) {
+      AgentLog("shutting down with status reports not yet delivered");
+    }
+    reporter_->Shutdown();
+  }
+  supervisors.clear();
+  AgentLog("stopped");
+}
+
+}  // namespace bench::agent

@@ -1,0 +1,101 @@
+// The node agent: registers this node's inventory with the controller, heartbeats,
+// holds the StreamAssignments stream and runs each assignment with a RankSupervisor.
+//
+// Threads: the stream thread (Register, then StreamAssignments; on any end or failure
+// it backs off 100 ms doubling to 2 s, re-registers and re-opens the stream), the
+// heartbeat thread (started after the first registration), plus those of the
+// SampleUploader, the StatusReporter and each RankSupervisor.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "benchfleet/v1/agent.pb.h"
+#include "worker/agent/controller_client.h"
+#include "worker/agent/nvml_inventory.h"
+#include "worker/agent/rank_supervisor.h"
+#include "worker/agent/sample_uploader.h"
+#include "worker/agent/status_reporter.h"
+
+namespace bench::agent {
+
+struct AgentOptions {
+  std::string controller;                   // HOST:PORT of benchd
+  std::string name;                         // empty: the host name
+  int cpu_slots = 0;                        // > 0: offer CPU slots, no GPU
+  std::string address;                      // empty: DefaultAdvertisedAddress(controller)
+  std::string bench_train = "bench-train";  // the trainer program
+  std::string nvml_library = kDefaultNvmlLibrary;
+  absl::Duration kill_grace = absl::Seconds(5);
+  // On Shutdown: how long to wait for samples and reports to reach the controller.
+  absl::Duration shutdown_flush_timeout = absl::Seconds(5);
+};
+
+// The trainer next to this executable (/proc/self/exe's directory) if it exists and is
+// executable, else "bench-train" (looked up on PATH).
+std::string DefaultBenchTrainPath();
+
+// Start() and Shutdown() are called from one thread (main); everything else is internal.
+class Agent {
+ public:
+  explicit Agent(AgentOptions options);
+  ~Agent();  // Shutdown()
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Builds the inventory and starts the threads; returns at once. An unreachable
+  // controller is not an error: the stream thread keeps trying (and logs).
+  absl::Status Start();
+  // Stops the stream and heartbeats, terminates every rank (SIGTERM, SIGKILL after the
+  // grace period), waits until no rank process is left, reports the ranks (bounded by
+  // shutdown_flush_timeout) and joins all threads. Idempotent.
+  void Shutdown();
+
+ private:
+  using JobKey = std::pair<std::string, int>;  // (job id, attempt)
+
+  void StreamLoop();
+  void HeartbeatLoop();
+  void OnEvent(const benchfleet::v1::AssignmentEvent& event);
+  void OnAssign(const benchfleet::v1::Assignment& assignment);
+  void OnCancel(const benchfleet::v1::CancelAssignment& cancel);
+  // Joins and forgets supervisors whose reports are all delivered.
+  void ReapFinished();
+  std::vector<std::string> RunningJobs();
+  // Sleeps up to `duration`; false if the agent is stopping.
+  bool SleepUnlessStopping(absl::Duration duration);
+
+  AgentOptions options_;
+  benchfleet::v1::AgentInventory inventory_;
+  int cpu_threads_ = 1;
+  std::unique_ptr<ControllerClient> client_;
+  std::unique_ptr<SampleUploader> uploader_;
+  std::unique_ptr<StatusReporter> reporter_;
+
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  std::string agent_name_ ABSL_GUARDED_BY(mu_);  // as the controller knows us
+  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
+  std::map<JobKey, std::unique_ptr<RankSupervisor>> supervisors_ ABSL_GUARDED_BY(mu_);
+  // Jobs run to the end here (the latest kMaxFinished), so that a re-sent assignment
+  // is not run twice.
+  std::set<JobKey> finished_ ABSL_GUARDED_BY(mu_);
+  std::deque<JobKey> finished_order_ ABSL_GUARDED_BY(mu_);
+  std::thread stream_thread_;
+  std::thread heartbeat_thread_;
+};
+
+}  // namespace bench::agent

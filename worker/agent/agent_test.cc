@@ -1,0 +1,349 @@
+// The Agent against an in-process fake controller (AgentService on 127.0.0.1:0) and a
+// fake trainer script: registration, assignments, cancel, re-registration, shutdown.
+#include "worker/agent/agent.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "benchfleet/v1/agent.grpc.pb.h"
+#include "worker/agent/free_port.h"
+
+namespace bench::agent {
+namespace {
+
+using benchfleet::v1::AssignmentEvent;
+using benchfleet::v1::RankReport;
+
+class FakeController final : public benchfleet::v1::AgentService::Service {
+ public:
+  grpc::Status Register(grpc::ServerContext*, const benchfleet::v1::RegisterRequest* request,
+                        benchfleet::v1::RegisterResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    ++registrations_;
+    inventory_ = request->inventory();
+    response->set_agent("agent-x");
+    response->set_heartbeat_interval_ms(50);
+    return grpc::Status::OK;
+  }
+  grpc::Status Heartbeat(grpc::ServerContext*, const benchfleet::v1::HeartbeatRequest* request,
+                         benchfleet::v1::HeartbeatResponse*) override {
+    absl::MutexLock lock(&mu_);
+    ++heartbeats_;
+    last_heartbeat_ = *request;
+    return grpc::Status::OK;
+  }
+  grpc::Status StreamAssignments(grpc::ServerContext* context,
+                                 const benchfleet::v1::StreamAssignmentsRequest* request,
+                                 grpc::ServerWriter<AssignmentEvent>* writer) override {
+    absl::MutexLock lock(&mu_);
+    ++streams_;
+    stream_agent_ = request->agent();
+    while (!stopping_ && !context->IsCancelled()) {
+      if (end_stream_) {
+        end_stream_ = false;
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream ended by the test");
+      }
+      while (!events_.empty()) {
+        AssignmentEvent event = events_.front();
+        events_.pop_front();
+        mu_.Unlock();
+        writer->Write(event);
+        mu_.Lock();
+      }
+      cv_.WaitWithTimeout(&mu_, absl::Milliseconds(20));
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status ReportStatus(grpc::ServerContext*,
+                            const benchfleet::v1::ReportStatusRequest* request,
+                            benchfleet::v1::ReportStatusResponse*) override {
+    absl::MutexLock lock(&mu_);
+    reports_.push_back(*request);
+    for (const auto& rank : request->ranks()) {
+      if (rank.state() != benchfleet::v1::RANK_STATE_STARTED) {
+        samples_at_final_[{request->job_id(), rank.rank()}] =
+            samples_per_rank_[{request->job_id(), rank.rank()}];
+      }
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status UploadSamples(grpc::ServerContext*,
+                             const benchfleet::v1::UploadSamplesRequest* request,
+                             benchfleet::v1::UploadSamplesResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    for (const auto& sample : request->samples()) {
+      ++samples_per_rank_[{sample.job_id(), sample.rank()}];
+    }
+    response->set_batch_id(request->batch_id());
+    response->set_stored(request->samples_size());
+    return grpc::Status::OK;
+  }
+
+  void Push(AssignmentEvent event) {
+    absl::MutexLock lock(&mu_);
+    events_.push_back(std::move(event));
+    cv_.SignalAll();
+  }
+  void EndStream() {
+    absl::MutexLock lock(&mu_);
+    end_stream_ = true;
+    cv_.SignalAll();
+  }
+  void Stop() {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    cv_.SignalAll();
+  }
+  // Waits until `predicate` (called under the lock) holds.
+  bool WaitFor(const std::function<bool()>& predicate,
+               absl::Duration timeout = absl::Seconds(15)) {
+    absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (predicate()) return true;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return false;
+  }
+  // The latest state of (job, rank), UNSPECIFIED if never reported. Call under WaitFor
+  // or with the lock not held.
+  RankReport LatestLocked(const std::string& job, int rank) {
+    RankReport latest;
+    for (const auto& report : reports_) {
+      if (report.job_id() != job) continue;
+      for (const auto& r : report.ranks()) {
+        if (r.rank() == rank) latest = r;
+      }
+    }
+    return latest;
+  }
+  RankReport Latest(const std::string& job, int rank) {
+    absl::MutexLock lock(&mu_);
+    return LatestLocked(job, rank);
+  }
+
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  int registrations_ = 0, heartbeats_ = 0, streams_ = 0;
+  bool stopping_ = false, end_stream_ = false;
+  benchfleet::v1::AgentInventory inventory_;
+  benchfleet::v1::HeartbeatRequest last_heartbeat_;
+  std::string stream_agent_;
+  std::deque<AssignmentEvent> events_;
+  std::vector<benchfleet::v1::ReportStatusRequest> reports_;
+  std::map<std::pair<std::string, int>, int> samples_per_rank_;
+  std::map<std::pair<std::string, int>, int> samples_at_final_;
+};
+
+// --model picks the behaviour: "ok" (5 iterations and a summary), "hang".
+constexpr char kFakeTrainer[] = R"SH(#!/bin/sh
+DIR="$(dirname "$0")"
+MODE="$2"
+echo $$ > "$DIR/pid.$RANK"
+printf '{"event":"start","rank":%s,"model":"%s","parameters":99}\n' "$RANK" "$MODE"
+iter() {
+  printf '{"event":"iter","rank":%s,"iteration":%d,"step_time_s":0.01,"images":2,"loss":1.5,"data_time_s":0,"elapsed_s":0.05,"warmup":false}\n' "$RANK" "$1"
+}
+for i in 1 2 3 4 5; do iter $i; done
+if [ "$MODE" = hang ]; then
+  touch "$DIR/started.$RANK"
+  sleep 30
+fi
+printf '{"event":"summary","rank":%s,"measured_iterations":4,"measured_images":8,"window_s":0.04,"images_per_second":200,"step_time_median_s":0.01}\n' "$RANK"
+)SH";
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/agent_test_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    std::ofstream out(dir_ + "/bench-train");
+    out << kFakeTrainer;
+    out.close();
+    chmod((dir_ + "/bench-train").c_str(), 0755);
+  }
+  void TearDown() override {
+    agent_.reset();
+    StopServer();
+    ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0);
+  }
+
+  void StartServer(int port = 0) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(absl::StrCat("127.0.0.1:", port), grpc::InsecureServerCredentials(),
+                             &port_);
+    builder.RegisterService(&controller_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+  }
+  void StopServer() {
+    if (server_ == nullptr) return;
+    controller_.Stop();
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server_->Wait();
+    server_.reset();
+  }
+
+  void StartAgent() {
+    AgentOptions options;
+    options.controller = absl::StrCat("127.0.0.1:", port_);
+    options.name = "node-1";
+    options.cpu_slots = 2;
+    options.bench_train = dir_ + "/bench-train";
+    options.kill_grace = absl::Milliseconds(500);
+    options.shutdown_flush_timeout = absl::Seconds(2);
+    agent_ = std::make_unique<Agent>(options);
+    ASSERT_TRUE(agent_->Start().ok());
+  }
+
+  static AssignmentEvent Assign(const std::string& job, const std::string& mode) {
+    AssignmentEvent event;
+    auto* a = event.mutable_assign();
+    a->set_job_id(job);
+    a->set_attempt(1);
+    a->mutable_spec()->set_model(mode);
+    a->mutable_spec()->set_batch_size(2);
+    a->mutable_spec()->set_iterations(5);
+    a->mutable_spec()->set_warmup_iterations(1);
+    a->mutable_spec()->set_image_size(64);
+    a->add_ranks(0);
+    a->add_ranks(1);
+    a->add_device_indices(0);
+    a->add_device_indices(1);
+    a->set_device_kind("cpu");
+    a->set_world_size(2);
+    a->set_master_addr("127.0.0.1");
+    return event;
+  }
+
+  bool FinalState(const std::string& job, int rank, benchfleet::v1::RankState state) {
+    return controller_.WaitFor([&] { return controller_.LatestLocked(job, rank).state() == state; });
+  }
+
+  bool Exists(const std::string& name) { return access((dir_ + "/" + name).c_str(), F_OK) == 0; }
+  bool WaitForFile(const std::string& name) {
+    for (int i = 0; i < 1000 && !Exists(name); ++i) absl::SleepFor(absl::Milliseconds(10));
+    return Exists(name);
+  }
+  pid_t Pid(int rank) {
+    std::ifstream in(dir_ + "/pid." + std::to_string(rank));
+    pid_t pid = 0;
+    in >> pid;
+    return pid;
+  }
+
+  std::string dir_;
+  FakeController controller_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(AgentTest, RegistersRunsAnAssignmentAndHeartbeats) {
+  StartServer();
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitFor([&] { return controller_.streams_ > 0; }));
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    EXPECT_EQ(controller_.inventory_.name(), "node-1");
+    EXPECT_EQ(controller_.inventory_.cpu_slots(), 2);
+    EXPECT_EQ(controller_.inventory_.address(), "127.0.0.1");
+    EXPECT_EQ(controller_.stream_agent_, "agent-x");
+  }
+  controller_.Push(Assign("job-1", "ok"));
+  ASSERT_TRUE(FinalState("job-1", 0, benchfleet::v1::RANK_STATE_SUCCEEDED));
+  ASSERT_TRUE(FinalState("job-1", 1, benchfleet::v1::RANK_STATE_SUCCEEDED));
+  absl::MutexLock lock(&controller_.mu_);
+  EXPECT_EQ(controller_.reports_.front().agent(), "agent-x");
+  EXPECT_GT(controller_.reports_.front().master_port(), 0);
+  EXPECT_EQ(controller_.LatestLocked("job-1", 0).summary().measured_images(), 8);
+  EXPECT_EQ(controller_.LatestLocked("job-1", 0).parameters(), 99);
+  EXPECT_EQ((controller_.samples_at_final_[{"job-1", 0}]), 5);
+  EXPECT_EQ((controller_.samples_at_final_[{"job-1", 1}]), 5);
+  EXPECT_GT(controller_.heartbeats_, 0);
+  EXPECT_EQ(controller_.last_heartbeat_.agent(), "agent-x");
+}
+
+TEST_F(AgentTest, CancelAssignment) {
+  StartServer();
+  StartAgent();
+  controller_.Push(Assign("job-2", "hang"));
+  ASSERT_TRUE(WaitForFile("started.0"));
+  ASSERT_TRUE(WaitForFile("started.1"));
+  ASSERT_TRUE(controller_.WaitFor([&] {
+    return controller_.last_heartbeat_.running_jobs_size() == 1 &&
+           controller_.last_heartbeat_.running_jobs(0) == "job-2";
+  }));
+  AssignmentEvent cancel;
+  cancel.mutable_cancel()->set_job_id("job-2");
+  cancel.mutable_cancel()->set_attempt(1);
+  cancel.mutable_cancel()->set_reason("user request");
+  controller_.Push(cancel);
+  ASSERT_TRUE(FinalState("job-2", 0, benchfleet::v1::RANK_STATE_CANCELLED));
+  ASSERT_TRUE(FinalState("job-2", 1, benchfleet::v1::RANK_STATE_CANCELLED));
+  EXPECT_EQ(controller_.Latest("job-2", 0).message(), "cancelled by the controller: user request");
+  EXPECT_NE(kill(Pid(0), 0), 0);
+  EXPECT_NE(kill(Pid(1), 0), 0);
+  ASSERT_TRUE(controller_.WaitFor([&] {
+    return controller_.last_heartbeat_.running_jobs_size() == 0;
+  }));
+}
+
+TEST_F(AgentTest, ReRegistersWhenTheStreamEnds) {
+  StartServer();
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitFor([&] { return controller_.streams_ == 1; }));
+  controller_.EndStream();
+  ASSERT_TRUE(controller_.WaitFor(
+      [&] { return controller_.registrations_ == 2 && controller_.streams_ == 2; }));
+  controller_.Push(Assign("job-3", "ok"));
+  ASSERT_TRUE(FinalState("job-3", 1, benchfleet::v1::RANK_STATE_SUCCEEDED));
+}
+
+TEST_F(AgentTest, WaitsForAControllerThatStartsLater) {
+  auto port = PickFreePort("127.0.0.1");
+  ASSERT_TRUE(port.ok());
+  port_ = *port;
+  StartAgent();
+  absl::SleepFor(absl::Milliseconds(500));
+  StartServer(port_);
+  ASSERT_TRUE(controller_.WaitFor([&] { return controller_.streams_ > 0; }));
+}
+
+TEST_F(AgentTest, ShutdownKillsRanksAndReportsThem) {
+  StartServer();
+  StartAgent();
+  controller_.Push(Assign("job-4", "hang"));
+  ASSERT_TRUE(WaitForFile("started.0"));
+  ASSERT_TRUE(WaitForFile("started.1"));
+  absl::Time start = absl::Now();
+  agent_->Shutdown();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_NE(kill(Pid(0), 0), 0);
+  EXPECT_NE(kill(Pid(1), 0), 0);
+  RankReport report = controller_.Latest("job-4", 0);
+  EXPECT_EQ(report.state(), benchfleet::v1::RANK_STATE_CANCELLED);
+  EXPECT_EQ(report.message(), "agent shutting down");
+  absl::MutexLock lock(&controller_.mu_);
+  EXPECT_EQ((controller_.samples_at_final_[{"job-4", 0}]), 5);
+}
+
+}  // namespace
+}  // namespace bench::agent

@@ -1,0 +1,109 @@
+#include "worker/agent/controller_client.h"
+
+#include <chrono>
+
+#include "common/grpc_status.h"
+
+namespace bench::agent {
+
+ControllerClient::ControllerClient(ControllerClientOptions options)
+    : ControllerClient(grpc::CreateChannel(options.target, grpc::InsecureChannelCredentials()),
+                       options) {}
+
+ControllerClient::ControllerClient(std::shared_ptr<grpc::Channel> channel,
+                                   ControllerClientOptions options)
+    : options_(std::move(options)),
+      stub_(benchfleet::v1::AgentService::NewStub(std::move(channel))) {}
+
+void ControllerClient::SetDeadline(grpc::ClientContext* context) const {
+  context->set_deadline(std::chrono::system_clock::now() +
+                        absl::ToChronoMilliseconds(options_.rpc_timeout));
+}
+
+absl::StatusOr<benchfleet::v1::RegisterResponse> ControllerClient::Register(
+    const benchfleet::v1::AgentInventory& inventory) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (!Track(&context)) return absl::CancelledError("controller client shut down");
+  benchfleet::v1::RegisterRequest request;
+  *request.mutable_inventory() = inventory;
+  benchfleet::v1::RegisterResponse response;
+  grpc::Status status = stub_->Register(&context, request, &response);
+  Untrack(&context);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::Status ControllerClient::Heartbeat(const benchfleet::v1::HeartbeatRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (!Track(&context)) return absl::CancelledError("controller client shut down");
+  benchfleet::v1::HeartbeatResponse response;
+  grpc::Status status = stub_->Heartbeat(&context, request, &response);
+  Untrack(&context);
+  return FromGrpcStatus(status);
+}
+
+absl::Status ControllerClient::ReportStatus(
+    const benchfleet::v1::ReportStatusRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  benchfleet::v1::ReportStatusResponse response;
+  return FromGrpcStatus(stub_->ReportStatus(&context, request, &response));
+}
+
+absl::Status ControllerClient::UploadSamples(
+    const benchfleet::v1::UploadSamplesRequest& request,
+    benchfleet::v1::UploadSamplesResponse* response) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  return FromGrpcStatus(stub_->UploadSamples(&context, request, response));
+}
+
+absl::Status ControllerClient::StreamAssignments(
+    const std::string& agent,
+    const std::function<void(const benchfleet::v1::AssignmentEvent&)>& on_event) {
+  grpc::ClientContext context;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutdown_) return absl::CancelledError("controller client shut down");
+    stream_context_ = &context;
+  }
+  benchfleet::v1::StreamAssignmentsRequest request;
+  request.set_agent(agent);
+  auto reader = stub_->StreamAssignments(&context, request);
+  benchfleet::v1::AssignmentEvent event;
+  while (reader->Read(&event)) on_event(event);
+  grpc::Status status = reader->Finish();
+  {
+    absl::MutexLock lock(&mu_);
+    stream_context_ = nullptr;
+  }
+  return FromGrpcStatus(status);
+}
+
+void ControllerClient::InterruptStream() {
+  absl::MutexLock lock(&mu_);
+  if (stream_context_ != nullptr) stream_context_->TryCancel();
+}
+
+void ControllerClient::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  shutdown_ = true;
+  if (stream_context_ != nullptr) stream_context_->TryCancel();
+  for (grpc::ClientContext* context : cancellable_) context->TryCancel();
+}
+
+bool ControllerClient::Track(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  if (shutdown_) return false;
+  cancellable_.insert(context);
+  return true;
+}
+
+void ControllerClient::Untrack(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  cancellable_.erase(context);
+}
+
+}  // namespace bench::agent

@@ -1,0 +1,16 @@
+// Picks a free TCP port for the c10d rendezvous (MASTER_PORT).
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace bench::agent {
+
+// Binds a TCP socket to port 0 on `address` (an IPv4/IPv6 literal or a host name; empty
+// means all interfaces), reads the port the kernel chose, and closes the socket. The
+// port is free at return; like any such choice it can be taken before it is used.
+// Thread-safe.
+absl::StatusOr<int> PickFreePort(const std::string& address);
+
+}  // namespace bench::agent

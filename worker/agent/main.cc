@@ -1,0 +1,139 @@
+// bench-agent: the node agent. Reads flags and environment into AgentOptions, runs
+// the Agent until SIGTERM or SIGINT, then shuts it down (no rank left running) and
+// exits 0.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "worker/agent/agent.h"
+#include "worker/agent/agent_log.h"
+
+ABSL_FLAG(std::string, controller, "", "HOST:PORT of benchd (required)");
+ABSL_FLAG(std::string, name, "", "agent name (default: the host name)");
+ABSL_FLAG(int, cpu_slots, 0,
+          "offer N CPU slots and no GPU (default: the GPUs NVML finds, else 1 CPU slot)");
+ABSL_FLAG(std::string, address, "",
+          "host other nodes use to reach this one for the rendezvous (default: 127.0.0.1 "
+          "if the controller is on loopback, else the host name)");
+ABSL_FLAG(std::string, bench_train, "",
+          "trainer program (default: $BENCH_TRAIN, else bench-train next to this "
+          "executable, else bench-train on PATH)");
+ABSL_FLAG(std::string, nvml_library, "",
+          "NVML library to dlopen (default: $BENCH_NVML_LIBRARY, else libnvidia-ml.so.1)");
+
+namespace {
+
+int signal_pipe[2] = {-1, -1};
+
+void OnSignal(int signal) {
+  int saved = errno;
+  unsigned char byte = static_cast<unsigned char>(signal);
+  (void)!write(signal_pipe[1], &byte, 1);
+  errno = saved;
+}
+
+// Abseil spells flags with underscores; accept the dashed spelling (--cpu-slots) too.
+std::vector<char*> NormalizeFlagNames(int argc, char** argv, std::vector<std::string>* storage) {
+  storage->reserve(argc);
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i > 0 && arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
+      size_t end = arg.find('=');
+      if (end == std::string::npos) end = arg.size();
+      for (size_t j = 2; j < end; ++j) {
+        if (arg[j] == '-') arg[j] = '_';
+      }
+    }
+    storage->push_back(std::move(arg));
+    if (storage->back() == "--") {  // everything after "--" is left alone
+      for (++i; i < argc; ++i) storage->push_back(argv[i]);
+    }
+  }
+  std::vector<char*> out;
+  for (auto& arg : *storage) out.push_back(arg.data());
+  return out;
+}
+
+std::string FromFlagOrEnv(const std::string& flag, const char* env, std::string fallback) {
+  if (!flag.empty()) return flag;
+  const char* value = std::getenv(env);
+  if (value != nullptr && *value != '\0') return value;
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "bench-agent --controller HOST:PORT [--name NAME] [--cpu-slots N] [--address HOST] "
+      "[--bench-train PATH] [--nvml-library PATH]");
+  absl::FlagsUsageConfig usage_config;
+  usage_config.contains_help_flags = [](absl::string_view path) {
+    return absl::EndsWith(path, "worker/agent/main.cc");
+  };
+  usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage_config);
+  std::vector<std::string> storage;
+  std::vector<char*> args = NormalizeFlagNames(argc, argv, &storage);
+  std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  if (positional.size() > 1) {
+    std::fprintf(stderr, "bench-agent: unexpected argument '%s'\n", positional[1]);
+    return 2;
+  }
+
+  bench::agent::AgentOptions options;
+  options.controller = absl::GetFlag(FLAGS_controller);
+  options.name = absl::GetFlag(FLAGS_name);
+  options.cpu_slots = absl::GetFlag(FLAGS_cpu_slots);
+  options.address = absl::GetFlag(FLAGS_address);
+  options.bench_train = FromFlagOrEnv(absl::GetFlag(FLAGS_bench_train), "BENCH_TRAIN",
+                                      bench::agent::DefaultBenchTrainPath());
+  options.nvml_library = FromFlagOrEnv(absl::GetFlag(FLAGS_nvml_library),
+                                       "BENCH_NVML_LIBRARY", bench::agent::kDefaultNvmlLibrary);
+  if (options.controller.empty()) {
+    std::fprintf(stderr, "bench-agent: --controller HOST:PORT is required\n");
+    return 2;
+  }
+  if (options.cpu_slots < 0) {
+    std::fprintf(stderr, "bench-agent: --cpu-slots must be >= 0\n");
+    return 2;
+  }
+
+  // Handlers, not a blocked mask: a blocked mask would be inherited by the trainers
+  // (and our SIGTERM to them would wait for the SIGKILL); handlers reset on exec.
+  if (pipe2(signal_pipe, O_CLOEXEC) != 0) {
+    std::perror("bench-agent: pipe");
+    return 1;
+  }
+  struct sigaction action = {};
+  action.sa_handler = OnSignal;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+
+  bench::agent::Agent agent(options);
+  absl::Status status = agent.Start();
+  if (!status.ok()) {
+    std::fprintf(stderr, "bench-agent: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  unsigned char received = 0;
+  while (read(signal_pipe[0], &received, 1) < 0 && errno == EINTR) {
+  }
+  bench::agent::AgentLog(absl::StrCat("received signal ", static_cast<int>(received)));
+  agent.Shutdown();
+  return 0;
+}

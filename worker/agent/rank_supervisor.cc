@@ -1,0 +1,387 @@
+#include "worker/agent/rank_supervisor.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/spec_names.h"
+#include "worker/agent/agent_log.h"
+#include "worker/agent/free_port.h"
+#include "worker/agent/trainer_event_parser.h"
+
+namespace bench::agent {
+namespace {
+
+using benchfleet::v1::RankReport;
+using benchfleet::v1::RankState;
+
+bool IsCuda(const benchfleet::v1::Assignment& assignment) {
+  return assignment.device_kind() == "cuda";
+}
+
+RankReport MakeReport(int rank, RankState state, absl::string_view message = "") {
+  RankReport report;
+  report.set_rank(rank);
+  report.set_state(state);
+  report.set_message(std::string(message));
+  return report;
+}
+
+// Waits for `pid` to exit without reaping it, so that its pid (and process group id)
+// cannot be reused while we may still signal the group.
+void WaitForExitNoReap(pid_t pid) {
+  siginfo_t info;
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) != 0) {
+    if (errno != EINTR) return;
+  }
+}
+
+}  // namespace
+
+RankLaunch BuildRankLaunch(const benchfleet::v1::Assignment& assignment, size_t index,
+                           const std::string& master_addr, int master_port,
+                           const RankSupervisorOptions& options) {
+  const auto& spec = assignment.spec();
+  std::string precision = spec.precision() == benchfleet::v1::PRECISION_AMP
+                              ? PrecisionName(benchfleet::v1::PRECISION_AMP)
+                              : PrecisionName(benchfleet::v1::PRECISION_FP32);
+  int device_index = index < static_cast<size_t>(assignment.device_indices_size())
+                         ? assignment.device_indices(static_cast<int>(index))
+                         : 0;
+  RankLaunch launch;
+  launch.argv = {options.bench_train,
+                 "--model", spec.model(),
+                 "--precision", precision,
+                 "--bs", absl::StrCat(spec.batch_size()),
+                 "--iters", absl::StrCat(spec.iterations()),
+                 "--warmup", absl::StrCat(spec.warmup_iterations()),
+                 "--image-size", absl::StrCat(spec.image_size()),
+                 "--data", "synthetic",
+                 "--device", IsCuda(assignment) ? absl::StrCat("cuda:", device_index) : "cpu"};
+  int threads = std::max(1, options.cpu_threads);
+  if (!IsCuda(assignment)) {
+    launch.argv.push_back("--threads");
+    launch.argv.push_back(absl::StrCat(threads));
+  }
+  launch.env = {
+      {"RANK", absl::StrCat(assignment.ranks(static_cast<int>(index)))},
+      {"WORLD_SIZE", absl::StrCat(assignment.world_size())},
+      {"LOCAL_RANK", absl::StrCat(index)},
+      {"LOCAL_WORLD_SIZE", absl::StrCat(assignment.ranks_size())},
+      {"MASTER_ADDR", master_addr},
+      {"MASTER_PORT", absl::StrCat(master_port)},
+  };
+  if (!IsCuda(assignment)) launch.env.emplace_back("OMP_NUM_THREADS", absl::StrCat(threads));
+  return launch;
+}
+
+RankSupervisor::RankSupervisor(benchfleet::v1::Assignment assignment,
+                               RankSupervisorOptions options, SampleSink* samples,
+                               ReportSink* reports)
+    : assignment_(std::move(assignment)),
+      options_(std::move(options)),
+      samples_(samples),
+      reports_(reports) {}
+
+RankSupervisor::~RankSupervisor() {
+  Cancel("agent stopped supervising the job");
+  Join();
+}
+
+std::string RankSupervisor::Prefix(const Rank& rank) const {
+  return absl::StrCat("[", assignment_.job_id(), " rank ", rank.rank, "] ");
+}
+
+uint64_t RankSupervisor::SendReport(benchfleet::v1::ReportStatusRequest report) {
+  report.set_job_id(assignment_.job_id());
+  report.set_attempt(assignment_.attempt());
+  uint64_t ticket = reports_->Report(std::move(report));
+  absl::MutexLock lock(&mu_);
+  last_report_ticket_ = std::max(last_report_ticket_, ticket);
+  return ticket;
+}
+
+void RankSupervisor::Start() {
+  const auto& a = assignment_;
+  benchfleet::v1::ReportStatusRequest first;
+  auto fail_all = [&](absl::string_view message) {
+    for (int rank : a.ranks()) {
+      *first.add_ranks() = MakeReport(rank, benchfleet::v1::RANK_STATE_FAILED, message);
+    }
+    AgentLog(absl::StrCat("job ", a.job_id(), ": ", message));
+    SendReport(std::move(first));
+    absl::MutexLock lock(&mu_);
+    started_ = true;
+    cv_.SignalAll();
+  };
+  if (a.ranks_size() != a.device_indices_size() || a.world_size() <= 0) {
+    return fail_all(absl::StrCat("malformed assignment: ", a.ranks_size(), " ranks, ",
+                                 a.device_indices_size(), " device indices, world size ",
+                                 a.world_size()));
+  }
+  std::string master_addr = a.master_addr().empty() ? options_.address : a.master_addr();
+  int master_port = a.master_port();
+  if (master_port == 0) {
+    auto port = PickFreePort(master_addr);
+    if (!port.ok()) {
+      AgentLog(absl::StrCat("job ", a.job_id(), ": ", port.status().message(),
+                            "; picking the port on all interfaces"));
+      port = PickFreePort("");
+    }
+    if (!port.ok()) {
+      return fail_all(absl::StrCat("cannot pick a rendezvous port: ", port.status().message()));
+    }
+    master_port = *port;
+    first.set_master_port(master_port);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    master_port_ = master_port;
+  }
+
+  for (int i = 0; i < a.ranks_size(); ++i) {
+    auto rank = std::make_unique<Rank>();
+    rank->rank = a.ranks(i);
+    rank->index = static_cast<size_t>(i);
+    std::string not_started;
+    {
+      absl::MutexLock lock(&mu_);
+      if (terminate_) not_started = terminate_reason_;
+    }
+    if (!not_started.empty()) {
+      *first.add_ranks() = MakeReport(rank->rank, benchfleet::v1::RANK_STATE_CANCELLED,
+                                      absl::StrCat("not started: ", not_started));
+      continue;
+    }
+    RankLaunch launch = BuildRankLaunch(a, rank->index, master_addr, master_port, options_);
+    SubprocessOptions process_options;
+    process_options.argv = std::move(launch.argv);
+    process_options.env = std::move(launch.env);
+    process_options.stdout_mode = SubprocessOptions::Output::kPipe;
+    process_options.stderr_mode = SubprocessOptions::Output::kPipe;
+    auto process = Subprocess::Start(process_options);
+    if (!process.ok()) {
+      std::string message = absl::StrCat("cannot start ", options_.bench_train, ": ",
+                                         process.status().message());
+      AgentLog(absl::StrCat(Prefix(*rank), message));
+      *first.add_ranks() =
+          MakeReport(rank->rank, benchfleet::v1::RANK_STATE_FAILED, message);
+      absl::MutexLock lock(&mu_);
+      RequestTerminationLocked(absl::StrCat("rank ", rank->rank, " could not start"));
+      continue;
+    }
+    rank->process = std::move(*process);
+    *first.add_ranks() = MakeReport(rank->rank, benchfleet::v1::RANK_STATE_STARTED);
+    ranks_.push_back(std::move(rank));
+  }
+  AgentLog(absl::StrCat("job ", a.job_id(), " attempt ", a.attempt(), ": started ",
+                        ranks_.size(), " of ", a.ranks_size(), " ranks (world size ",
+                        a.world_size(), ", rendezvous ", master_addr, ":", master_port, ")"));
+  SendReport(std::move(first));
+
+  {
+    absl::MutexLock lock(&mu_);
+    live_ = reading_ = pending_ = static_cast<int>(ranks_.size());
+    started_ = true;
+    cv_.SignalAll();
+  }
+  for (auto& rank : ranks_) {
+    Rank* r = rank.get();
+    r->stdout_reader = std::thread([this, r] { ReadStdout(r); });
+    r->stderr_reader = std::thread([this, r] { ReadStderr(r); });
+    r->waiter = std::thread([this, r] { Supervise(r); });
+  }
+  terminator_ = std::thread([this] { Terminator(); });
+}
+
+void RankSupervisor::ReadStdout(Rank* rank) {
+  const std::string prefix = Prefix(*rank);
+  ForEachLine(rank->process->stdout_fd(), [&](absl::string_view line) {
+    if (line.empty()) return;
+    auto event = ParseTrainerEvent(line);
+    if (!event.ok()) {
+      EchoLine(prefix, line);
+      return;
+    }
+    switch (event->kind) {
+      case TrainerEvent::Kind::kIter: {
+        benchfleet::v1::IterationSample sample = std::move(event->sample);
+        sample.set_job_id(assignment_.job_id());
+        sample.set_attempt(assignment_.attempt());
+        sample.set_rank(rank->rank);
+        rank->last_sample_ticket = samples_->Add(std::move(sample));
+        break;
+      }
+      case TrainerEvent::Kind::kStart:
+        rank->parameters = event->parameters;
+        EchoLine(prefix, absl::StrCat("start: ", event->model, ", ", event->parameters,
+                                      " parameters",
+                                      event->precision.empty() ? "" : ", ", event->precision,
+                                      event->device.empty() ? "" : " on ", event->device));
+        break;
+      case TrainerEvent::Kind::kSummary:
+        rank->saw_summary = true;
+        rank->summary = std::move(event->summary);
+        rank->summary.set_rank(rank->rank);
+        EchoLine(prefix, absl::StrCat("summary: ", event->images_per_second,
+                                      " images/s over ", rank->summary.window_s(), " s"));
+        break;
+      case TrainerEvent::Kind::kError:
+        rank->error_message = event->message;
+        EchoLine(prefix, absl::StrCat("error: ", event->message));
+        break;
+      case TrainerEvent::Kind::kOther:
+        break;
+    }
+  });
+}
+
+void RankSupervisor::ReadStderr(Rank* rank) {
+  const std::string prefix = Prefix(*rank);
+  ForEachLine(rank->process->stderr_fd(), [&](absl::string_view line) {
+    rank->stderr_tail.Add(line);
+    EchoLine(prefix, line);
+  });
+}
+
+void RankSupervisor::Supervise(Rank* rank) {
+  WaitForExitNoReap(rank->process->pid());
+  int exit_code;
+  {
+    absl::MutexLock lock(&mu_);
+    rank->process->SignalGroup(SIGKILL);  // whatever it left behind
+    exit_code = rank->process->Wait();    // a zombie by now: returns at once
+    rank->exited = true;
+    --live_;
+    cv_.SignalAll();
+  }
+  rank->stdout_reader.join();
+  rank->stderr_reader.join();
+  {
+    absl::MutexLock lock(&mu_);
+    --reading_;
+    cv_.SignalAll();
+  }
+
+  const bool succeeded = exit_code == 0 && rank->saw_summary;
+  std::string failure;
+  if (!succeeded) {
+    failure = !rank->error_message.empty() ? rank->error_message
+              : exit_code == 0             ? "exited with code 0 without a summary event"
+                                           : DescribeExit(exit_code);
+  }
+  RankReport report;
+  report.set_rank(rank->rank);
+  report.set_exit_code(exit_code);
+  report.set_parameters(rank->parameters);
+  {
+    absl::MutexLock lock(&mu_);
+    if (succeeded) {
+      report.set_state(benchfleet::v1::RANK_STATE_SUCCEEDED);
+    } else if (rank->signalled) {
+      report.set_state(benchfleet::v1::RANK_STATE_CANCELLED);
+      report.set_message(terminate_reason_);
+    } else {
+      report.set_state(benchfleet::v1::RANK_STATE_FAILED);
+      report.set_message(failure);
+      RequestTerminationLocked(absl::StrCat("rank ", rank->rank, " failed: ", failure));
+    }
+  }
+  if (succeeded) {
+    *report.mutable_summary() = rank->summary;
+  } else {
+    report.set_stderr_tail(rank->stderr_tail.Text());
+  }
+  AgentLog(absl::StrCat(Prefix(*rank),
+                        absl::StripPrefix(benchfleet::v1::RankState_Name(report.state()),
+                                          "RANK_STATE_"),
+                        " (", DescribeExit(exit_code), ")",
+                        report.message().empty() ? "" : ": ", report.message()));
+
+  if (rank->last_sample_ticket > 0 && !samples_->WaitDelivered(rank->last_sample_ticket)) {
+    AgentLog(absl::StrCat(Prefix(*rank), "reporting before all samples were delivered"));
+  }
+  benchfleet::v1::ReportStatusRequest request;
+  *request.add_ranks() = std::move(report);
+  SendReport(std::move(request));
+  absl::MutexLock lock(&mu_);
+  --pending_;
+  cv_.SignalAll();
+}
+
+void RankSupervisor::RequestTerminationLocked(absl::string_view reason) {
+  if (terminate_) return;
+  terminate_ = true;
+  terminate_reason_ = std::string(reason);
+  cv_.SignalAll();
+}
+
+void RankSupervisor::Cancel(absl::string_view reason) {
+  absl::MutexLock lock(&mu_);
+  RequestTerminationLocked(reason);
+}
+
+void RankSupervisor::Terminator() {
+  absl::MutexLock lock(&mu_);
+  while (!terminate_ && live_ > 0) cv_.Wait(&mu_);
+  if (live_ == 0) return;
+  for (auto& rank : ranks_) {
+    if (rank->exited) continue;
+    rank->signalled = true;
+    rank->process->SignalGroup(SIGTERM);
+  }
+  absl::Time deadline = absl::Now() + options_.kill_grace;
+  while (live_ > 0) {
+    if (cv_.WaitWithDeadline(&mu_, deadline)) break;
+  }
+  for (auto& rank : ranks_) {
+    if (rank->exited) continue;
+    AgentLog(absl::StrCat(Prefix(*rank), "still running ",
+                          absl::FormatDuration(options_.kill_grace),
+                          " after SIGTERM; sending SIGKILL"));
+    rank->process->SignalGroup(SIGKILL);
+  }
+}
+
+bool RankSupervisor::Done() const {
+  absl::MutexLock lock(&mu_);
+  return started_ && pending_ == 0;
+}
+
+bool RankSupervisor::WaitExited(absl::Time deadline) const {
+  absl::MutexLock lock(&mu_);
+  while (reading_ > 0) {
+    if (cv_.WaitWithDeadline(&mu_, deadline)) break;
+  }
+  return reading_ == 0;
+}
+
+void RankSupervisor::Join() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!started_ || joined_) return;
+    while (pending_ > 0) cv_.Wait(&mu_);
+    joined_ = true;
+  }
+  for (auto& rank : ranks_) {
+    if (rank->waiter.joinable()) rank->waiter.join();
+  }
+  if (terminator_.joinable()) terminator_.join();
+}
+
+uint64_t RankSupervisor::last_report_ticket() const {
+  absl::MutexLock lock(&mu_);
+  return last_report_ticket_;
+}
+
+int RankSupervisor::master_port() const {
+  absl::MutexLock lock(&mu_);
+  return master_port_;
+}
+
+}  // namespace bench::agent

@@ -1,0 +1,101 @@
+// Streams iteration samples to the controller in batches, at least once.
+//
+// Samples queue in memory and a background thread sends them with UploadSamples in
+// batches (up to max_batch samples, or whatever has gathered after `linger`). A batch
+// leaves the queue only when the controller acknowledges it; a failed upload is retried
+// with back-off (the controller dedupes by sample identity, so a retry after a lost
+// acknowledgement is harmless). A batch that fails with a non-transient error
+// max_permanent_failures times in a row is dropped with a warning, so one poisoned batch
+// cannot block the rest. Memory is bounded: beyond max_queued samples the oldest are
+// dropped (counted and logged).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "benchfleet/v1/agent.pb.h"
+#include "worker/agent/sinks.h"
+
+namespace bench::agent {
+
+// The UploadSamples RPC (ControllerClient in production, a fake in tests). Must be
+// callable from the uploader's thread.
+class SampleUploadRpc {
+ public:
+  virtual ~SampleUploadRpc() = default;
+  virtual absl::Status UploadSamples(const benchfleet::v1::UploadSamplesRequest& request,
+                                     benchfleet::v1::UploadSamplesResponse* response) = 0;
+};
+
+struct SampleUploaderOptions {
+  size_t max_batch = 2000;
+  absl::Duration linger = absl::Milliseconds(50);
+  size_t max_queued = 1000000;
+  absl::Duration initial_backoff = absl::Milliseconds(100);
+  absl::Duration max_backoff = absl::Seconds(2);
+  int max_permanent_failures = 5;
+};
+
+struct SampleUploaderStats {
+  uint64_t added = 0;
+  uint64_t acknowledged = 0;    // samples in acknowledged batches
+  uint64_t dropped = 0;         // dropped (queue full, or a batch given up on)
+  uint64_t failed_uploads = 0;  // UploadSamples calls that failed
+  uint64_t batches = 0;         // UploadSamples calls that succeeded
+};
+
+// Thread-safe. `rpc` is not owned and must outlive the uploader.
+class SampleUploader : public SampleSink {
+ public:
+  explicit SampleUploader(SampleUploadRpc* rpc, SampleUploaderOptions options = {});
+  ~SampleUploader() override;  // Shutdown()
+  SampleUploader(const SampleUploader&) = delete;
+  SampleUploader& operator=(const SampleUploader&) = delete;
+
+  // The name put in each request's `agent` field.
+  void SetAgent(std::string agent);
+
+  uint64_t Add(benchfleet::v1::IterationSample sample) override;
+  bool WaitDelivered(uint64_t ticket) override;
+
+  // Waits until the queue is empty (true) or `deadline` passes (false).
+  bool Drain(absl::Time deadline);
+  // Stops the upload thread (after an upload in flight returns); samples not yet
+  // acknowledged are abandoned and WaitDelivered callers return false. Idempotent.
+  void Shutdown();
+
+  SampleUploaderStats stats() const;
+
+ private:
+  struct Entry {
+    uint64_t ticket;
+    benchfleet::v1::IterationSample sample;
+  };
+
+  void Run();
+  uint64_t DoneThroughLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  size_t PopThroughLocked(uint64_t ticket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  SampleUploadRpc* const rpc_;
+  const SampleUploaderOptions options_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar work_cv_;       // the upload thread waits here
+  absl::CondVar delivered_cv_;  // WaitDelivered / Drain wait here
+  std::string agent_ ABSL_GUARDED_BY(mu_);
+  std::deque<Entry> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  SampleUploaderStats stats_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace bench::agent

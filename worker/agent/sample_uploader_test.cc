@@ -1,0 +1,264 @@
+#include "worker/agent/sample_uploader.h"
+
+#include <atomic>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/synchronization/mutex.h"
+
+namespace bench::agent {
+namespace {
+
+using benchfleet::v1::IterationSample;
+using benchfleet::v1::UploadSamplesRequest;
+using benchfleet::v1::UploadSamplesResponse;
+
+IterationSample Sample(int rank, int iteration) {
+  IterationSample sample;
+  sample.set_job_id("job-1");
+  sample.set_attempt(1);
+  sample.set_rank(rank);
+  sample.set_iteration(iteration);
+  sample.set_images(2);
+  return sample;
+}
+
+// Stores what a controller would store. Failures can be injected before or after the
+// store (the latter is a lost acknowledgement).
+class FakeUploadRpc : public SampleUploadRpc {
+ public:
+  absl::Status UploadSamples(const UploadSamplesRequest& request,
+                             UploadSamplesResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    call_sizes_.push_back(request.samples_size());
+    agents_.insert(request.agent());
+    ++calls_;
+    if (down_) return absl::UnavailableError("controller down");
+    if (fail_every_ > 0 && calls_ % fail_every_ == 0) return absl::UnavailableError("flaky");
+    if (fail_next_ > 0) {
+      --fail_next_;
+      return absl::UnavailableError("injected failure");
+    }
+    if (reject_next_ > 0) {
+      --reject_next_;
+      return absl::InvalidArgumentError("injected rejection");
+    }
+    for (const auto& sample : request.samples()) accepted_.push_back(sample);
+    if (lose_ack_next_ > 0) {
+      --lose_ack_next_;
+      return absl::DeadlineExceededError("acknowledgement lost");
+    }
+    response->set_batch_id(request.batch_id());
+    response->set_stored(request.samples_size());
+    return absl::OkStatus();
+  }
+
+  void set_down(bool down) {
+    absl::MutexLock lock(&mu_);
+    down_ = down;
+  }
+  void FailNext(int n) {
+    absl::MutexLock lock(&mu_);
+    fail_next_ = n;
+  }
+  void RejectNext(int n) {
+    absl::MutexLock lock(&mu_);
+    reject_next_ = n;
+  }
+  void LoseAckNext(int n) {
+    absl::MutexLock lock(&mu_);
+    lose_ack_next_ = n;
+  }
+  void FailEvery(int n) {
+    absl::MutexLock lock(&mu_);
+    fail_every_ = n;
+  }
+  std::vector<IterationSample> accepted() {
+    absl::MutexLock lock(&mu_);
+    return accepted_;
+  }
+  std::vector<int> call_sizes() {
+    absl::MutexLock lock(&mu_);
+    return call_sizes_;
+  }
+  std::set<std::string> agents() {
+    absl::MutexLock lock(&mu_);
+    return agents_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool down_ = false;
+  int fail_next_ = 0, reject_next_ = 0, lose_ack_next_ = 0, fail_every_ = 0;
+  int calls_ = 0;
+  std::vector<IterationSample> accepted_;
+  std::vector<int> call_sizes_;
+  std::set<std::string> agents_;
+};
+
+SampleUploaderOptions FastOptions() {
+  SampleUploaderOptions options;
+  options.linger = absl::Milliseconds(10);
+  options.initial_backoff = absl::Milliseconds(1);
+  options.max_backoff = absl::Milliseconds(5);
+  return options;
+}
+
+std::vector<int> Iterations(const std::vector<IterationSample>& samples) {
+  std::vector<int> out;
+  for (const auto& sample : samples) out.push_back(sample.iteration());
+  return out;
+}
+
+std::vector<int> Range(int first, int last) {
+  std::vector<int> out;
+  for (int i = first; i <= last; ++i) out.push_back(i);
+  return out;
+}
+
+TEST(SampleUploaderTest, BatchesUpToMaxBatchThenLingers) {
+  FakeUploadRpc rpc;
+  SampleUploaderOptions options = FastOptions();
+  options.max_batch = 100;
+  options.linger = absl::Milliseconds(300);
+  SampleUploader uploader(&rpc, options);
+  uploader.SetAgent("agent-a");
+  uint64_t last = 0;
+  for (int i = 1; i <= 250; ++i) last = uploader.Add(Sample(0, i));
+  ASSERT_TRUE(uploader.WaitDelivered(last));
+  EXPECT_EQ(rpc.call_sizes(), (std::vector<int>{100, 100, 50}));
+  EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 250));
+  EXPECT_EQ(rpc.agents(), (std::set<std::string>{"agent-a"}));
+  auto stats = uploader.stats();
+  EXPECT_EQ(stats.added, 250u);
+  EXPECT_EQ(stats.acknowledged, 250u);
+  EXPECT_EQ(stats.batches, 3u);
+}
+
+TEST(SampleUploaderTest, LingerSendsAPartialBatch) {
+  FakeUploadRpc rpc;
+  SampleUploader uploader(&rpc, FastOptions());
+  uint64_t last = 0;
+  for (int i = 1; i <= 5; ++i) last = uploader.Add(Sample(0, i));
+  ASSERT_TRUE(uploader.WaitDelivered(last));
+  EXPECT_EQ(rpc.call_sizes(), (std::vector<int>{5}));
+}
+
+TEST(SampleUploaderTest, RetriesAFailedUploadWithoutLossOrDuplicates) {
+  FakeUploadRpc rpc;
+  rpc.FailNext(3);
+  SampleUploader uploader(&rpc, FastOptions());
+  uint64_t last = 0;
+  for (int i = 1; i <= 10; ++i) last = uploader.Add(Sample(0, i));
+  ASSERT_TRUE(uploader.WaitDelivered(last));
+  EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 10));
+  EXPECT_EQ(uploader.stats().failed_uploads, 3u);
+  EXPECT_EQ(uploader.stats().acknowledged, 10u);
+}
+
+TEST(SampleUploaderTest, LostAcknowledgementIsResent) {
+  FakeUploadRpc rpc;
+  rpc.LoseAckNext(1);
+  SampleUploader uploader(&rpc, FastOptions());
+  uint64_t last = 0;
+  for (int i = 1; i <= 4; ++i) last = uploader.Add(Sample(0, i));
+  ASSERT_TRUE(uploader.WaitDelivered(last));
+  // At least once: the unacknowledged batch went twice (the controller dedupes).
+  auto accepted = Iterations(rpc.accepted());
+  std::vector<int> expected = Range(1, 4);
+  expected.insert(expected.end(), {1, 2, 3, 4});
+  EXPECT_EQ(accepted, expected);
+}
+
+TEST(SampleUploaderTest, WaitDeliveredWaitsForTheAcknowledgement) {
+  FakeUploadRpc rpc;
+  rpc.set_down(true);
+  SampleUploader uploader(&rpc, FastOptions());
+  uint64_t ticket = uploader.Add(Sample(0, 1));
+  std::atomic<bool> delivered{false};
+  std::thread waiter([&] { delivered = uploader.WaitDelivered(ticket); });
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_FALSE(delivered);
+  EXPECT_TRUE(rpc.accepted().empty());
+  rpc.set_down(false);
+  waiter.join();
+  EXPECT_TRUE(delivered);
+  EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 1));
+}
+
+TEST(SampleUploaderTest, DropsOldestBeyondTheBound) {
+  FakeUploadRpc rpc;
+  rpc.set_down(true);
+  SampleUploaderOptions options = FastOptions();
+  options.max_queued = 10;
+  SampleUploader uploader(&rpc, options);
+  uint64_t last = 0;
+  for (int i = 1; i <= 25; ++i) last = uploader.Add(Sample(0, i));
+  EXPECT_EQ(uploader.stats().dropped, 15u);
+  rpc.set_down(false);
+  ASSERT_TRUE(uploader.WaitDelivered(last));
+  EXPECT_EQ(Iterations(rpc.accepted()), Range(16, 25));
+}
+
+TEST(SampleUploaderTest, GivesUpOnARejectedBatch) {
+  FakeUploadRpc rpc;
+  rpc.RejectNext(2);
+  SampleUploaderOptions options = FastOptions();
+  options.max_permanent_failures = 2;
+  SampleUploader uploader(&rpc, options);
+  uint64_t last = 0;
+  for (int i = 1; i <= 5; ++i) last = uploader.Add(Sample(0, i));
+  ASSERT_TRUE(uploader.WaitDelivered(last));
+  EXPECT_TRUE(rpc.accepted().empty());
+  EXPECT_EQ(uploader.stats().dropped, 5u);
+  last = uploader.Add(Sample(0, 6));
+  ASSERT_TRUE(uploader.WaitDelivered(last));
+  EXPECT_EQ(Iterations(rpc.accepted()), Range(6, 6));
+}
+
+TEST(SampleUploaderTest, ShutdownReleasesWaiters) {
+  FakeUploadRpc rpc;
+  rpc.set_down(true);
+  SampleUploader uploader(&rpc, FastOptions());
+  uint64_t ticket = uploader.Add(Sample(0, 1));
+  std::thread stopper([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    uploader.Shutdown();
+  });
+  EXPECT_FALSE(uploader.WaitDelivered(ticket));
+  stopper.join();
+  EXPECT_FALSE(uploader.Drain(absl::Now()));
+}
+
+TEST(SampleUploaderTest, ConcurrentProducersWithFlakyUploadsLoseNothing) {
+  FakeUploadRpc rpc;
+  rpc.FailEvery(3);
+  SampleUploaderOptions options = FastOptions();
+  options.max_batch = 500;
+  SampleUploader uploader(&rpc, options);
+  constexpr int kRanks = 4, kIterations = 5000;
+  std::vector<std::thread> producers;
+  std::vector<uint64_t> last(kRanks);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    producers.emplace_back([&, rank] {
+      for (int i = 1; i <= kIterations; ++i) last[rank] = uploader.Add(Sample(rank, i));
+    });
+  }
+  for (auto& producer : producers) producer.join();
+  for (uint64_t ticket : last) ASSERT_TRUE(uploader.WaitDelivered(ticket));
+  ASSERT_TRUE(uploader.Drain(absl::Now() + absl::Seconds(10)));
+  auto accepted = rpc.accepted();
+  EXPECT_EQ(accepted.size(), static_cast<size_t>(kRanks * kIterations));
+  std::set<std::tuple<int, int>> identities;
+  for (const auto& sample : accepted) identities.emplace(sample.rank(), sample.iteration());
+  EXPECT_EQ(identities.size(), static_cast<size_t>(kRanks * kIterations));
+  for (int size : rpc.call_sizes()) EXPECT_LE(size, 500);
+  EXPECT_GT(uploader.stats().failed_uploads, 0u);
+}
+
+}  // namespace
+}  // namespace bench::agent

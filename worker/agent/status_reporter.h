@@ -1,0 +1,73 @@
+// Delivers ReportStatus requests to the controller in order, retrying until they arrive.
+//
+// A background thread sends queued reports one at a time. Transient failures (the
+// controller away or restarting) are retried with back-off for as long as it takes; a
+// report rejected with a non-transient error max_permanent_failures times in a row is
+// dropped with a warning so that it cannot block the reports behind it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "benchfleet/v1/agent.pb.h"
+#include "worker/agent/sinks.h"
+
+namespace bench::agent {
+
+// The ReportStatus RPC (ControllerClient in production, a fake in tests).
+class StatusReportRpc {
+ public:
+  virtual ~StatusReportRpc() = default;
+  virtual absl::Status ReportStatus(const benchfleet::v1::ReportStatusRequest& request) = 0;
+};
+
+struct StatusReporterOptions {
+  absl::Duration initial_backoff = absl::Milliseconds(100);
+  absl::Duration max_backoff = absl::Seconds(2);
+  int max_permanent_failures = 5;
+};
+
+// Thread-safe. `rpc` is not owned and must outlive the reporter.
+class StatusReporter : public ReportSink {
+ public:
+  explicit StatusReporter(StatusReportRpc* rpc, StatusReporterOptions options = {});
+  ~StatusReporter() override;  // Shutdown()
+  StatusReporter(const StatusReporter&) = delete;
+  StatusReporter& operator=(const StatusReporter&) = delete;
+
+  // The name put in each request's `agent` field (at send time).
+  void SetAgent(std::string agent);
+
+  uint64_t Report(benchfleet::v1::ReportStatusRequest report) override;
+  // True once the report with `ticket` was acknowledged or given up on.
+  bool IsDelivered(uint64_t ticket) const;
+  // Waits until every queued report is delivered (true) or `deadline` passes (false).
+  bool Drain(absl::Time deadline);
+  // Stops the thread after a call in flight returns; undelivered reports are abandoned.
+  void Shutdown();
+
+ private:
+  void Run();
+
+  StatusReportRpc* const rpc_;
+  const StatusReporterOptions options_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar work_cv_;
+  absl::CondVar delivered_cv_;
+  std::string agent_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::pair<uint64_t, benchfleet::v1::ReportStatusRequest>> queue_
+      ABSL_GUARDED_BY(mu_);
+  uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace bench::agent

@@ -1,0 +1,101 @@
+#include "worker/agent/status_reporter.h"
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/synchronization/mutex.h"
+
+namespace bench::agent {
+namespace {
+
+using benchfleet::v1::ReportStatusRequest;
+
+class FakeReportRpc : public StatusReportRpc {
+ public:
+  absl::Status ReportStatus(const ReportStatusRequest& request) override {
+    absl::MutexLock lock(&mu_);
+    ++calls_;
+    if (fail_next_ > 0) {
+      --fail_next_;
+      return absl::UnavailableError("controller away");
+    }
+    if (reject_) return absl::InvalidArgumentError("unknown job");
+    delivered_.push_back(request);
+    return absl::OkStatus();
+  }
+  void FailNext(int n) {
+    absl::MutexLock lock(&mu_);
+    fail_next_ = n;
+  }
+  void set_reject(bool reject) {
+    absl::MutexLock lock(&mu_);
+    reject_ = reject;
+  }
+  std::vector<ReportStatusRequest> delivered() {
+    absl::MutexLock lock(&mu_);
+    return delivered_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int calls_ = 0;
+  int fail_next_ = 0;
+  bool reject_ = false;
+  std::vector<ReportStatusRequest> delivered_;
+};
+
+ReportStatusRequest Report(const std::string& job) {
+  ReportStatusRequest request;
+  request.set_job_id(job);
+  return request;
+}
+
+StatusReporterOptions FastOptions() {
+  StatusReporterOptions options;
+  options.initial_backoff = absl::Milliseconds(1);
+  options.max_backoff = absl::Milliseconds(5);
+  options.max_permanent_failures = 2;
+  return options;
+}
+
+TEST(StatusReporterTest, DeliversInOrderThroughFailures) {
+  FakeReportRpc rpc;
+  rpc.FailNext(4);
+  StatusReporter reporter(&rpc, FastOptions());
+  reporter.SetAgent("agent-a");
+  reporter.Report(Report("a"));
+  reporter.Report(Report("b"));
+  uint64_t last = reporter.Report(Report("c"));
+  ASSERT_TRUE(reporter.Drain(absl::Now() + absl::Seconds(10)));
+  EXPECT_TRUE(reporter.IsDelivered(last));
+  auto delivered = rpc.delivered();
+  ASSERT_EQ(delivered.size(), 3u);
+  EXPECT_EQ(delivered[0].job_id(), "a");
+  EXPECT_EQ(delivered[1].job_id(), "b");
+  EXPECT_EQ(delivered[2].job_id(), "c");
+  EXPECT_EQ(delivered[0].agent(), "agent-a");
+}
+
+TEST(StatusReporterTest, GivesUpOnARejectedReport) {
+  FakeReportRpc rpc;
+  rpc.set_reject(true);
+  StatusReporter reporter(&rpc, FastOptions());
+  uint64_t ticket = reporter.Report(Report("a"));
+  ASSERT_TRUE(reporter.Drain(absl::Now() + absl::Seconds(10)));
+  EXPECT_TRUE(reporter.IsDelivered(ticket));
+  EXPECT_TRUE(rpc.delivered().empty());
+}
+
+TEST(StatusReporterTest, DrainTimesOutWhileTheControllerIsAway) {
+  FakeReportRpc rpc;
+  rpc.FailNext(1000000);
+  StatusReporter reporter(&rpc, FastOptions());
+  uint64_t ticket = reporter.Report(Report("a"));
+  EXPECT_FALSE(reporter.Drain(absl::Now() + absl::Milliseconds(50)));
+  EXPECT_FALSE(reporter.IsDelivered(ticket));
+  reporter.Shutdown();
+}
+
+}  // namespace
+}  // namespace bench::agent

@@ -1,0 +1,120 @@
+#include "worker/agent/trainer_event_parser.h"
+
+#include <cmath>
+#include <limits>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
+
+namespace bench::agent {
+namespace {
+
+using google::protobuf::Struct;
+using google::protobuf::Value;
+
+const Value* Field(const Struct& object, const char* key) {
+  auto it = object.fields().find(key);
+  return it == object.fields().end() ? nullptr : &it->second;
+}
+
+double Number(const Struct& object, const char* key, double if_null = 0) {
+  const Value* value = Field(object, key);
+  if (value == nullptr) return 0;
+  if (value->kind_case() == Value::kNumberValue) return value->number_value();
+  if (value->kind_case() == Value::kNullValue) return if_null;
+  return 0;
+}
+
+int64_t Integer(const Struct& object, const char* key) {
+  double value = Number(object, key);
+  if (!std::isfinite(value)) return 0;
+  if (value >= 9.2e18 || value <= -9.2e18) return 0;
+  return static_cast<int64_t>(std::llround(value));
+}
+
+int32_t Int32(const Struct& object, const char* key) {
+  int64_t value = Integer(object, key);
+  if (value > std::numeric_limits<int32_t>::max() ||
+      value < std::numeric_limits<int32_t>::min()) {
+    return 0;
+  }
+  return static_cast<int32_t>(value);
+}
+
+std::string String(const Struct& object, const char* key) {
+  const Value* value = Field(object, key);
+  if (value == nullptr || value->kind_case() != Value::kStringValue) return "";
+  return value->string_value();
+}
+
+bool Bool(const Struct& object, const char* key) {
+  const Value* value = Field(object, key);
+  return value != nullptr && value->kind_case() == Value::kBoolValue && value->bool_value();
+}
+
+}  // namespace
+
+absl::StatusOr<TrainerEvent> ParseTrainerEvent(absl::string_view line) {
+  absl::string_view trimmed = absl::StripAsciiWhitespace(line);
+  if (trimmed.empty() || trimmed.front() != '{') {
+    return absl::InvalidArgumentError("not a JSON object");
+  }
+  Struct object;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  auto parsed = google::protobuf::util::JsonStringToMessage(
+      std::string(trimmed), &object, options);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("not JSON: ", parsed.ToString()));
+  }
+  const Value* event = Field(object, "event");
+  if (event == nullptr || event->kind_case() != Value::kStringValue) {
+    return absl::InvalidArgumentError("JSON object without a string \"event\" field");
+  }
+  TrainerEvent out;
+  out.name = event->string_value();
+  const Value* rank = Field(object, "rank");
+  if (rank != nullptr && rank->kind_case() == Value::kNumberValue) {
+    out.rank = Int32(object, "rank");
+  }
+  if (out.name == "start") {
+    out.kind = TrainerEvent::Kind::kStart;
+    out.parameters = Integer(object, "parameters");
+    out.model = String(object, "model");
+    out.device = String(object, "device");
+    out.precision = String(object, "precision");
+  } else if (out.name == "iter") {
+    out.kind = TrainerEvent::Kind::kIter;
+    int32_t iteration = Int32(object, "iteration");
+    if (iteration <= 0) {
+      return absl::InvalidArgumentError("iter event without a positive \"iteration\"");
+    }
+    auto& s = out.sample;
+    s.set_iteration(iteration);
+    s.set_step_time_s(Number(object, "step_time_s"));
+    s.set_images(Int32(object, "images"));
+    s.set_loss(Number(object, "loss", std::numeric_limits<double>::quiet_NaN()));
+    s.set_data_time_s(Number(object, "data_time_s"));
+    s.set_elapsed_s(Number(object, "elapsed_s"));
+    s.set_warmup(Bool(object, "warmup"));
+  } else if (out.name == "summary") {
+    out.kind = TrainerEvent::Kind::kSummary;
+    auto& s = out.summary;
+    s.set_measured_iterations(Int32(object, "measured_iterations"));
+    s.set_measured_images(Integer(object, "measured_images"));
+    s.set_window_s(Number(object, "window_s"));
+    s.set_step_time_median_s(Number(object, "step_time_median_s"));
+    out.images_per_second = Number(object, "images_per_second");
+  } else if (out.name == "error") {
+    out.kind = TrainerEvent::Kind::kError;
+    out.message = String(object, "message");
+  }
+  return out;
+}
+
+}  // namespace bench::agent

@@ -1,0 +1,92 @@
+#include "worker/agent/trainer_event_parser.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+namespace bench::agent {
+namespace {
+
+TEST(TrainerEventParserTest, Start) {
+  auto event = ParseTrainerEvent(
+      R"({"event":"start","rank":0,"model":"resnet50","parameters":25557032,)"
+      R"("precision":"fp32","device":"cpu","world_size":2,"local_rank":0,"batch_size":2,)"
+      R"("image_size":64,"iterations":5,"warmup_iterations":1,"backend":"gloo",)"
+      R"("versions":{"torch":"1.13.1","bench_train":"0.1.0"}})");
+  ASSERT_TRUE(event.ok()) << event.status();
+  EXPECT_EQ(event->kind, TrainerEvent::Kind::kStart);
+  EXPECT_EQ(event->rank, 0);
+  EXPECT_EQ(event->parameters, 25557032);
+  EXPECT_EQ(event->model, "resnet50");
+  EXPECT_EQ(event->device, "cpu");
+  EXPECT_EQ(event->precision, "fp32");
+}
+
+TEST(TrainerEventParserTest, Iter) {
+  auto event = ParseTrainerEvent(
+      R"({"event":"iter","rank":1,"iteration":7,"step_time_s":0.41,"images":2,)"
+      R"("loss":6.93,"data_time_s":0.01,"elapsed_s":2.5,"warmup":true,"new_field":[1,2]})");
+  ASSERT_TRUE(event.ok()) << event.status();
+  EXPECT_EQ(event->kind, TrainerEvent::Kind::kIter);
+  EXPECT_EQ(event->rank, 1);
+  EXPECT_EQ(event->sample.iteration(), 7);
+  EXPECT_DOUBLE_EQ(event->sample.step_time_s(), 0.41);
+  EXPECT_EQ(event->sample.images(), 2);
+  EXPECT_DOUBLE_EQ(event->sample.loss(), 6.93);
+  EXPECT_DOUBLE_EQ(event->sample.data_time_s(), 0.01);
+  EXPECT_DOUBLE_EQ(event->sample.elapsed_s(), 2.5);
+  EXPECT_TRUE(event->sample.warmup());
+}
+
+TEST(TrainerEventParserTest, IterWithNullLossReadsNaN) {
+  auto event = ParseTrainerEvent(
+      R"({"event":"iter","rank":0,"iteration":1,"step_time_s":0.1,"images":2,"loss":null})");
+  ASSERT_TRUE(event.ok()) << event.status();
+  EXPECT_TRUE(std::isnan(event->sample.loss()));
+  EXPECT_FALSE(event->sample.warmup());
+}
+
+TEST(TrainerEventParserTest, IterWithoutIterationIsRejected) {
+  EXPECT_FALSE(ParseTrainerEvent(R"({"event":"iter","rank":0,"step_time_s":0.1})").ok());
+}
+
+TEST(TrainerEventParserTest, Summary) {
+  auto event = ParseTrainerEvent(
+      R"({"event":"summary","rank":0,"measured_iterations":4,"measured_images":8,)"
+      R"("window_s":1.2,"images_per_second":6.67,"step_time_median_s":0.3})");
+  ASSERT_TRUE(event.ok()) << event.status();
+  EXPECT_EQ(event->kind, TrainerEvent::Kind::kSummary);
+  EXPECT_EQ(event->summary.measured_iterations(), 4);
+  EXPECT_EQ(event->summary.measured_images(), 8);
+  EXPECT_DOUBLE_EQ(event->summary.window_s(), 1.2);
+  EXPECT_DOUBLE_EQ(event->summary.step_time_median_s(), 0.3);
+  EXPECT_DOUBLE_EQ(event->images_per_second, 6.67);
+}
+
+TEST(TrainerEventParserTest, Error) {
+  auto event = ParseTrainerEvent(R"({"event":"error","rank":3,"message":"CUDA out of memory"})");
+  ASSERT_TRUE(event.ok()) << event.status();
+  EXPECT_EQ(event->kind, TrainerEvent::Kind::kError);
+  EXPECT_EQ(event->rank, 3);
+  EXPECT_EQ(event->message, "CUDA out of memory");
+}
+
+TEST(TrainerEventParserTest, UnknownEventIsOther) {
+  auto event = ParseTrainerEvent(R"({"event":"checkpoint","rank":0})");
+  ASSERT_TRUE(event.ok()) << event.status();
+  EXPECT_EQ(event->kind, TrainerEvent::Kind::kOther);
+  EXPECT_EQ(event->name, "checkpoint");
+}
+
+TEST(TrainerEventParserTest, GarbageLinesAreRejected) {
+  EXPECT_FALSE(ParseTrainerEvent("").ok());
+  EXPECT_FALSE(ParseTrainerEvent("Loading model resnet50...").ok());
+  EXPECT_FALSE(ParseTrainerEvent("{not json").ok());
+  EXPECT_FALSE(ParseTrainerEvent(R"({"event":"iter","rank":0,"iteration":1)").ok());
+  EXPECT_FALSE(ParseTrainerEvent(R"({"rank":0})").ok());          // no event
+  EXPECT_FALSE(ParseTrainerEvent(R"({"event":5,"rank":0})").ok());  // event not a string
+  EXPECT_FALSE(ParseTrainerEvent("[1,2,3]").ok());
+}
+
+}  // namespace
+}  // namespace bench::agent
