@@ -1,0 +1,427 @@
+// End-to-end: runs the built bench-train binary (BENCH_TRAIN_BINARY) as a real
+// process and checks its stdout against docs/trainer-events.md.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+// A JSON value, enough to check the event stream: kind plus the top-level
+// members of an object (values kept as their raw text) or a string's content.
+struct JsonValue {
+  enum Kind { kNull, kBool, kNumber, kString, kObject, kArray } kind = kNull;
+  std::string text;                           // raw text (strings: unescaped content)
+  std::map<std::string, JsonValue> members;   // objects
+};
+
+// A strict little JSON parser (RFC 8259 grammar; \u escapes are validated and
+// kept verbatim). Returns false on any syntax error or trailing garbage.
+class JsonParser {
+ public:
+  static bool Parse(const std::string& text, JsonValue* out) {
+    JsonParser parser(text);
+    parser.SkipSpace();
+    if (!parser.Value(out)) return false;
+    parser.SkipSpace();
+    return parser.pos_ == text.size();
+  }
+
+ private:
+  explicit JsonParser(const std::string& text) : s_(text) {}
+
+  void SkipSpace() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' ||
+                                s_[pos_] == '\r')) {
+      ++pos_;
+    }
+  }
+  bool Literal(const char* word) {
+    const std::string w(word);
+    if (s_.compare(pos_, w.size(), w) != 0) return false;
+    pos_ += w.size();
+    return true;
+  }
+  bool Value(JsonValue* v) {
+    if (pos_ >= s_.size()) return false;
+    const size_t begin = pos_;
+    const char c = s_[pos_];
+    bool ok = false;
+    if (c == '{') {
+      v->kind = JsonValue::kObject, ok = Object(v);
+    } else if (c == '[') {
+      v->kind = JsonValue::kArray, ok = Array();
+    } else if (c == '"') {
+      v->kind = JsonValue::kString;
+      return String(&v->text);
+    } else if (c == 't' || c == 'f') {
+      v->kind = JsonValue::kBool, ok = Literal(c == 't' ? "true" : "false");
+    } else if (c == 'n') {
+      v->kind = JsonValue::kNull, ok = Literal("null");
+    } else {
+      v->kind = JsonValue::kNumber, ok = Number();
+    }
+    if (ok) v->text = s_.substr(begin, pos_ - begin);
+    return ok;
+  }
+  bool Object(JsonValue* v) {
+    ++pos_;
+    SkipSpace();
+    if (pos_ < s_.size() && s_[pos_] == '}') return ++pos_, true;
+    while (true) {
+      SkipSpace();
+      std::string key;
+      if (pos_ >= s_.size() || s_[pos_] != '"' || !String(&key)) return false;
+      SkipSpace();
+      if (pos_ >= s_.size() || s_[pos_++] != ':') return false;
+      SkipSpace();
+      JsonValue member;
+      if (!Value(&member)) return false;
+      if (!v->members.emplace(key, member).second) return false;  // duplicate key
+      SkipSpace();
+      if (pos_ >= s_.size()) return false;
+      if (s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      return s_[pos_++] == '}';
+    }
+  }
+  bool Array() {
+    ++pos_;
+    SkipSpace();
+    if (pos_ < s_.size() && s_[pos_] == ']') return ++pos_, true;
+    while (true) {
+      SkipSpace();
+      JsonValue element;
+      if (!Value(&element)) return false;
+      SkipSpace();
+      if (pos_ >= s_.size()) return false;
+      if (s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      return s_[pos_++] == ']';
+    }
+  }
+  bool String(std::string* out) {
+    ++pos_;  // opening quote
+    while (pos_ < s_.size()) {
+      const unsigned char c = static_cast<unsigned char>(s_[pos_++]);
+      if (c == '"') return true;
+      if (c < 0x20) return false;
+      if (c != '\\') {
+        out->push_back(static_cast<char>(c));
+        continue;
+      }
+      if (pos_ >= s_.size()) return false;
+      const char e = s_[pos_++];
+      switch (e) {
+        case '"': out->push_back('"'); break;
+        case '\\': out->push_back('\\'); break;
+        case '/': out->push_back('/'); break;
+        case 'b': out->push_back('\b'); break;
+        case 'f': out->push_back('\f'); break;
+        case 'n': out->push_back('\n'); break;
+        case 'r': out->push_back('\r'); break;
+        case 't': out->push_back('\t'); break;
+        case 'u':
+          if (pos_ + 4 > s_.size()) return false;
+          for (int i = 0; i < 4; ++i) {
+            if (!isxdigit(static_cast<unsigned char>(s_[pos_ + i]))) return false;
+          }
+          out->append("\\u").append(s_, pos_, 4);
+          pos_ += 4;
+          break;
+        default:
+          return false;
+      }
+    }
+    return false;
+  }
+  bool Digits() {
+    const size_t begin = pos_;
+    while (pos_ < s_.size() && isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+    return pos_ > begin;
+  }
+  bool Number() {
+    if (s_[pos_] == '-') ++pos_;
+    if (pos_ < s_.size() && s_[pos_] == '0') {
+      ++pos_;
+    } else if (!Digits()) {
+      return false;
+    }
+    if (pos_ < s_.size() && s_[pos_] == '.') {
+      ++pos_;
+      if (!Digits()) return false;
+    }
+    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+      ++pos_;
+      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+      if (!Digits()) return false;
+    }
+    return true;
+  }
+
+  const std::string& s_;
+  size_t pos_ = 0;
+};
+
+struct RunResult {
+  int exit_code = -1;
+  std::vector<JsonValue> events;
+  std::vector<std::string> bad_lines;  // stdout lines that are not JSON objects
+};
+
+struct Process {
+  FILE* pipe = nullptr;
+};
+
+// Starts `env BENCH_TRAIN_BINARY args` with stdout piped back (stderr goes to
+// the test's stderr, for the log).
+Process Start(const std::string& env, const std::string& args) {
+  const std::string command = env + " '" BENCH_TRAIN_BINARY "' " + args;
+  return Process{popen(command.c_str(), "r")};
+}
+
+RunResult Finish(Process process) {
+  RunResult result;
+  if (process.pipe == nullptr) return result;
+  std::string out;
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = fread(buffer, 1, sizeof(buffer), process.pipe)) > 0) out.append(buffer, n);
+  const int status = pclose(process.pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  size_t begin = 0;
+  while (begin < out.size()) {
+    size_t end = out.find('\n', begin);
+    if (end == std::string::npos) end = out.size();
+    const std::string line = out.substr(begin, end - begin);
+    JsonValue value;
+    if (JsonParser::Parse(line, &value) && value.kind == JsonValue::kObject) {
+      result.events.push_back(value);
+    } else {
+      result.bad_lines.push_back(line);
+    }
+    begin = end + 1;
+  }
+  return result;
+}
+
+RunResult RunBenchTrain(const std::string& args, const std::string& env = "env -u RANK -u WORLD_SIZE") {
+  return Finish(Start(env, args));
+}
+
+std::vector<JsonValue> OfKind(const RunResult& result, const std::string& kind) {
+  std::vector<JsonValue> out;
+  for (const auto& event : result.events) {
+    auto it = event.members.find("event");
+    if (it != event.members.end() && it->second.text == kind) out.push_back(event);
+  }
+  return out;
+}
+
+void ExpectFields(const JsonValue& event, const std::map<std::string, JsonValue::Kind>& fields) {
+  for (const auto& [name, kind] : fields) {
+    auto it = event.members.find(name);
+    ASSERT_NE(it, event.members.end()) << "missing field " << name;
+    if (name == "loss" && it->second.kind == JsonValue::kNull) continue;  // NaN loss
+    EXPECT_EQ(it->second.kind, kind) << "field " << name << " = " << it->second.text;
+  }
+}
+
+double Number(const JsonValue& event, const std::string& name) {
+  return std::stod(event.members.at(name).text);
+}
+
+const std::map<std::string, JsonValue::Kind> kStartFields = {
+    {"event", JsonValue::kString},       {"rank", JsonValue::kNumber},
+    {"model", JsonValue::kString},       {"parameters", JsonValue::kNumber},
+    {"precision", JsonValue::kString},   {"device", JsonValue::kString},
+    {"world_size", JsonValue::kNumber},  {"local_rank", JsonValue::kNumber},
+    {"batch_size", JsonValue::kNumber},  {"image_size", JsonValue::kNumber},
+    {"iterations", JsonValue::kNumber},  {"warmup_iterations", JsonValue::kNumber},
+    {"backend", JsonValue::kString},     {"versions", JsonValue::kObject}};
+const std::map<std::string, JsonValue::Kind> kIterFields = {
+    {"event", JsonValue::kString},       {"rank", JsonValue::kNumber},
+    {"iteration", JsonValue::kNumber},   {"step_time_s", JsonValue::kNumber},
+    {"images", JsonValue::kNumber},      {"loss", JsonValue::kNumber},
+    {"data_time_s", JsonValue::kNumber}, {"elapsed_s", JsonValue::kNumber},
+    {"warmup", JsonValue::kBool}};
+const std::map<std::string, JsonValue::Kind> kSummaryFields = {
+    {"event", JsonValue::kString},
+    {"rank", JsonValue::kNumber},
+    {"measured_iterations", JsonValue::kNumber},
+    {"measured_images", JsonValue::kNumber},
+    {"window_s", JsonValue::kNumber},
+    {"images_per_second", JsonValue::kNumber},
+    {"step_time_median_s", JsonValue::kNumber}};
+const std::map<std::string, JsonValue::Kind> kErrorFields = {
+    {"event", JsonValue::kString}, {"rank", JsonValue::kNumber}, {"message", JsonValue::kString}};
+
+// Checks a successful single rank's stream: start, `iters` iters, summary.
+void ExpectSuccessfulStream(const RunResult& result, int rank, int world_size, int iters,
+                            int warmup, int bs) {
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_TRUE(result.bad_lines.empty()) << "not JSON: " << result.bad_lines.front();
+  ASSERT_EQ(result.events.size(), static_cast<size_t>(iters + 2));
+  ASSERT_EQ(OfKind(result, "start").size(), 1u);
+  ASSERT_EQ(OfKind(result, "iter").size(), static_cast<size_t>(iters));
+  ASSERT_EQ(OfKind(result, "summary").size(), 1u);
+  EXPECT_EQ(result.events.front().members.at("event").text, "start");
+  EXPECT_EQ(result.events.back().members.at("event").text, "summary");
+
+  const JsonValue start = OfKind(result, "start")[0];
+  ExpectFields(start, kStartFields);
+  EXPECT_EQ(start.members.at("model").text, "resnet50");
+  EXPECT_EQ(start.members.at("parameters").text, "25557032");
+  EXPECT_EQ(start.members.at("precision").text, "fp32");
+  EXPECT_EQ(start.members.at("device").text, "cpu");
+  EXPECT_EQ(Number(start, "rank"), rank);
+  EXPECT_EQ(Number(start, "world_size"), world_size);
+  EXPECT_EQ(start.members.at("backend").text, world_size > 1 ? "gloo" : "none");
+  EXPECT_EQ(start.members.at("versions").members.count("torch"), 1u);
+  EXPECT_EQ(start.members.at("versions").members.count("bench_train"), 1u);
+
+  const auto iters_seen = OfKind(result, "iter");
+  double last_elapsed = 0;
+  for (int i = 0; i < iters; ++i) {
+    const JsonValue& it = iters_seen[i];
+    ExpectFields(it, kIterFields);
+    EXPECT_EQ(Number(it, "iteration"), i + 1);
+    EXPECT_EQ(Number(it, "images"), bs);
+    EXPECT_EQ(it.members.at("warmup").text, i < warmup ? "true" : "false");
+    EXPECT_GT(Number(it, "step_time_s"), 0);
+    EXPECT_GE(Number(it, "elapsed_s"), last_elapsed);
+    last_elapsed = Number(it, "elapsed_s");
+  }
+
+  const JsonValue summary = OfKind(result, "summary")[0];
+  ExpectFields(summary, kSummaryFields);
+  EXPECT_EQ(Number(summary, "measured_iterations"), iters - warmup);
+  EXPECT_EQ(Number(summary, "measured_images"), (iters - warmup) * bs);
+  EXPECT_GT(Number(summary, "window_s"), 0);
+  EXPECT_NEAR(Number(summary, "images_per_second"),
+              Number(summary, "measured_images") / Number(summary, "window_s"), 1e-6);
+}
+
+// The one error event of a failed run.
+JsonValue ExpectOneError(const RunResult& result) {
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_TRUE(result.bad_lines.empty()) << "not JSON: " << result.bad_lines.front();
+  const auto errors = OfKind(result, "error");
+  EXPECT_EQ(errors.size(), 1u);
+  if (errors.empty()) return JsonValue();
+  ExpectFields(errors[0], kErrorFields);
+  EXPECT_EQ(result.events.back().members.at("event").text, "error");
+  return errors[0];
+}
+
+int PickFreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TEST(JsonParserTest, AcceptsAndRejects) {
+  JsonValue v;
+  EXPECT_TRUE(JsonParser::Parse(R"({"a":[1,-2.5e3,true,null],"b":{"c":"\n\u00e9"}})", &v));
+  EXPECT_EQ(v.members.at("b").members.at("c").text, "\n\\u00e9");
+  for (const char* bad : {"", "{", R"({"a":1,})", R"({"a":01})", R"({"a":1}x)", "{'a':1}",
+                          R"({"a":"x
+"})", R"({"a":1,"a":2})", R"({"a":NaN})"}) {
+    EXPECT_FALSE(JsonParser::Parse(bad, &v)) << bad;
+  }
+}
+
+TEST(BenchTrainE2eTest, SmallRunEmitsStartItersSummary) {
+  const RunResult result =
+      RunBenchTrain("--model resnet50 --image-size 32 --bs 2 --iters 3 --warmup 1 --threads 1");
+  ExpectSuccessfulStream(result, /*rank=*/0, /*world_size=*/1, /*iters=*/3, /*warmup=*/1,
+                         /*bs=*/2);
+}
+
+TEST(BenchTrainE2eTest, NoWarmupAndAmp) {
+  const RunResult result = RunBenchTrain("--image-size 32 --bs 2 --iters 2 --warmup 0 --precision amp");
+  ASSERT_EQ(result.exit_code, 0);
+  const auto start = OfKind(result, "start");
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_EQ(start[0].members.at("precision").text, "amp_bf16");
+  const auto summary = OfKind(result, "summary");
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_EQ(Number(summary[0], "measured_iterations"), 2);
+  EXPECT_EQ(Number(summary[0], "measured_images"), 4);
+  // The window starts at the beginning of iteration 1: it spans both steps.
+  EXPECT_NEAR(Number(summary[0], "window_s"),
+              Number(OfKind(result, "iter")[1], "elapsed_s"), 0.05);
+}
+
+TEST(BenchTrainE2eTest, BadBatchSizeIsAnErrorNamingTheFlag) {
+  const RunResult result = RunBenchTrain("--bs 0");
+  EXPECT_EQ(result.exit_code, 2);
+  const JsonValue error = ExpectOneError(result);
+  EXPECT_NE(error.members.at("message").text.find("bs"), std::string::npos);
+  EXPECT_TRUE(OfKind(result, "start").empty());
+}
+
+TEST(BenchTrainE2eTest, BadFlagsAndNamesExitWithUsageError) {
+  for (const char* args : {"--model vgg16", "--precision fp16", "--data imagenet",
+                           "--image-size 16", "--warmup 5 --iters 5", "--bs two", "--nope 1"}) {
+    const RunResult result = RunBenchTrain(args);
+    EXPECT_EQ(result.exit_code, 2) << args;
+    ExpectOneError(result);
+  }
+}
+
+TEST(BenchTrainE2eTest, CudaDeviceWithoutCudaBuildIsAClearError) {
+#ifdef BENCH_WITH_CUDA
+  GTEST_SKIP() << "this bench-train has CUDA";
+#else
+  const RunResult result = RunBenchTrain("--device cuda --image-size 32 --bs 2 --iters 2 --warmup 1");
+  const JsonValue error = ExpectOneError(result);
+  EXPECT_NE(error.members.at("message").text.find("built without CUDA"), std::string::npos)
+      << error.members.at("message").text;
+#endif
+}
+
+TEST(BenchTrainE2eTest, TwoRanksOverGlooLikeTorchrun) {
+  const std::string port = std::to_string(PickFreePort());
+  const std::string common =
+      "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " OMP_NUM_THREADS=1 ";
+  const std::string args = "--image-size 32 --bs 2 --iters 3 --warmup 1 --rendezvous-timeout-s 60";
+  Process rank0 = Start("env RANK=0 LOCAL_RANK=0 " + common, args);
+  Process rank1 = Start("env RANK=1 LOCAL_RANK=1 " + common, args);
+  const RunResult result1 = Finish(rank1);
+  const RunResult result0 = Finish(rank0);
+  ExpectSuccessfulStream(result0, 0, 2, 3, 1, 2);
+  ExpectSuccessfulStream(result1, 1, 2, 3, 1, 2);
+}
+
+TEST(BenchTrainE2eTest, MissingPeerIsAnErrorNotAHang) {
+  const std::string port = std::to_string(PickFreePort());
+  const RunResult result =
+      RunBenchTrain("--image-size 32 --bs 2 --iters 2 --warmup 1 --rendezvous-timeout-s 2",
+          "env RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port);
+  EXPECT_EQ(result.exit_code, 1);
+  const JsonValue error = ExpectOneError(result);
+  EXPECT_EQ(Number(error, "rank"), 1);
+  EXPECT_NE(error.members.at("message").text.find("rendezvous"), std::string::npos)
+      << error.members.at("message").text;
+}
+
+}  // namespace

@@ -1,0 +1,225 @@
+#include "worker/train/distributed.h"
+
+#include <chrono>
+#include <exception>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/autograd/grad_mode.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#ifdef BENCH_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#ifdef BENCH_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace bench_train {
+namespace {
+
+// Wraps a concrete c10d process group (a ProcessGroup in libtorch 1.x, a Backend
+// in 2.x; both offer allreduce/broadcast on std::vector<at::Tensor>&).
+template <typename Group>
+class ProcessGroupCommunicator : public Communicator {
+ public:
+  ProcessGroupCommunicator(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<Group> group,
+                           int rank, int world_size, const char* name)
+      : store_(std::move(store)),
+        group_(std::move(group)),
+        rank_(rank),
+        world_size_(world_size),
+        name_(name) {}
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  const char* backend_name() const override { return name_; }
+
+  void AllReduceSum(const std::vector<at::Tensor>& tensors) override {
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    Run(tensors, [&](std::vector<at::Tensor>& one) { return group_->allreduce(one, options); });
+  }
+
+  void Broadcast(const std::vector<at::Tensor>& tensors, int root) override {
+    c10d::BroadcastOptions options;
+    options.rootRank = root;
+    options.rootTensor = 0;
+    Run(tensors, [&](std::vector<at::Tensor>& one) { return group_->broadcast(one, options); });
+  }
+
+ private:
+  template <typename Start>
+  void Run(const std::vector<at::Tensor>& tensors, Start start) {
+    // One tensor per collective: c10d reads a vector as one tensor per device.
+    std::vector<std::vector<at::Tensor>> inputs;
+    inputs.reserve(tensors.size());
+    for (const auto& tensor : tensors) inputs.push_back({tensor});
+    std::vector<decltype(start(inputs.front()))> works;
+    works.reserve(inputs.size());
+    for (auto& input : inputs) works.push_back(start(input));
+    for (auto& work : works) work->wait();
+  }
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<Group> group_;  // declared after store_: destroyed first
+  int rank_;
+  int world_size_;
+  const char* name_;
+};
+
+bool IsLoopback(const std::string& address) {
+  return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
+}
+
+std::string ErrorText(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
+    return c10_error->what_without_backtrace();
+  }
+  return e.what();
+}
+
+// Flat buckets of same-dtype, same-device tensors, at most `bucket_bytes` each.
+struct Bucket {
+  std::vector<at::Tensor> tensors;
+  int64_t bytes = 0;
+};
+
+std::vector<Bucket> MakeBuckets(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
+  std::vector<Bucket> buckets;
+  std::map<std::pair<at::ScalarType, std::string>, size_t> open;  // key -> index in buckets
+  for (const auto& tensor : tensors) {
+    const auto key = std::make_pair(tensor.scalar_type(), tensor.device().str());
+    const int64_t bytes = tensor.numel() * static_cast<int64_t>(tensor.element_size());
+    auto it = open.find(key);
+    if (it == open.end() || buckets[it->second].bytes + bytes > bucket_bytes) {
+      buckets.emplace_back();
+      open[key] = buckets.size() - 1;
+      it = open.find(key);
+    }
+    Bucket& bucket = buckets[it->second];
+    bucket.tensors.push_back(tensor);
+    bucket.bytes += bytes;
+  }
+  return buckets;
+}
+
+at::Tensor Flatten(const Bucket& bucket) {
+  std::vector<at::Tensor> flat;
+  flat.reserve(bucket.tensors.size());
+  for (const auto& tensor : bucket.tensors) flat.push_back(tensor.reshape({-1}));
+  return at::cat(flat);
+}
+
+void Unflatten(const at::Tensor& flat, const Bucket& bucket) {
+  int64_t offset = 0;
+  for (const auto& tensor : bucket.tensors) {
+    const int64_t n = tensor.numel();
+    tensor.copy_(flat.narrow(0, offset, n).view(tensor.sizes()));
+    offset += n;
+  }
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Communicator>> ConnectProcessGroup(const RendezvousOptions& rendezvous,
+                                                            Backend backend) {
+  if (!rendezvous.distributed()) {
+    return InvalidArgumentError("ConnectProcessGroup needs world_size > 1");
+  }
+  const std::chrono::milliseconds timeout(int64_t{rendezvous.timeout_s} * 1000);
+  const std::string where = rendezvous.master_addr + ":" + std::to_string(rendezvous.master_port);
+
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    c10d::TCPStoreOptions options;
+    options.port = static_cast<uint16_t>(rendezvous.master_port);
+    options.isServer = rendezvous.rank == 0;
+    options.numWorkers = static_cast<size_t>(rendezvous.world_size);
+    options.waitWorkers = true;
+    options.timeout = timeout;
+    store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, options);
+  } catch (const std::exception& e) {
+    return UnavailableError("rendezvous at " + where + " (rank " + std::to_string(rendezvous.rank) +
+                            " of " + std::to_string(rendezvous.world_size) + ", timeout " +
+                            std::to_string(rendezvous.timeout_s) + " s) failed: " + ErrorText(e));
+  }
+
+  try {
+    if (backend == Backend::kGloo) {
+#ifdef BENCH_WITH_GLOO
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      if (!rendezvous.gloo_interface.empty()) {
+        options->devices.push_back(
+            c10d::ProcessGroupGloo::createDeviceForInterface(rendezvous.gloo_interface));
+      } else if (IsLoopback(rendezvous.master_addr)) {
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      } else {
+        options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      }
+      auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rendezvous.rank,
+                                                               rendezvous.world_size, options);
+      return std::unique_ptr<Communicator>(new ProcessGroupCommunicator<c10d::ProcessGroupGloo>(
+          store, std::move(group), rendezvous.rank, rendezvous.world_size, "gloo"));
+#else
+      return UnimplementedError("this bench-train was built without Gloo (c10d ProcessGroupGloo)");
+#endif
+    }
+#ifdef BENCH_WITH_NCCL
+    // NCCL communicators are created lazily, on the first collective, on the
+    // current CUDA device; the store's timeout bounds that exchange too.
+    auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(
+        store, rendezvous.rank, rendezvous.world_size, c10d::ProcessGroupNCCL::Options::create());
+    return std::unique_ptr<Communicator>(new ProcessGroupCommunicator<c10d::ProcessGroupNCCL>(
+        store, std::move(group), rendezvous.rank, rendezvous.world_size, "nccl"));
+#else
+    return UnimplementedError("this bench-train was built without NCCL (c10d ProcessGroupNCCL)");
+#endif
+  } catch (const std::exception& e) {
+    return UnavailableError(std::string("process group setup (") +
+                            (backend == Backend::kGloo ? "gloo" : "nccl") + ", rank " +
+                            std::to_string(rendezvous.rank) + " of " +
+                            std::to_string(rendezvous.world_size) + ", timeout " +
+                            std::to_string(rendezvous.timeout_s) + " s) via " + where +
+                            " failed; are all ranks running? " + ErrorText(e));
+  }
+}
+
+void AverageGradients(const std::vector<at::Tensor>& parameters, Communicator& communicator,
+                      int64_t bucket_bytes) {
+  if (communicator.world_size() == 1) return;
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> grads;
+  grads.reserve(parameters.size());
+  for (const auto& parameter : parameters) {
+    at::Tensor& grad = parameter.mutable_grad();
+    if (!grad.defined()) grad = at::zeros_like(parameter);
+    grads.push_back(grad);
+  }
+  const std::vector<Bucket> buckets = MakeBuckets(grads, bucket_bytes);
+  std::vector<at::Tensor> flats;
+  flats.reserve(buckets.size());
+  for (const auto& bucket : buckets) flats.push_back(Flatten(bucket));
+  communicator.AllReduceSum(flats);
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    flats[i].div_(communicator.world_size());
+    Unflatten(flats[i], buckets[i]);
+  }
+}
+
+void BroadcastTensors(const std::vector<at::Tensor>& tensors, Communicator& communicator, int root,
+                      int64_t bucket_bytes) {
+  if (communicator.world_size() == 1) return;
+  at::NoGradGuard no_grad;
+  const std::vector<Bucket> buckets = MakeBuckets(tensors, bucket_bytes);
+  std::vector<at::Tensor> flats;
+  flats.reserve(buckets.size());
+  for (const auto& bucket : buckets) flats.push_back(Flatten(bucket));
+  communicator.Broadcast(flats, root);
+  for (size_t i = 0; i < buckets.size(); ++i) Unflatten(flats[i], buckets[i]);
+}
+
+}  // namespace bench_train

@@ -1,0 +1,139 @@
+#include "worker/train/distributed.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include "worker/train/models.h"
+
+namespace bench_train {
+namespace {
+
+// A port that was free a moment ago on 127.0.0.1.
+int PickFreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+RendezvousOptions Loopback(int rank, int world_size, int port, int timeout_s) {
+  RendezvousOptions rdv;
+  rdv.rank = rank;
+  rdv.world_size = world_size;
+  rdv.local_rank = rank;
+  rdv.master_addr = "127.0.0.1";
+  rdv.master_port = port;
+  rdv.timeout_s = timeout_s;
+  return rdv;
+}
+
+std::shared_ptr<ImageClassifier> SeededModel(uint64_t seed) {
+  torch::manual_seed(seed);
+  auto model = MakeModel("resnet50", 10);
+  EXPECT_TRUE(model.ok());
+  (*model)->eval();  // BN on running stats: per-sample independent, so shards add up
+  return *model;
+}
+
+std::vector<torch::Tensor> State(ImageClassifier& model) {
+  std::vector<torch::Tensor> state = model.parameters();
+  for (const auto& buffer : model.buffers()) state.push_back(buffer);
+  return state;
+}
+
+// Two ranks (threads) over real TCPStore + Gloo, each on half of a batch of 4,
+// must end with the gradients of one process on the whole batch. Rank 1 starts
+// from other weights: the initial broadcast must replace them with rank 0's.
+TEST(DistributedTest, AveragedGradientsEqualFullBatchGradients) {
+  auto reference = SeededModel(7);
+  std::vector<std::shared_ptr<ImageClassifier>> ranks = {SeededModel(7), SeededModel(8)};
+  ASSERT_FALSE(torch::equal(reference->parameters()[0], ranks[1]->parameters()[0]));
+
+  torch::manual_seed(123);
+  const torch::Tensor images = torch::randn({4, 3, 32, 32});
+  const torch::Tensor labels = torch::randint(0, 10, {4}, torch::kLong);
+  torch::nn::functional::cross_entropy(reference->forward(images), labels).backward();
+
+  const int port = PickFreePort();
+  std::vector<Status> statuses(2);
+  std::vector<std::string> backends(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto communicator = ConnectProcessGroup(Loopback(rank, 2, port, 30), Backend::kGloo);
+      if (!communicator.ok()) {
+        statuses[rank] = communicator.status();
+        return;
+      }
+      backends[rank] = (*communicator)->backend_name();
+      ImageClassifier& model = *ranks[rank];
+      BroadcastTensors(State(model), **communicator, /*root=*/0);
+      const torch::Tensor shard = images.narrow(0, 2 * rank, 2);
+      const torch::Tensor shard_labels = labels.narrow(0, 2 * rank, 2);
+      torch::nn::functional::cross_entropy(model.forward(shard), shard_labels).backward();
+      // Small buckets: many collectives per step.
+      AverageGradients(model.parameters(), **communicator, /*bucket_bytes=*/4 << 20);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(statuses[rank].ok()) << "rank " << rank << ": " << statuses[rank].message();
+    EXPECT_EQ(backends[rank], "gloo");
+  }
+
+  const auto expected = reference->named_parameters();
+  int compared = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (const auto& item : ranks[rank]->named_parameters()) {
+      const torch::Tensor& want = expected[item.key()];
+      ASSERT_TRUE(torch::equal(item.value(), want)) << "rank " << rank << " weight " << item.key();
+      ASSERT_TRUE(item.value().grad().defined()) << item.key();
+      const torch::Tensor& got = item.value().grad();
+      EXPECT_TRUE(torch::allclose(got, want.grad(), /*rtol=*/1e-4, /*atol=*/1e-5))
+          << "rank " << rank << " grad " << item.key() << " max abs diff "
+          << (got - want.grad()).abs().max().item<double>();
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 2 * 161);
+}
+
+TEST(DistributedTest, MissingPeerTimesOutWithUnavailable) {
+  const auto start = std::chrono::steady_clock::now();
+  // Rank 1 of 2 with nobody serving the store.
+  auto communicator = ConnectProcessGroup(Loopback(1, 2, PickFreePort(), 2), Backend::kGloo);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(communicator.ok());
+  EXPECT_EQ(communicator.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(communicator.status().message().find("rendezvous"), std::string::npos)
+      << communicator.status().message();
+  EXPECT_LT(waited, 30.0);
+}
+
+TEST(DistributedTest, SingleProcessNeedsNoGroup) {
+  EXPECT_EQ(ConnectProcessGroup(Loopback(0, 1, 1, 1), Backend::kGloo).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace bench_train

@@ -1,0 +1,183 @@
+#include "worker/train/event_writer.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace bench_train {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at text[i], or 0 if invalid.
+size_t Utf8SequenceLength(std::string_view text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = byte(i);
+  size_t len = 0;
+  uint32_t min_code = 0;
+  uint32_t code = 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2, min_code = 0x80, code = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3, min_code = 0x800, code = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4, min_code = 0x10000, code = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > text.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3F);
+  }
+  if (code < min_code || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+  return len;
+}
+
+}  // namespace
+
+std::string JsonQuote(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out += '"';
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          if (c < 0x20 || c == 0x7F) {
+            static constexpr char kHex[] = "0123456789abcdef";
+            out += "\\u00";
+            out += kHex[c >> 4];
+            out += kHex[c & 0xF];
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    const size_t len = Utf8SequenceLength(text, i);
+    if (len == 0) {
+      out += "\\ufffd";
+      ++i;
+    } else {
+      out.append(text.substr(i, len));
+      i += len;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string JsonNumber(double value) {
+  if (!std::isfinite(value)) return "null";
+  char buffer[64];
+  auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  if (ec != std::errc()) return "null";
+  return std::string(buffer, ptr);
+}
+
+void JsonObjectBuilder::Key(std::string_view key) {
+  if (body_.size() > 1) body_ += ',';
+  body_ += JsonQuote(key);
+  body_ += ':';
+}
+
+JsonObjectBuilder& JsonObjectBuilder::Add(std::string_view key, std::string_view value) {
+  Key(key);
+  body_ += JsonQuote(value);
+  return *this;
+}
+
+JsonObjectBuilder& JsonObjectBuilder::Add(std::string_view key, int64_t value) {
+  Key(key);
+  body_ += std::to_string(value);
+  return *this;
+}
+
+JsonObjectBuilder& JsonObjectBuilder::Add(std::string_view key, double value) {
+  Key(key);
+  body_ += JsonNumber(value);
+  return *this;
+}
+
+JsonObjectBuilder& JsonObjectBuilder::Add(std::string_view key, bool value) {
+  Key(key);
+  body_ += value ? "true" : "false";
+  return *this;
+}
+
+JsonObjectBuilder& JsonObjectBuilder::AddRaw(std::string_view key, std::string_view json) {
+  Key(key);
+  body_ += json;
+  return *this;
+}
+
+std::string FormatEvent(const StartEvent& e) {
+  JsonObjectBuilder versions;
+  for (const auto& [name, version] : e.versions) versions.Add(name, version);
+  return JsonObjectBuilder()
+      .Add("event", "start")
+      .Add("rank", e.rank)
+      .Add("model", e.model)
+      .Add("parameters", e.parameters)
+      .Add("precision", e.precision)
+      .Add("device", e.device)
+      .Add("world_size", e.world_size)
+      .Add("local_rank", e.local_rank)
+      .Add("batch_size", e.batch_size)
+      .Add("image_size", e.image_size)
+      .Add("iterations", e.iterations)
+      .Add("warmup_iterations", e.warmup_iterations)
+      .Add("backend", e.backend)
+      .AddRaw("versions", versions.Build())
+      .Build();
+}
+
+std::string FormatEvent(const IterEvent& e) {
+  return JsonObjectBuilder()
+      .Add("event", "iter")
+      .Add("rank", e.rank)
+      .Add("iteration", e.iteration)
+      .Add("step_time_s", e.step_time_s)
+      .Add("images", e.images)
+      .Add("loss", e.loss)
+      .Add("data_time_s", e.data_time_s)
+      .Add("elapsed_s", e.elapsed_s)
+      .Add("warmup", e.warmup)
+      .Build();
+}
+
+std::string FormatEvent(const SummaryEvent& e) {
+  return JsonObjectBuilder()
+      .Add("event", "summary")
+      .Add("rank", e.rank)
+      .Add("measured_iterations", e.measured_iterations)
+      .Add("measured_images", e.measured_images)
+      .Add("window_s", e.window_s)
+      .Add("images_per_second", e.images_per_second)
+      .Add("step_time_median_s", e.step_time_median_s)
+      .Build();
+}
+
+std::string FormatEvent(const ErrorEvent& e) {
+  return JsonObjectBuilder()
+      .Add("event", "error")
+      .Add("rank", e.rank)
+      .Add("message", e.message)
+      .Build();
+}
+
+void EventWriter::WriteLine(const std::string& json) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::fwrite(json.data(), 1, json.size(), out_);
+  std::fputc('\n', out_);
+  std::fflush(out_);
+}
+
+}  // namespace bench_train

@@ -1,0 +1,122 @@
+// bench-train's JSON-lines event stream (docs/trainer-events.md).
+//
+// Torch-free. JsonObjectBuilder builds one flat JSON object; the Format*Event
+// functions turn event structs into one line of JSON (no trailing newline);
+// EventWriter writes each event as one line and flushes it. Field names and
+// meanings are the contract in docs/trainer-events.md: add fields, never rename.
+#ifndef BENCHFLEET_WORKER_TRAIN_EVENT_WRITER_H_
+#define BENCHFLEET_WORKER_TRAIN_EVENT_WRITER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace bench_train {
+
+// Returns `text` as a JSON string literal, quotes included. Escapes '"', '\\' and
+// control characters; valid UTF-8 passes through; each byte of invalid UTF-8
+// becomes U+FFFD so that the output is always valid JSON.
+std::string JsonQuote(std::string_view text);
+
+// Formats a double as a JSON number (shortest round-trip form). NaN and
+// infinities, which JSON cannot represent, become null.
+std::string JsonNumber(double value);
+
+// Appends "key":value pairs in call order. Keys must be unique (not checked).
+class JsonObjectBuilder {
+ public:
+  JsonObjectBuilder& Add(std::string_view key, std::string_view value);
+  JsonObjectBuilder& Add(std::string_view key, const char* value) {
+    return Add(key, std::string_view(value));
+  }
+  JsonObjectBuilder& Add(std::string_view key, const std::string& value) {
+    return Add(key, std::string_view(value));
+  }
+  JsonObjectBuilder& Add(std::string_view key, int64_t value);
+  JsonObjectBuilder& Add(std::string_view key, int value) {
+    return Add(key, static_cast<int64_t>(value));
+  }
+  JsonObjectBuilder& Add(std::string_view key, double value);
+  JsonObjectBuilder& Add(std::string_view key, bool value);
+  // `json` must already be valid JSON (e.g. a nested object).
+  JsonObjectBuilder& AddRaw(std::string_view key, std::string_view json);
+
+  std::string Build() const { return body_ + "}"; }
+
+ private:
+  void Key(std::string_view key);
+  std::string body_ = "{";
+};
+
+struct StartEvent {
+  int rank = 0;
+  std::string model;
+  int64_t parameters = 0;
+  std::string precision;  // in effect: "fp32", "amp_bf16", "amp_fp16"
+  std::string device;     // "cpu", "cuda:0", ...
+  int world_size = 1;
+  int local_rank = 0;
+  int64_t batch_size = 0;  // per rank
+  int64_t image_size = 0;
+  int64_t iterations = 0;
+  int64_t warmup_iterations = 0;
+  std::string backend;  // "none", "gloo", "nccl"
+  // Always "torch" and "bench_train"; "cuda", "cudnn", "nccl" where known.
+  std::map<std::string, std::string> versions;
+};
+
+struct IterEvent {
+  int rank = 0;
+  int64_t iteration = 0;  // 1-based
+  double step_time_s = 0;
+  int64_t images = 0;  // this rank's images in the step
+  double loss = 0;
+  double data_time_s = 0;
+  double elapsed_s = 0;  // start of iteration 1 to the end of this one
+  bool warmup = false;
+};
+
+struct SummaryEvent {
+  int rank = 0;
+  int64_t measured_iterations = 0;
+  int64_t measured_images = 0;
+  double window_s = 0;
+  double images_per_second = 0;
+  double step_time_median_s = 0;
+};
+
+struct ErrorEvent {
+  int rank = 0;
+  std::string message;
+};
+
+std::string FormatEvent(const StartEvent& event);
+std::string FormatEvent(const IterEvent& event);
+std::string FormatEvent(const SummaryEvent& event);
+std::string FormatEvent(const ErrorEvent& event);
+
+// Writes events as lines to `out` (not owned; stdout in bench-train) and flushes
+// after each line. Thread-safe: lines from concurrent callers never interleave.
+class EventWriter {
+ public:
+  explicit EventWriter(std::FILE* out) : out_(out) {}
+  EventWriter(const EventWriter&) = delete;
+  EventWriter& operator=(const EventWriter&) = delete;
+
+  template <typename Event>
+  void Write(const Event& event) {
+    WriteLine(FormatEvent(event));
+  }
+  void WriteLine(const std::string& json);
+
+ private:
+  std::mutex mu_;
+  std::FILE* out_;
+};
+
+}  // namespace bench_train
+
+#endif  // BENCHFLEET_WORKER_TRAIN_EVENT_WRITER_H_

@@ -1,0 +1,135 @@
+#include "worker/train/event_writer.h"
+
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace bench_train {
+namespace {
+
+TEST(JsonQuoteTest, EscapesSpecialCharacters) {
+  EXPECT_EQ(JsonQuote(""), "\"\"");
+  EXPECT_EQ(JsonQuote("plain"), "\"plain\"");
+  EXPECT_EQ(JsonQuote("a\"b"), "\"a\\\"b\"");
+  EXPECT_EQ(JsonQuote("back\\slash"), "\"back\\\\slash\"");
+  EXPECT_EQ(JsonQuote("line1\nline2\r\t"), "\"line1\\nline2\\r\\t\"");
+  EXPECT_EQ(JsonQuote("\b\f"), "\"\\b\\f\"");
+  EXPECT_EQ(JsonQuote(std::string("nul\0x", 5)), "\"nul\\u0000x\"");
+  EXPECT_EQ(JsonQuote("\x01\x1f\x7f"), "\"\\u0001\\u001f\\u007f\"");
+  EXPECT_EQ(JsonQuote("/"), "\"/\"");
+}
+
+TEST(JsonQuoteTest, KeepsValidUtf8AndReplacesInvalidBytes) {
+  EXPECT_EQ(JsonQuote("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80"),
+            "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80\"");
+  EXPECT_EQ(JsonQuote("bad\xff"), "\"bad\\ufffd\"");
+  EXPECT_EQ(JsonQuote("\xc3"), "\"\\ufffd\"");              // truncated sequence
+  EXPECT_EQ(JsonQuote("\xc0\xaf"), "\"\\ufffd\\ufffd\"");   // overlong encoding
+  EXPECT_EQ(JsonQuote("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");  // surrogate
+}
+
+TEST(JsonNumberTest, FormatsFiniteAndNonFinite) {
+  EXPECT_EQ(JsonNumber(0.0), "0");
+  EXPECT_EQ(JsonNumber(1.5), "1.5");
+  EXPECT_EQ(JsonNumber(-2.0), "-2");
+  EXPECT_EQ(JsonNumber(0.1), "0.1");
+  EXPECT_EQ(JsonNumber(6.93), "6.93");
+  EXPECT_EQ(JsonNumber(1e-7), "1e-07");
+  EXPECT_EQ(std::stod(JsonNumber(1.0 / 3.0)), 1.0 / 3.0);  // round-trips
+  EXPECT_EQ(JsonNumber(std::numeric_limits<double>::quiet_NaN()), "null");
+  EXPECT_EQ(JsonNumber(std::numeric_limits<double>::infinity()), "null");
+  EXPECT_EQ(JsonNumber(-std::numeric_limits<double>::infinity()), "null");
+}
+
+TEST(JsonObjectBuilderTest, BuildsFlatAndNestedObjects) {
+  EXPECT_EQ(JsonObjectBuilder().Build(), "{}");
+  EXPECT_EQ(JsonObjectBuilder()
+                .Add("s", "x\"y")
+                .Add("i", int64_t{-3})
+                .Add("n", 7)
+                .Add("d", 2.5)
+                .Add("t", true)
+                .Add("f", false)
+                .AddRaw("o", JsonObjectBuilder().Add("k", "v").Build())
+                .Build(),
+            R"({"s":"x\"y","i":-3,"n":7,"d":2.5,"t":true,"f":false,"o":{"k":"v"}})");
+}
+
+TEST(FormatEventTest, Start) {
+  StartEvent e;
+  e.rank = 1;
+  e.model = "resnet50";
+  e.parameters = 25557032;
+  e.precision = "amp_bf16";
+  e.device = "cpu";
+  e.world_size = 2;
+  e.local_rank = 1;
+  e.batch_size = 16;
+  e.image_size = 64;
+  e.iterations = 10;
+  e.warmup_iterations = 2;
+  e.backend = "gloo";
+  e.versions = {{"torch", "1.13.0"}, {"bench_train", "0.1.0"}};
+  EXPECT_EQ(FormatEvent(e),
+            R"({"event":"start","rank":1,"model":"resnet50","parameters":25557032,)"
+            R"("precision":"amp_bf16","device":"cpu","world_size":2,"local_rank":1,)"
+            R"("batch_size":16,"image_size":64,"iterations":10,"warmup_iterations":2,)"
+            R"("backend":"gloo","versions":{"bench_train":"0.1.0","torch":"1.13.0"}})");
+}
+
+TEST(FormatEventTest, Iter) {
+  IterEvent e;
+  e.rank = 0;
+  e.iteration = 3;
+  e.step_time_s = 0.25;
+  e.images = 8;
+  e.loss = 6.5;
+  e.data_time_s = 0;
+  e.elapsed_s = 0.75;
+  e.warmup = true;
+  EXPECT_EQ(FormatEvent(e),
+            R"({"event":"iter","rank":0,"iteration":3,"step_time_s":0.25,"images":8,)"
+            R"("loss":6.5,"data_time_s":0,"elapsed_s":0.75,"warmup":true})");
+  e.loss = std::numeric_limits<double>::quiet_NaN();
+  e.warmup = false;
+  EXPECT_NE(FormatEvent(e).find(R"("loss":null)"), std::string::npos);
+  EXPECT_NE(FormatEvent(e).find(R"("warmup":false)"), std::string::npos);
+}
+
+TEST(FormatEventTest, Summary) {
+  SummaryEvent e;
+  e.rank = 0;
+  e.measured_iterations = 4;
+  e.measured_images = 8;
+  e.window_s = 1.25;
+  e.images_per_second = 6.4;
+  e.step_time_median_s = 0.3;
+  EXPECT_EQ(FormatEvent(e),
+            R"({"event":"summary","rank":0,"measured_iterations":4,"measured_images":8,)"
+            R"("window_s":1.25,"images_per_second":6.4,"step_time_median_s":0.3})");
+}
+
+TEST(FormatEventTest, Error) {
+  EXPECT_EQ(FormatEvent(ErrorEvent{3, "bad \"thing\"\nat line 2"}),
+            R"({"event":"error","rank":3,"message":"bad \"thing\"\nat line 2"})");
+}
+
+TEST(EventWriterTest, WritesOneFlushedLinePerEvent) {
+  std::FILE* file = std::tmpfile();
+  ASSERT_NE(file, nullptr);
+  EventWriter writer(file);
+  writer.Write(ErrorEvent{0, "one"});
+  writer.Write(ErrorEvent{0, "two\nlines"});
+  std::rewind(file);
+  char buffer[256] = {};
+  const size_t n = std::fread(buffer, 1, sizeof(buffer) - 1, file);
+  std::fclose(file);
+  EXPECT_EQ(std::string(buffer, n),
+            "{\"event\":\"error\",\"rank\":0,\"message\":\"one\"}\n"
+            "{\"event\":\"error\",\"rank\":0,\"message\":\"two\\nlines\"}\n");
+}
+
+}  // namespace
+}  // namespace bench_train

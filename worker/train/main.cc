@@ -1,0 +1,163 @@
+// bench-train: trains one model for a fixed number of iterations on synthetic
+// data and prints JSON-lines events on stdout (docs/trainer-events.md).
+//
+//   bench-train --model resnet50 --precision amp --bs 64 --iters 100 --warmup 10
+//
+// Multi-process data parallelism: launch one process per rank with torchrun's
+// variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).
+// Exit status: 0 on success; 2 for bad flags, options or environment; 1 for any
+// other failure. Every non-zero exit follows an `error` event.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "worker/train/event_writer.h"
+#include "worker/train/options.h"
+#include "worker/train/status.h"
+#include "worker/train/trainer.h"
+
+namespace {
+
+using bench_train::InvalidArgumentError;
+using bench_train::Status;
+using bench_train::TrainOptions;
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+constexpr char kUsage[] =
+    "usage: bench-train [flags]\n"
+    "  --model NAME              resnet18|resnet34|resnet50|resnet101|resnet152 (resnet50)\n"
+    "  --precision P             fp32|amp (fp32); amp = bf16 autocast on CPU, fp16 + loss\n"
+    "                            scaling on CUDA\n"
+    "  --bs N                    batch size per rank (32)\n"
+    "  --iters N                 iterations, warm-up included (100)\n"
+    "  --warmup N                warm-up iterations, 0 <= N < iters (10)\n"
+    "  --image-size N            square image side, >= 32 (224)\n"
+    "  --num-classes N           classifier outputs (1000)\n"
+    "  --data synthetic          data source (synthetic)\n"
+    "  --device D                cpu|cuda|cuda:N (cpu); cuda = cuda:LOCAL_RANK\n"
+    "  --threads N               intra-op CPU threads (libtorch default)\n"
+    "  --seed N                  random seed (1)\n"
+    "  --rendezvous-timeout-s N  how long to wait for peers (60)\n"
+    "Ranks: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT as set by torchrun.\n";
+
+struct ParsedFlags {
+  TrainOptions options;
+  int rendezvous_timeout_s = 60;
+  bool help = false;
+};
+
+Status ParseInt(const std::string& flag, const std::string& value, int64_t* out) {
+  if (!bench_train::ParseInt64(value, out)) {
+    return InvalidArgumentError(flag + " expects an integer, got '" + value + "'");
+  }
+  return Status::Ok();
+}
+
+Status ParseFlags(int argc, char** argv, ParsedFlags* parsed) {
+  TrainOptions& o = parsed->options;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      parsed->help = true;
+      return Status::Ok();
+    }
+    if (flag.rfind("--", 0) != 0) return InvalidArgumentError("unexpected argument '" + flag + "'");
+    std::string value;
+    const size_t eq = flag.find('=');
+    if (eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return InvalidArgumentError(flag + " needs a value");
+    }
+    int64_t number = 0;
+    if (flag == "--model") {
+      o.model = value;
+    } else if (flag == "--precision") {
+      o.precision = value;
+    } else if (flag == "--data") {
+      o.data = value;
+    } else if (flag == "--device") {
+      o.device = value;
+    } else if (flag == "--bs" || flag == "--batch-size") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.batch_size));
+    } else if (flag == "--iters") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.iterations));
+    } else if (flag == "--warmup") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.warmup_iterations));
+    } else if (flag == "--image-size") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.image_size));
+    } else if (flag == "--num-classes") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.num_classes));
+    } else if (flag == "--threads") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &number));
+      if (number < 0 || number > 4096) return InvalidArgumentError("--threads out of range");
+      o.threads = static_cast<int>(number);
+    } else if (flag == "--seed") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &number));
+      if (number < 0) return InvalidArgumentError("--seed must be >= 0");
+      o.seed = static_cast<uint64_t>(number);
+    } else if (flag == "--rendezvous-timeout-s") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &number));
+      if (number <= 0 || number > 86400) {
+        return InvalidArgumentError("--rendezvous-timeout-s must be in 1..86400");
+      }
+      parsed->rendezvous_timeout_s = static_cast<int>(number);
+    } else {
+      return InvalidArgumentError("unknown flag '" + flag + "' (see --help)");
+    }
+  }
+  return Status::Ok();
+}
+
+// The rank for error events written before the environment is validated.
+int BestEffortRank() {
+  int64_t rank = 0;
+  const char* text = std::getenv("RANK");
+  if (text != nullptr && bench_train::ParseInt64(text, &rank) && rank >= 0 && rank < (1 << 20)) {
+    return static_cast<int>(rank);
+  }
+  return 0;
+}
+
+int Fail(bench_train::EventWriter& events, int rank, const Status& status, int exit_code) {
+  std::fprintf(stderr, "[bench-train rank %d] error: %s\n", rank, status.message().c_str());
+  events.Write(bench_train::ErrorEvent{rank, status.message()});
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench_train::EventWriter events(stdout);
+  ParsedFlags parsed;
+  Status status = ParseFlags(argc, argv, &parsed);
+  if (!status.ok()) return Fail(events, BestEffortRank(), status, kExitUsage);
+  if (parsed.help) {
+    std::fputs(kUsage, stderr);
+    return 0;
+  }
+
+  auto rendezvous = bench_train::RendezvousFromEnv(
+      [](const char* name) -> const char* { return std::getenv(name); },
+      parsed.rendezvous_timeout_s);
+  if (!rendezvous.ok()) return Fail(events, BestEffortRank(), rendezvous.status(), kExitUsage);
+  parsed.options.rendezvous = rendezvous.value();
+  const int rank = parsed.options.rendezvous.rank;
+
+  status = bench_train::ValidateTrainOptions(parsed.options);
+  if (!status.ok()) return Fail(events, rank, status, kExitUsage);
+
+  status = bench_train::RunTrainer(parsed.options, events);
+  if (!status.ok()) {
+    return Fail(events, rank, status,
+                status.code() == bench_train::StatusCode::kInvalidArgument ? kExitUsage
+                                                                           : kExitFailure);
+  }
+  return 0;
+}

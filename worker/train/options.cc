@@ -1,0 +1,136 @@
+#include "worker/train/options.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <string>
+
+namespace bench_train {
+namespace {
+
+std::string Join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
+
+bool IsCudaDevice(const std::string& device) {
+  if (device == "cuda") return true;
+  if (device.rfind("cuda:", 0) != 0) return false;
+  int64_t index = 0;
+  return ParseInt64(device.substr(5), &index) && index >= 0;
+}
+
+Status EnvInt(const std::function<const char*(const char*)>& getenv, const char* name,
+              int64_t min, int64_t max, int* out) {
+  const char* text = getenv(name);
+  if (text == nullptr) return InvalidArgumentError(std::string(name) + " is not set");
+  int64_t value = 0;
+  if (!ParseInt64(text, &value) || value < min || value > max) {
+    return InvalidArgumentError(std::string("bad ") + name + "='" + text + "'");
+  }
+  *out = static_cast<int>(value);
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<std::string>& KnownModelNames() {
+  static const std::vector<std::string> kNames = {"resnet18", "resnet34", "resnet50",
+                                                  "resnet101", "resnet152"};
+  return kNames;
+}
+
+bool ParseInt64(const std::string& text, int64_t* out) {
+  if (text.empty()) return false;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  if (*begin == '+') ++begin;
+  auto [ptr, ec] = std::from_chars(begin, end, *out);
+  return ec == std::errc() && ptr == end;
+}
+
+Status ValidateTrainOptions(const TrainOptions& options) {
+  const auto& models = KnownModelNames();
+  if (std::find(models.begin(), models.end(), options.model) == models.end()) {
+    return InvalidArgumentError("unknown --model '" + options.model + "' (known: " +
+                                Join(models) + ")");
+  }
+  if (options.precision != kPrecisionFp32 && options.precision != kPrecisionAmp) {
+    return InvalidArgumentError("unknown --precision '" + options.precision +
+                                "' (known: fp32, amp)");
+  }
+  if (options.data != kDataSynthetic) {
+    return InvalidArgumentError("unknown --data '" + options.data + "' (known: synthetic)");
+  }
+  if (options.batch_size <= 0) {
+    return InvalidArgumentError("--bs must be > 0 (got " + std::to_string(options.batch_size) +
+                                ")");
+  }
+  if (options.iterations <= 0) {
+    return InvalidArgumentError("--iters must be > 0 (got " +
+                                std::to_string(options.iterations) + ")");
+  }
+  if (options.warmup_iterations < 0 || options.warmup_iterations >= options.iterations) {
+    return InvalidArgumentError("--warmup must be >= 0 and < --iters (got warmup " +
+                                std::to_string(options.warmup_iterations) + ", iters " +
+                                std::to_string(options.iterations) + ")");
+  }
+  if (options.image_size < kMinImageSize) {
+    return InvalidArgumentError("--image-size must be >= " + std::to_string(kMinImageSize) +
+                                " (ResNets downsample by 32; got " +
+                                std::to_string(options.image_size) + ")");
+  }
+  if (options.num_classes <= 0) {
+    return InvalidArgumentError("--num-classes must be > 0");
+  }
+  if (options.device != "cpu" && !IsCudaDevice(options.device)) {
+    return InvalidArgumentError("unknown --device '" + options.device +
+                                "' (known: cpu, cuda, cuda:N)");
+  }
+  if (options.threads < 0) return InvalidArgumentError("--threads must be >= 0");
+  const RendezvousOptions& rdv = options.rendezvous;
+  if (rdv.timeout_s <= 0) return InvalidArgumentError("--rendezvous-timeout-s must be > 0");
+  if (rdv.world_size < 1 || rdv.rank < 0 || rdv.rank >= rdv.world_size) {
+    return InvalidArgumentError("RANK " + std::to_string(rdv.rank) + " is outside WORLD_SIZE " +
+                                std::to_string(rdv.world_size));
+  }
+  return Status::Ok();
+}
+
+StatusOr<RendezvousOptions> RendezvousFromEnv(
+    const std::function<const char*(const char*)>& getenv, int timeout_s) {
+  RendezvousOptions rdv;
+  rdv.timeout_s = timeout_s;
+  if (getenv("WORLD_SIZE") == nullptr) {
+    if (getenv("RANK") != nullptr) {
+      return InvalidArgumentError("RANK is set but WORLD_SIZE is not");
+    }
+    return rdv;
+  }
+  BENCH_TRAIN_RETURN_IF_ERROR(EnvInt(getenv, "WORLD_SIZE", 1, 1 << 20, &rdv.world_size));
+  if (rdv.world_size == 1) {
+    const char* rank = getenv("RANK");
+    if (rank != nullptr && std::string(rank) != "0") {
+      return InvalidArgumentError(std::string("RANK=") + rank + " with WORLD_SIZE=1");
+    }
+    return rdv;
+  }
+  BENCH_TRAIN_RETURN_IF_ERROR(EnvInt(getenv, "RANK", 0, rdv.world_size - 1, &rdv.rank));
+  if (getenv("LOCAL_RANK") != nullptr) {
+    BENCH_TRAIN_RETURN_IF_ERROR(EnvInt(getenv, "LOCAL_RANK", 0, 1 << 20, &rdv.local_rank));
+  } else {
+    rdv.local_rank = rdv.rank;
+  }
+  const char* addr = getenv("MASTER_ADDR");
+  if (addr == nullptr || *addr == '\0') return InvalidArgumentError("MASTER_ADDR is not set");
+  rdv.master_addr = addr;
+  BENCH_TRAIN_RETURN_IF_ERROR(EnvInt(getenv, "MASTER_PORT", 1, 65535, &rdv.master_port));
+  if (const char* ifname = getenv("GLOO_SOCKET_IFNAME")) rdv.gloo_interface = ifname;
+  return rdv;
+}
+
+}  // namespace bench_train

@@ -1,0 +1,80 @@
+// Options for one bench-train rank, and their validation.
+//
+// Torch-free. main.cc is the only reader of flags and environment variables: it
+// fills a TrainOptions (flags) and its RendezvousOptions (torchrun's environment,
+// via RendezvousFromEnv) and hands them to RunTrainer (trainer.h).
+#ifndef BENCHFLEET_WORKER_TRAIN_OPTIONS_H_
+#define BENCHFLEET_WORKER_TRAIN_OPTIONS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "worker/train/status.h"
+
+namespace bench_train {
+
+inline constexpr char kBenchTrainVersion[] = "0.1.0";
+
+inline constexpr char kPrecisionFp32[] = "fp32";
+inline constexpr char kPrecisionAmp[] = "amp";
+inline constexpr char kDataSynthetic[] = "synthetic";
+// The network downsamples by 32; smaller images leave no spatial extent.
+inline constexpr int kMinImageSize = 32;
+
+// How this process joins its peers. Filled from the variables torchrun sets
+// (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT). world_size == 1 means
+// no process group at all.
+struct RendezvousOptions {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  // Bounds the TCPStore connect/wait and the process group's setup and
+  // collectives: a missing peer becomes an error, not a hang.
+  int timeout_s = 60;
+  // GLOO_SOCKET_IFNAME, as in PyTorch: the network interface Gloo binds to.
+  // Empty: 127.0.0.1 when MASTER_ADDR is a loopback address, else the address
+  // this host's name resolves to.
+  std::string gloo_interface;
+
+  bool distributed() const { return world_size > 1; }
+};
+
+struct TrainOptions {
+  std::string model = "resnet50";
+  std::string precision = kPrecisionFp32;  // "fp32" or "amp"
+  int64_t batch_size = 32;                 // per rank
+  int64_t iterations = 100;                // total, warm-up included
+  int64_t warmup_iterations = 10;          // excluded from the summary
+  int64_t image_size = 224;
+  int64_t num_classes = 1000;
+  std::string data = kDataSynthetic;
+  std::string device = "cpu";              // "cpu", "cuda" (= cuda:LOCAL_RANK), "cuda:N"
+  int threads = 0;                         // 0: libtorch's default intra-op threads
+  uint64_t seed = 1;
+  RendezvousOptions rendezvous;
+};
+
+// Names accepted by --model (see models.h for the registry itself; kept here so
+// that flag validation needs no torch).
+const std::vector<std::string>& KnownModelNames();
+
+// Checks ranges and names. The message names the offending flag (e.g. "--bs").
+Status ValidateTrainOptions(const TrainOptions& options);
+
+// Reads torchrun's variables through `getenv` (nullptr = unset). All absent, or
+// WORLD_SIZE == 1: a single process. WORLD_SIZE > 1 requires RANK, MASTER_ADDR and
+// MASTER_PORT; LOCAL_RANK defaults to RANK; GLOO_SOCKET_IFNAME is optional.
+// `timeout_s` is copied into the result.
+StatusOr<RendezvousOptions> RendezvousFromEnv(
+    const std::function<const char*(const char*)>& getenv, int timeout_s);
+
+// Strict integer parsing: the whole string must be a base-10 integer.
+bool ParseInt64(const std::string& text, int64_t* out);
+
+}  // namespace bench_train
+
+#endif  // BENCHFLEET_WORKER_TRAIN_OPTIONS_H_
