@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Configures and builds everything (benchd, bench-agent, bench-train, benchctl, tests)
+# into ${BUILD_DIR:-build}. Binaries land in $BUILD_DIR/bin.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${JOBS:-$(nproc)}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
+cmake --build "$BUILD_DIR" -j "$JOBS"

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# One command, fresh Debian 12: install, build, start benchd and a local agent (its GPUs
+# where NVML finds them, else CPU slots), run a small benchmark grid, print it, stop.
+#
+# Tunables (environment): DEMO_GPUS ("1 2"), DEMO_PRECISIONS ("fp32 amp"),
+# DEMO_BS ("4 8" on CPU, "128 256" on GPU), DEMO_ITERS, DEMO_WARMUP, DEMO_IMAGE_SIZE,
+# DEMO_SLOTS (CPU slots of the local agent), SKIP_BUILD=1.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+BUILD_DIR=${BUILD_DIR:-build}
+
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  bash deploy/install-deps.sh
+  bash deploy/build.sh
+fi
+BIN=$ROOT/$BUILD_DIR/bin
+
+RUN_DIR=$ROOT/.run/demo
+mkdir -p "$RUN_DIR"
+rm -f "$RUN_DIR"/bench.db*
+port_free() { ! (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
+GRPC_PORT=${GRPC_PORT:-7600}
+HTTP_PORT=${HTTP_PORT:-7601}
+port_free "$GRPC_PORT" || { echo "demo: port $GRPC_PORT is taken (set GRPC_PORT)"; exit 1; }
+export BENCH_SERVER=127.0.0.1:$GRPC_PORT
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+"$BIN/benchd" --listen "$BENCH_SERVER" --http 127.0.0.1:$HTTP_PORT \
+  --db "$RUN_DIR/bench.db" 2>"$RUN_DIR/benchd.log" &
+pids+=($!)
+
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  mode=gpu
+  gpu_count=$(nvidia-smi -L | wc -l)
+  "$BIN/bench-agent" --controller "$BENCH_SERVER" --name local 2>"$RUN_DIR/agent.log" &
+  default_gpus="1 $gpu_count"; [ "$gpu_count" = 1 ] && default_gpus=1
+  default_bs="128 256"; default_size=224; default_iters=100; default_warmup=20
+else
+  mode=cpu
+  slots=${DEMO_SLOTS:-2}
+  "$BIN/bench-agent" --controller "$BENCH_SERVER" --name local --cpu-slots "$slots" \
+    2>"$RUN_DIR/agent.log" &
+  default_gpus="1 $slots"; [ "$slots" = 1 ] && default_gpus=1
+  default_bs="4 8"; default_size=64; default_iters=12; default_warmup=2
+fi
+pids+=($!)
+
+for _ in $(seq 100); do
+  "$BIN/benchctl" agents 2>/dev/null | grep -q local && break
+  sleep 0.1
+done
+"$BIN/benchctl" agents
+
+echo
+echo "demo: running the grid on $mode (ResNet-50, synthetic data, image ${DEMO_IMAGE_SIZE:-$default_size}px)"
+for gpus in ${DEMO_GPUS:-$default_gpus}; do
+  for precision in ${DEMO_PRECISIONS:-fp32 amp}; do
+    for bs in ${DEMO_BS:-$default_bs}; do
+      echo "demo: --gpus $gpus --precision $precision --bs $bs"
+      "$BIN/benchctl" submit --gpus "$gpus" --precision "$precision" --bs "$bs" \
+        --iters "${DEMO_ITERS:-$default_iters}" --warmup "${DEMO_WARMUP:-$default_warmup}" \
+        --image-size "${DEMO_IMAGE_SIZE:-$default_size}" --wait \
+        || echo "demo: that job did not succeed (see: benchctl list; $RUN_DIR/agent.log)"
+    done
+  done
+done
+
+echo
+echo "images/s (ResNet-50 v1.5; devices are $( [ $mode = gpu ] && echo GPUs || echo CPU slots )):"
+"$BIN/benchctl" results --format markdown
+echo
+echo "demo: database $RUN_DIR/bench.db; logs in $RUN_DIR"

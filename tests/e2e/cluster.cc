@@ -1,0 +1,149 @@
+#include "tests/e2e/cluster.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+
+namespace bench::testing {
+
+int PickFreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t length = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+LoopbackCluster::LoopbackCluster() {
+  char pattern[] = "/tmp/benchfleet_e2e_XXXXXX";
+  dir_ = mkdtemp(pattern);
+  db_path_ = dir_ + "/bench.db";
+}
+
+LoopbackCluster::~LoopbackCluster() {
+  for (auto& agent : agents_) {
+    agent->SignalGroup(SIGTERM);
+    agent->Wait();
+  }
+  if (benchd_) {
+    benchd_->SignalGroup(SIGTERM);
+    benchd_->Wait();
+  }
+  if (getenv("BENCH_E2E_KEEP") == nullptr) std::filesystem::remove_all(dir_);
+}
+
+std::string LoopbackCluster::server() const { return absl::StrCat("127.0.0.1:", grpc_port_); }
+
+absl::Status LoopbackCluster::StartBenchd() {
+  grpc_port_ = PickFreePort();
+  SubprocessOptions options;
+  options.argv = {BENCHD_PATH, "--listen", server(), "--http", "127.0.0.1:0", "--db", db_path_};
+  options.stdout_mode = SubprocessOptions::Output::kFile;
+  options.stderr_mode = SubprocessOptions::Output::kFile;
+  options.stdout_path = options.stderr_path = dir_ + "/benchd.log";
+  auto process = Subprocess::Start(options);
+  if (!process.ok()) return process.status();
+  benchd_ = std::move(*process);
+  // Ready when benchctl can list jobs.
+  for (int i = 0; i < 200; ++i) {
+    if (Benchctl({"list"}, 10).exit_code == 0) return absl::OkStatus();
+    if (benchd_->TryWait().has_value()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return absl::UnavailableError(absl::StrCat("benchd did not come up:\n", Log("benchd.log")));
+}
+
+absl::Status LoopbackCluster::StartAgent(const std::string& name, int cpu_slots) {
+  SubprocessOptions options;
+  options.argv = {BENCH_AGENT_PATH,   "--controller", server(),      "--name", name,
+                  "--cpu-slots",      absl::StrCat(cpu_slots),       "--address",
+                  "127.0.0.1",        "--bench-train", BENCH_TRAIN_PATH};
+  options.stdout_mode = SubprocessOptions::Output::kFile;
+  options.stderr_mode = SubprocessOptions::Output::kFile;
+  options.stdout_path = options.stderr_path = absl::StrCat(dir_, "/agent-", name, ".log");
+  auto process = Subprocess::Start(options);
+  if (!process.ok()) return process.status();
+  agents_.push_back(std::move(*process));
+  return absl::OkStatus();
+}
+
+absl::Status LoopbackCluster::WaitForAgents(int count, int timeout_s) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  std::string last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    CommandResult result = Benchctl({"agents", "--format", "json"}, 10);
+    last = result.output;
+    size_t connected = 0, pos = 0;
+    while ((pos = result.stdout_text.find("\"connected\":true", pos)) != std::string::npos) {
+      ++connected;
+      ++pos;
+    }
+    if (static_cast<int>(connected) >= count) return absl::OkStatus();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("agents did not connect; last listing:\n",
+                                                  last, "\nbenchd log:\n", Log("benchd.log")));
+}
+
+CommandResult LoopbackCluster::Benchctl(const std::vector<std::string>& args, int timeout_s) {
+  SubprocessOptions options;
+  options.argv = {BENCHCTL_PATH};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.env = {{"BENCH_SERVER", server()}};
+  CommandResult result;
+  auto process = Subprocess::Start(options);
+  if (!process.ok()) {
+    result.output = std::string(process.status().message());
+    return result;
+  }
+  // Drain both pipes until they close or the time is up.
+  pollfd fds[2] = {{(*process)->stdout_fd(), POLLIN, 0}, {(*process)->stderr_fd(), POLLIN, 0}};
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int open_fds = 2;
+  char buffer[4096];
+  while (open_fds > 0 && std::chrono::steady_clock::now() < deadline) {
+    if (poll(fds, 2, 200) <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP)) == 0) continue;
+      ssize_t n = read(fds[i].fd, buffer, sizeof(buffer));
+      if (n <= 0) {
+        fds[i].fd = -1;
+        --open_fds;
+        continue;
+      }
+      result.output.append(buffer, static_cast<size_t>(n));
+      if (i == 0) result.stdout_text.append(buffer, static_cast<size_t>(n));
+    }
+  }
+  if (open_fds > 0) (*process)->SignalGroup(SIGKILL);
+  result.exit_code = (*process)->Wait();
+  return result;
+}
+
+std::string LoopbackCluster::Log(const std::string& file) const {
+  std::ifstream in(dir_ + "/" + file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string all = text.str();
+  return all.size() > 6000 ? all.substr(all.size() - 6000) : all;
+}
+
+}  // namespace bench::testing

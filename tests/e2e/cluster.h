@@ -1,0 +1,52 @@
+// A whole benchfleet on loopback for end-to-end tests: benchd and agents as real
+// processes (the binaries the build produced), a fresh SQLite file in a temp dir, and
+// a helper to run benchctl and capture what it prints.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/subprocess.h"
+
+namespace bench::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr, interleaved
+  std::string stdout_text;
+};
+
+class LoopbackCluster {
+ public:
+  // Binaries come from the build (paths compiled in by CMake).
+  LoopbackCluster();
+  ~LoopbackCluster();  // kills everything it started, removes the temp dir
+
+  absl::Status StartBenchd();
+  absl::Status StartAgent(const std::string& name, int cpu_slots);
+  // Waits until benchd lists `count` connected agents.
+  absl::Status WaitForAgents(int count, int timeout_s = 60);
+
+  // Runs benchctl against this cluster's benchd.
+  CommandResult Benchctl(const std::vector<std::string>& args, int timeout_s = 600);
+
+  const std::string& db_path() const { return db_path_; }
+  const std::string& dir() const { return dir_; }
+  std::string server() const;
+  // The tail of a process's log (benchd.log, agent-NAME.log) for failure messages.
+  std::string Log(const std::string& file) const;
+
+ private:
+  std::string dir_;
+  std::string db_path_;
+  int grpc_port_ = 0;
+  std::unique_ptr<Subprocess> benchd_;
+  std::vector<std::unique_ptr<Subprocess>> agents_;
+};
+
+// A TCP port that was free a moment ago on 127.0.0.1.
+int PickFreePort();
+
+}  // namespace bench::testing

@@ -1,0 +1,123 @@
+// End to end with real processes on loopback: benchd, two agents of 2 CPU slots each,
+// bench-train ranks, benchctl. Asserts on what a user sees and on the SQLite file.
+#include <sqlite3.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
+#include "tests/e2e/cluster.h"
+
+namespace bench::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+int64_t QueryInt(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    return -1;
+  }
+  sqlite3_stmt* stmt = nullptr;
+  int64_t value = -1;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+      sqlite3_step(stmt) == SQLITE_ROW) {
+    value = sqlite3_column_int64(stmt, 0);
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return value;
+}
+
+class EndToEndTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new LoopbackCluster();
+    absl::Status status = cluster_->StartBenchd();
+    if (status.ok()) status = cluster_->StartAgent("agent-a", 2);
+    if (status.ok()) status = cluster_->StartAgent("agent-b", 2);
+    if (status.ok()) status = cluster_->WaitForAgents(2);
+    setup_status_ = new absl::Status(status);
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    delete setup_status_;
+  }
+  void SetUp() override { ASSERT_TRUE(setup_status_->ok()) << *setup_status_; }
+
+  static int64_t JobCount() { return QueryInt(cluster_->db_path(), "SELECT count(*) FROM jobs"); }
+
+  static LoopbackCluster* cluster_;
+  static absl::Status* setup_status_;
+};
+
+LoopbackCluster* EndToEndTest::cluster_ = nullptr;
+absl::Status* EndToEndTest::setup_status_ = nullptr;
+
+TEST_F(EndToEndTest, FourRankJobSpansBothAgentsAndStoresEveryIteration) {
+  CommandResult submit = cluster_->Benchctl({"submit", "--gpus", "4", "--bs", "2", "--iters",
+                                             "5", "--warmup", "1", "--image-size", "64",
+                                             "--wait"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.output << "\nbenchd:\n"
+                                 << cluster_->Log("benchd.log") << "\nagent-a:\n"
+                                 << cluster_->Log("agent-agent-a.log");
+  std::string job_id = std::string(absl::StripAsciiWhitespace(
+      std::vector<std::string>(absl::StrSplit(submit.stdout_text, '\n')).front()));
+  ASSERT_THAT(job_id, ::testing::StartsWith("job-"));
+
+  const std::string& db = cluster_->db_path();
+  std::string where = " WHERE job_id='" + job_id + "'";
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM samples" + where), 4 * 5);
+  EXPECT_EQ(QueryInt(db, "SELECT count(DISTINCT rank) FROM samples" + where), 4);
+  EXPECT_EQ(QueryInt(db, "SELECT count(DISTINCT agent) FROM job_ranks" + where), 2);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM job_ranks" + where + " AND agent='agent-a'"), 2);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM rank_summaries" + where), 4);
+  EXPECT_EQ(QueryInt(db, "SELECT parameters FROM jobs WHERE id='" + job_id + "'"), 25557032);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM jobs WHERE id='" + job_id +
+                             "' AND state='SUCCEEDED'"),
+            1);
+
+  CommandResult status = cluster_->Benchctl({"status", job_id, "--format", "json"});
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_THAT(status.stdout_text, HasSubstr("\"has_throughput\":true"));
+
+  CommandResult results = cluster_->Benchctl({"results", "--format", "csv"});
+  ASSERT_EQ(results.exit_code, 0) << results.output;
+  EXPECT_THAT(results.stdout_text, HasSubstr("resnet50,4,fp32,2,"));
+}
+
+TEST_F(EndToEndTest, BadInputIsRefusedWithTheFieldNamedAndNothingStored) {
+  int64_t before = JobCount();
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"--gpus", "1", "--bs", "0"}, "batch_size"},
+      {{"--gpus", "0", "--bs", "2"}, "devices"},
+      {{"--gpus", "64", "--bs", "2"}, "devices"},
+      {{"--gpus", "1", "--bs", "2", "--model", "vgg19"}, "model"},
+      {{"--gpus", "1", "--bs", "2", "--precision", "fp8"}, "precision"},
+      {{"--gpus", "1", "--bs", "2", "--iters", "-5"}, "iterations"},
+      {{"--gpus", "1", "--bs", "2", "--iters", "5", "--warmup", "5"}, "warmup"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"submit", "--image-size", "64"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    CommandResult result = cluster_->Benchctl(args);
+    EXPECT_NE(result.exit_code, 0) << result.output;
+    EXPECT_THAT(result.output, HasSubstr(c.expected)) << c.expected;
+  }
+  EXPECT_EQ(JobCount(), before);
+}
+
+TEST_F(EndToEndTest, UnreachableBenchdIsSaidPlainly) {
+  CommandResult result = cluster_->Benchctl({"--server", "127.0.0.1:1", "list"});
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("cannot reach benchd"));
+}
+
+}  // namespace
+}  // namespace bench::testing
