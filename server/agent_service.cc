@@ -5,16 +5,11 @@
 #include "common/grpc_status.h"
 #include "server/proto_convert.h"
 #include "server/queued_writer.h"
+#include "server/rpc_finish.h"
 
 namespace bench {
 namespace v1 = benchfleet::v1;
 namespace {
-
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
 
 // The controller's end of one agent's assignment stream.
 class AssignmentStream final : public AgentChannel {
@@ -47,7 +42,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Register(grpc::CallbackServerContext
     response->set_heartbeat_interval_ms(
         static_cast<int32_t>(absl::ToInt64Milliseconds(manager_->heartbeat_interval())));
   }
-  return Done(context, name.status());
+  return FinishNow(context, name.status());
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
@@ -55,7 +50,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Heartbeat(grpc::CallbackServerContex
                                                       v1::HeartbeatResponse*) {
   std::vector<std::string> running(request->running_jobs().begin(),
                                    request->running_jobs().end());
-  return Done(context, manager_->Heartbeat(request->agent(), running));
+  return FinishNow(context, manager_->Heartbeat(request->agent(), running));
 }
 
 grpc::ServerWriteReactor<v1::AssignmentEvent>* AgentServiceImpl::StreamAssignments(
@@ -78,7 +73,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportStatus(grpc::CallbackServerCon
                                                          v1::ReportStatusResponse*) {
   std::vector<RankReport> ranks;
   for (const v1::RankReport& report : request->ranks()) ranks.push_back(FromProto(report));
-  return Done(context, manager_->ReportStatus(request->agent(), request->job_id(),
+  return FinishNow(context, manager_->ReportStatus(request->agent(), request->job_id(),
                                               request->attempt(), request->master_port(),
                                               ranks));
 }

@@ -5,19 +5,10 @@
 #include "common/grpc_status.h"
 #include "server/proto_convert.h"
 #include "server/queued_writer.h"
+#include "server/rpc_finish.h"
 
 namespace bench {
 namespace v1 = benchfleet::v1;
-namespace {
-
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
-}  // namespace
-
 grpc::ServerUnaryReactor* ControllerService::SubmitJob(grpc::CallbackServerContext* context,
                                                        const v1::SubmitJobRequest* request,
                                                        v1::SubmitJobResponse* response) {
@@ -26,7 +17,7 @@ grpc::ServerUnaryReactor* ControllerService::SubmitJob(grpc::CallbackServerConte
     response->set_job_id(result->job_id);
     response->set_existing(result->existing);
   }
-  return Done(context, result.status());
+  return FinishNow(context, result.status());
 }
 
 grpc::ServerUnaryReactor* ControllerService::GetJob(grpc::CallbackServerContext* context,
@@ -34,14 +25,14 @@ grpc::ServerUnaryReactor* ControllerService::GetJob(grpc::CallbackServerContext*
                                                     v1::JobStatus* response) {
   absl::StatusOr<JobView> view = manager_->Get(request->job_id());
   if (view.ok()) ToProto(*view, response);
-  return Done(context, view.status());
+  return FinishNow(context, view.status());
 }
 
 grpc::ServerUnaryReactor* ControllerService::ListJobs(grpc::CallbackServerContext* context,
                                                       const v1::ListJobsRequest*,
                                                       v1::ListJobsResponse* response) {
   for (const JobView& view : manager_->List()) ToProto(view, response->add_jobs());
-  return Done(context, absl::OkStatus());
+  return FinishNow(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* ControllerService::CancelJob(grpc::CallbackServerContext* context,
@@ -49,7 +40,7 @@ grpc::ServerUnaryReactor* ControllerService::CancelJob(grpc::CallbackServerConte
                                                        v1::JobStatus* response) {
   absl::StatusOr<JobView> view = manager_->Cancel(request->job_id());
   if (view.ok()) ToProto(*view, response);
-  return Done(context, view.status());
+  return FinishNow(context, view.status());
 }
 
 grpc::ServerWriteReactor<v1::JobStatus>* ControllerService::WatchJob(
@@ -78,14 +69,14 @@ grpc::ServerUnaryReactor* ControllerService::Results(grpc::CallbackServerContext
   for (const ResultCell& cell : manager_->Results(request->model())) {
     ToProto(cell, response->add_cells());
   }
-  return Done(context, absl::OkStatus());
+  return FinishNow(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* ControllerService::ListAgents(grpc::CallbackServerContext* context,
                                                         const v1::ListAgentsRequest*,
                                                         v1::ListAgentsResponse* response) {
   for (const AgentView& view : manager_->ListAgents()) ToProto(view, response->add_agents());
-  return Done(context, absl::OkStatus());
+  return FinishNow(context, absl::OkStatus());
 }
 
 }  // namespace bench
