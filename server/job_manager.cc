@@ -30,6 +30,10 @@ std::string DescribePlacements(const std::vector<Placement>& placements) {
   return absl::StrJoin(parts, ", ");
 }
 
+std::string Count(size_t n, const char* noun) {
+  return absl::StrCat(n, " ", noun, n == 1 ? "" : "s");
+}
+
 std::string Truncate(std::string text, size_t max) {
   if (text.size() <= max) return text;
   return absl::StrCat("…", text.substr(text.size() - max));
@@ -154,9 +158,9 @@ absl::StatusOr<SubmitResult> JobManager::Submit(JobSpec spec) {
       int gpus = FleetDevices(DeviceKind::kCuda, fleet);
       int slots = FleetDevices(DeviceKind::kCpu, fleet);
       return absl::FailedPreconditionError(absl::StrCat(
-          "devices (--gpus): the job asks for ", spec.devices,
-          " devices but the registered fleet has ", gpus, " GPUs and ", slots,
-          " CPU slots in total (", fleet.size(), " agents)"));
+          "devices (--gpus): the job asks for ", Count(spec.devices, "device"),
+          " but the registered fleet has ", Count(gpus, "GPU"), " and ",
+          Count(slots, "CPU slot"), " in total (", Count(fleet.size(), "agent"), ")"));
     }
     Job job;
     job.seq = ++last_seq_;
@@ -346,9 +350,23 @@ absl::Status JobManager::Heartbeat(const std::string& agent_name,
   if (it == agents_.end() || it->second.lost) {
     return absl::NotFoundError(absl::StrCat("agent ", agent_name, " is not registered"));
   }
-  it->second.last_seen = Clock::now();
-  it->second.last_seen_wall = absl::Now();
-  (void)running;  // reconciliation of what runs where comes with fault tolerance
+  AgentRecord& agent = it->second;
+  agent.last_seen = Clock::now();
+  agent.last_seen_wall = absl::Now();
+  // Ranks the controller does not know to be running there (their job ended, or benchd
+  // restarted) must not keep holding devices: tell the agent to stop them.
+  for (const std::string& job_id : running) {
+    Job* job = FindJob(job_id);
+    bool expected = job != nullptr && job->state == JobState::kRunning &&
+                    std::any_of(job->placements.begin(), job->placements.end(),
+                                [&](const Placement& p) { return p.agent == agent_name; });
+    if (expected || agent.channel == nullptr) continue;
+    std::string reason =
+        job == nullptr ? "unknown job"
+                       : absl::StrCat("the job is ", JobStateText(job->state),
+                                      job->reason.empty() ? "" : ": ", job->reason);
+    agent.channel->SendCancel(CancelMessage{job_id, 0, std::move(reason)});
+  }
   return absl::OkStatus();
 }
 

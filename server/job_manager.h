@@ -128,6 +128,9 @@ class JobManager {
 
   // Agent protocol.
   absl::StatusOr<std::string> RegisterAgent(AgentInventory inventory);
+  // `running`: the jobs the agent still runs ranks of. Those not RUNNING here with
+  // ranks on that agent (ended, unknown, or from before a benchd restart) are cancelled
+  // on it (attempt 0: every attempt).
   absl::Status Heartbeat(const std::string& agent, const std::vector<std::string>& running);
   // The agent's assignment stream opened: undelivered assignments are re-sent.
   absl::Status AttachChannel(const std::string& agent, AgentChannel* channel);

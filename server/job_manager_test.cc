@@ -255,5 +255,32 @@ TEST_F(JobManagerTest, RestartFailsJobsThatWereRunningAndKeepsQueuedOnes) {
   EXPECT_EQ(next->job_id, "job-000003");
 }
 
+TEST_F(JobManagerTest, HeartbeatListingAnEndedJobGetsItCancelledOnTheAgent) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  auto submitted = manager_->Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  // benchd restarts while the rank runs: the job is failed on recovery ...
+  Reopen();
+  FakeChannel after;
+  AddCpuAgent("a", 1, &after);
+  // ... and the agent, still running it, is told to stop it.
+  ASSERT_TRUE(manager_->Heartbeat("a", {submitted->job_id}).ok());
+  ASSERT_EQ(after.cancels.size(), 1u);
+  EXPECT_EQ(after.cancels[0].job_id, submitted->job_id);
+  EXPECT_EQ(after.cancels[0].attempt, 0);
+  EXPECT_THAT(after.cancels[0].reason, HasSubstr("FAILED"));
+}
+
+TEST_F(JobManagerTest, HeartbeatListingARunningJobChangesNothing) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  auto submitted = manager_->Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  ASSERT_TRUE(manager_->Heartbeat("a", {submitted->job_id}).ok());
+  EXPECT_TRUE(a.cancels.empty());
+  EXPECT_EQ(manager_->Heartbeat("nobody", {}).code(), absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace bench

@@ -1,6 +1,7 @@
 // End to end with real processes on loopback: benchd, two agents of 2 CPU slots each,
 // bench-train ranks, benchctl. Asserts on what a user sees and on the SQLite file.
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -111,6 +112,48 @@ TEST_F(EndToEndTest, BadInputIsRefusedWithTheFieldNamedAndNothingStored) {
     EXPECT_THAT(result.output, HasSubstr(c.expected)) << c.expected;
   }
   EXPECT_EQ(JobCount(), before);
+}
+
+int CountOf(const std::string& text, const std::string& needle) {
+  int count = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+TEST_F(EndToEndTest, CancelStopsTheRanksAndFreesTheirDevices) {
+  CommandResult submit = cluster_->Benchctl({"submit", "--gpus", "2", "--bs", "2", "--iters",
+                                             "100000", "--warmup", "1", "--image-size", "32"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  std::string job_id(absl::StripAsciiWhitespace(submit.stdout_text));
+
+  // Wait until the ranks are really training.
+  bool training = false;
+  for (int i = 0; i < 600 && !training; ++i) {
+    CommandResult status = cluster_->Benchctl({"status", job_id, "--format", "json"});
+    training = status.stdout_text.find("\"iterations_done\":0,") == std::string::npos &&
+               status.stdout_text.find("\"iterations_done\":") != std::string::npos;
+    if (!training) usleep(100 * 1000);
+  }
+  ASSERT_TRUE(training) << cluster_->Log("benchd.log");
+
+  CommandResult cancel = cluster_->Benchctl({"cancel", job_id});
+  ASSERT_EQ(cancel.exit_code, 0) << cancel.output;
+  EXPECT_THAT(cancel.output, HasSubstr("CANCELLED"));
+
+  // The controller frees a device only when the agent reports its rank gone.
+  bool freed = false;
+  std::string agents;
+  for (int i = 0; i < 300 && !freed; ++i) {
+    agents = cluster_->Benchctl({"agents", "--format", "json"}).stdout_text;
+    freed = CountOf(agents, "\"devices_busy\":0") == 2;
+    if (!freed) usleep(100 * 1000);
+  }
+  EXPECT_TRUE(freed) << agents;
+  EXPECT_EQ(QueryInt(cluster_->db_path(),
+                     "SELECT count(*) FROM jobs WHERE id='" + job_id + "' AND state='CANCELLED'"),
+            1);
 }
 
 TEST_F(EndToEndTest, UnreachableBenchdIsSaidPlainly) {
