@@ -52,8 +52,16 @@ LoopbackCluster::~LoopbackCluster() {
 
 std::string LoopbackCluster::server() const { return absl::StrCat("127.0.0.1:", grpc_port_); }
 
+int LoopbackCluster::StopBenchd() {
+  if (!benchd_) return -1;
+  benchd_->SignalGroup(SIGTERM);
+  int code = benchd_->Wait();
+  benchd_.reset();
+  return code;
+}
+
 absl::Status LoopbackCluster::StartBenchd() {
-  grpc_port_ = PickFreePort();
+  if (grpc_port_ == 0) grpc_port_ = PickFreePort();
   SubprocessOptions options;
   options.argv = {BENCHD_PATH, "--listen", server(), "--http", "127.0.0.1:0", "--db", db_path_};
   options.stdout_mode = SubprocessOptions::Output::kFile;

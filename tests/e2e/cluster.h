@@ -25,6 +25,8 @@ class LoopbackCluster {
   ~LoopbackCluster();  // kills everything it started, removes the temp dir
 
   absl::Status StartBenchd();
+  // SIGTERM to benchd; returns its exit code (0 for a graceful stop).
+  int StopBenchd();
   absl::Status StartAgent(const std::string& name, int cpu_slots);
   // Waits until benchd lists `count` connected agents.
   absl::Status WaitForAgents(int count, int timeout_s = 60);

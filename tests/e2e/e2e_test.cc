@@ -156,6 +156,33 @@ TEST_F(EndToEndTest, CancelStopsTheRanksAndFreesTheirDevices) {
             1);
 }
 
+TEST_F(EndToEndTest, BenchdStopsGracefullyOnSigtermAndKeepsEverythingAcrossARestart) {
+  CommandResult done = cluster_->Benchctl({"submit", "--gpus", "1", "--bs", "2", "--iters", "3",
+                                           "--warmup", "1", "--image-size", "32", "--wait"});
+  ASSERT_EQ(done.exit_code, 0) << done.output;
+  std::string job_id = std::string(absl::StripAsciiWhitespace(
+      std::vector<std::string>(absl::StrSplit(done.stdout_text, '\n')).front()));
+  CommandResult before = cluster_->Benchctl({"results", "--format", "csv"});
+  ASSERT_EQ(before.exit_code, 0);
+
+  EXPECT_EQ(cluster_->StopBenchd(), 0) << cluster_->Log("benchd.log");
+  EXPECT_THAT(cluster_->Log("benchd.log"), HasSubstr("shutting down"));
+  EXPECT_NE(cluster_->Benchctl({"list"}).exit_code, 0);
+
+  ASSERT_TRUE(cluster_->StartBenchd().ok());
+  CommandResult status = cluster_->Benchctl({"status", job_id, "--format", "json"});
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_THAT(status.stdout_text, HasSubstr("\"state\":\"JOB_STATE_SUCCEEDED\""));
+  EXPECT_THAT(status.stdout_text, HasSubstr("\"samples_stored\":\"3\""));
+  CommandResult after = cluster_->Benchctl({"results", "--format", "csv"});
+  EXPECT_EQ(after.stdout_text, before.stdout_text);
+  // The agents find the new benchd by themselves and the fleet works again.
+  ASSERT_TRUE(cluster_->WaitForAgents(2).ok());
+  CommandResult again = cluster_->Benchctl({"submit", "--gpus", "4", "--bs", "2", "--iters", "2",
+                                            "--warmup", "1", "--image-size", "32", "--wait"});
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+}
+
 TEST_F(EndToEndTest, UnreachableBenchdIsSaidPlainly) {
   CommandResult result = cluster_->Benchctl({"--server", "127.0.0.1:1", "list"});
   EXPECT_NE(result.exit_code, 0);
