@@ -45,14 +45,16 @@ grpc::ServerUnaryReactor* ControllerService::CancelJob(grpc::CallbackServerConte
 
 grpc::ServerWriteReactor<v1::JobStatus>* ControllerService::WatchJob(
     grpc::CallbackServerContext*, const v1::WatchJobRequest* request) {
-  auto* writer = new QueuedWriter<v1::JobStatus>();
-  absl::StatusOr<int64_t> handle =
-      manager_->Watch(request->job_id(), [writer](const JobView& view, bool final) {
+  auto* writer = new QueuedWriter<v1::JobStatus>(/*latest_only=*/true);
+  absl::StatusOr<int64_t> handle = manager_->Watch(
+      request->job_id(),
+      [writer](const JobView& view, bool final) {
         v1::JobStatus status;
         ToProto(view, &status);
         writer->Push(std::move(status));
         if (final) writer->Close(grpc::Status::OK);
-      });
+      },
+      [writer](const absl::Status& status) { writer->Close(ToGrpcStatus(status)); });
   if (!handle.ok()) {
     writer->Close(ToGrpcStatus(handle.status()));
     return writer;

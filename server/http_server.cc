@@ -1,8 +1,11 @@
 #include "server/http_server.h"
 
+#include <chrono>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -92,7 +95,6 @@ void HttpServer::AcceptLoop() {
       return;
     }
     timeval timeout{2, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
     Serve(fd);
     close(fd);
@@ -102,7 +104,15 @@ void HttpServer::AcceptLoop() {
 void HttpServer::Serve(int fd) {
   std::string request;
   char buffer[4096];
+  // One deadline for the whole request, so that a trickling client cannot hold the
+  // serving thread for longer than that.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (request.find("\r\n\r\n") == std::string::npos && request.size() < 16384) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd pfd{fd, POLLIN, 0};
+    if (poll(&pfd, 1, static_cast<int>(left.count())) <= 0) break;
     ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;

@@ -1,7 +1,7 @@
 // A minimal HTTP/1.1 server for benchd's web port: GET/HEAD only, one request per
 // connection, handlers registered by exact path before Start(). One accept thread
-// serves connections in turn with short socket timeouts, so a slow client cannot hold
-// it for long. Thread-safe Stop().
+// serves connections in turn; a request must arrive within 2 s, so a slow client cannot
+// hold it for long. Thread-safe Stop().
 #pragma once
 
 #include <atomic>

@@ -76,6 +76,15 @@ absl::Status JobManager::Recover() {
   return absl::OkStatus();
 }
 
+bool JobManager::RankPlacedOn(const Job& job, const std::string& agent, int rank) {
+  for (const Placement& placement : job.placements) {
+    if (placement.agent != agent) continue;
+    return std::find(placement.ranks.begin(), placement.ranks.end(), rank) !=
+           placement.ranks.end();
+  }
+  return false;
+}
+
 Job* JobManager::FindJob(const std::string& job_id) {
   auto it = job_index_.find(job_id);
   return it == job_index_.end() ? nullptr : it->second;
@@ -238,14 +247,16 @@ std::vector<ResultCell> JobManager::Results(const std::string& model_filter) {
   return BuildResultCells(jobs, model_filter);
 }
 
-absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id, WatchCallback on_update) {
+absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id, WatchCallback on_update,
+                                          CloseCallback on_close) {
   absl::MutexLock lock(&mu_);
+  if (shut_down_) return absl::UnavailableError("benchd is shutting down");
   Job* job = FindJob(job_id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
   bool final = IsTerminal(job->state);
   on_update(ViewOf(*job), final);
   int64_t handle = next_watch_handle_++;
-  if (!final) watchers_[handle] = Watcher{job_id, std::move(on_update)};
+  if (!final) watchers_[handle] = Watcher{job_id, std::move(on_update), std::move(on_close)};
   return handle;
 }
 
@@ -274,9 +285,24 @@ std::vector<AgentCapacity> JobManager::Capacities(bool connected_only) {
 
 void JobManager::Schedule() {
   if (shut_down_) return;
+  std::vector<AgentCapacity> fleet = Capacities(/*connected_only=*/false);
   for (Job& job : jobs_) {
     if (job.state != JobState::kQueued || !runtime_[job.id].persisted) continue;
-    std::optional<PlacementPlan> plan = PlaceJob(job.spec.devices, Capacities(true));
+    DeviceKind kind = ChooseDeviceKind(job.spec.devices, fleet);
+    if (kind == DeviceKind::kNone) {
+      // The fleet shrank below the job since it was accepted: it cannot run until agents
+      // return, so it must not hold up the jobs behind it.
+      std::string reason = absl::StrCat("waiting for agents: the registered fleet is smaller "
+                                        "than the ", Count(job.spec.devices, "device"),
+                                        " this job needs");
+      if (job.reason != reason) {
+        job.reason = reason;
+        Persist(job);
+        Notify(job);
+      }
+      continue;
+    }
+    std::optional<PlacementPlan> plan = PlaceJob(job.spec.devices, kind, Capacities(true));
     if (!plan) return;  // strict FIFO: later jobs wait behind the head of the queue
     JobRuntime& runtime = runtime_[job.id];
     runtime = JobRuntime{};
@@ -296,6 +322,7 @@ void JobManager::Schedule() {
                absl::StrCat("placed on ", DescribePlacements(job.placements)));
     // Rank 0's agent goes first: it picks the rendezvous port, then the rest follow.
     Dispatch(job, job.placements.front());
+    fleet = Capacities(/*connected_only=*/false);
   }
 }
 
@@ -367,6 +394,35 @@ absl::Status JobManager::Heartbeat(const std::string& agent_name,
                                       job->reason.empty() ? "" : ": ", job->reason);
     agent.channel->SendCancel(CancelMessage{job_id, 0, std::move(reason)});
   }
+  // The other way round: devices held for jobs the agent no longer runs. The agent drops
+  // a job from its list only after its final reports were delivered, so an ended job's
+  // devices are free; a running job whose acknowledged ranks vanished (the agent
+  // restarted within its lease) has failed. Twice in a row, in case this heartbeat
+  // overtook the acknowledgement.
+  std::set<std::string> listed(running.begin(), running.end());
+  std::set<std::string> held;
+  for (const auto& [device, job_id] : agent.busy) held.insert(job_id);
+  for (const std::string& job_id : held) {
+    Job* job = FindJob(job_id);
+    JobRuntime& runtime = runtime_[job_id];
+    if (job == nullptr || listed.count(job_id) > 0) {
+      runtime.missing_from_heartbeat.erase(agent_name);
+      continue;
+    }
+    if (job->state != JobState::kRunning) {
+      runtime.running_ranks.erase(agent_name);
+      ReleaseAllDevices(*job, agent_name);
+      continue;
+    }
+    if (runtime.undelivered.count(agent_name) > 0) continue;  // not acknowledged yet
+    if (++runtime.missing_from_heartbeat[agent_name] < 2) continue;
+    runtime.running_ranks.erase(agent_name);
+    EndRunningJob(*job, JobState::kFailed,
+                  absl::StrCat("the ranks on ", agent_name,
+                               " vanished (the agent no longer runs them; did it restart?)"));
+    ReleaseAllDevices(*job, agent_name);
+  }
+  Schedule();
   return absl::OkStatus();
 }
 
@@ -412,7 +468,10 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
   absl::MutexLock lock(&mu_);
   auto agent_it = agents_.find(agent_name);
   if (agent_it == agents_.end()) {
-    return absl::NotFoundError(absl::StrCat("agent ", agent_name, " is not registered"));
+    // Typically benchd restarted and the agent has not registered again yet: a report
+    // must not be lost, so this is worth retrying.
+    return absl::UnavailableError(
+        absl::StrCat("agent ", agent_name, " is not registered yet; retry after registering"));
   }
   agent_it->second.last_seen = Clock::now();
   agent_it->second.last_seen_wall = absl::Now();
@@ -432,6 +491,11 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
 
   bool changed = false;
   for (const RankReport& report : ranks) {
+    if (!RankPlacedOn(*job, agent_name, report.rank)) {
+      Log("ignored a report from ", agent_name, " for rank ", report.rank, " of ", job_id,
+          ", which is not placed there");
+      continue;
+    }
     if (report.parameters > 0 && job->parameters != report.parameters) {
       job->parameters = report.parameters;
       changed = true;
@@ -468,8 +532,17 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
 void JobManager::EndRunningJob(Job& job, JobState state, std::string reason) {
   Transition(job, state, reason);
   JobRuntime& runtime = runtime_[job.id];
-  for (auto& [agent_name, ranks] : runtime.running_ranks) {
+  for (size_t i = 0; i < job.placements.size(); ++i) {
+    const std::string& agent_name = job.placements[i].agent;
+    std::set<int>& ranks = runtime.running_ranks[agent_name];
     if (ranks.empty()) continue;
+    bool sent = i == 0 || runtime.master_port != 0;
+    if (!sent) {
+      // Its assignment was still waiting for the rendezvous port: nothing runs there.
+      ranks.clear();
+      ReleaseAllDevices(job, agent_name);
+      continue;
+    }
     AgentRecord& agent = agents_[agent_name];
     if (agent.channel != nullptr) {
       agent.channel->SendCancel(CancelMessage{job.id, job.attempt, job.reason});
@@ -504,53 +577,40 @@ void JobManager::UploadSamples(const std::string& agent_name,
       agent->second.last_seen_wall = absl::Now();
     }
     known.reserve(samples.size());
+    int64_t dropped = 0;
     for (IterationSample& sample : samples) {
-      if (FindJob(sample.job_id) == nullptr) {
-        ++dropped_samples_;
+      Job* job = FindJob(sample.job_id);
+      if (job == nullptr || job->attempt < 1 || sample.attempt != job->attempt ||
+          sample.iteration < 1 || sample.iteration > job->spec.iterations ||
+          !RankPlacedOn(*job, agent_name, sample.rank)) {
+        ++dropped;
         continue;
       }
       known.push_back(std::move(sample));
+    }
+    if (dropped > 0) {
+      dropped_samples_ += dropped;
+      Log("dropped ", dropped, " samples from ", agent_name,
+          " that match no rank placed there (", dropped_samples_, " in all)");
     }
   }
   if (known.empty()) {
     done(AppendResult{});
     return;
   }
-  // The progress update needs the samples after the commit; keep what it reads.
-  struct Progress {
-    std::string job_id;
-    int attempt;
-    int rank;
-    int iteration;
-  };
-  std::vector<Progress> progress;
-  progress.reserve(known.size());
-  for (const IterationSample& s : known) {
-    progress.push_back({s.job_id, s.attempt, s.rank, s.iteration});
-  }
   store_->AppendSamples(
-      std::move(known),
-      [this, progress = std::move(progress), done = std::move(done)](
-          absl::StatusOr<AppendResult> result) {
+      std::move(known), [this, done = std::move(done)](absl::StatusOr<AppendResult> result) {
         if (result.ok()) {
           absl::MutexLock lock(&mu_);
           std::set<std::string> touched;
-          for (const Progress& p : progress) {
-            Job* job = FindJob(p.job_id);
-            if (job == nullptr || job->attempt != p.attempt) continue;
-            int& count = runtime_[p.job_id].iterations_by_rank[p.rank];
-            count = std::max(count, p.iteration);
-            touched.insert(p.job_id);
-          }
-          if (touched.size() == 1) {
-            runtime_[*touched.begin()].samples_stored += result->stored;
-          } else {
-            // Count per job exactly when a batch mixes jobs.
-            for (const std::string& id : touched) {
-              Job* job = FindJob(id);
-              absl::StatusOr<int64_t> n = store_->CountSamples(id, job->attempt);
-              if (n.ok()) runtime_[id].samples_stored = *n;
-            }
+          for (const auto& [key, stored] : result->stored_by_rank) {
+            const auto& [job_id, attempt, rank] = key;
+            Job* job = FindJob(job_id);
+            if (job == nullptr || job->attempt != attempt) continue;
+            JobRuntime& runtime = runtime_[job_id];
+            runtime.iterations_by_rank[rank] += stored;  // distinct stored iterations
+            runtime.samples_stored += stored;
+            touched.insert(job_id);
           }
           for (const std::string& id : touched) Notify(*FindJob(id));
         }
@@ -611,6 +671,9 @@ void JobManager::Shutdown() {
       agent.channel->Close(absl::UnavailableError("benchd is shutting down"));
       agent.channel = nullptr;
     }
+  }
+  for (auto& [handle, watcher] : watchers_) {
+    if (watcher.on_close) watcher.on_close(absl::UnavailableError("benchd is shutting down"));
   }
   watchers_.clear();
 }

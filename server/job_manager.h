@@ -121,24 +121,30 @@ class JobManager {
   std::vector<ResultCell> Results(const std::string& model_filter);
 
   // Calls `on_update` now and on every change of the job until it ends (the last call
-  // has final=true). Returns a handle for Unwatch; NOT_FOUND for an unknown job.
+  // has final=true), or `on_close` if benchd shuts down first. Returns a handle for
+  // Unwatch; NOT_FOUND for an unknown job, UNAVAILABLE once shutting down.
   using WatchCallback = std::function<void(const JobView& view, bool final)>;
-  absl::StatusOr<int64_t> Watch(const std::string& job_id, WatchCallback on_update);
+  using CloseCallback = std::function<void(const absl::Status& status)>;
+  absl::StatusOr<int64_t> Watch(const std::string& job_id, WatchCallback on_update,
+                                CloseCallback on_close = nullptr);
   void Unwatch(int64_t handle);
 
   // Agent protocol.
   absl::StatusOr<std::string> RegisterAgent(AgentInventory inventory);
   // `running`: the jobs the agent still runs ranks of. Those not RUNNING here with
   // ranks on that agent (ended, unknown, or from before a benchd restart) are cancelled
-  // on it (attempt 0: every attempt).
+  // on it (attempt 0: every attempt). Devices held for jobs it no longer lists are
+  // freed; a RUNNING job whose acknowledged ranks are missing from two heartbeats in a
+  // row fails.
   absl::Status Heartbeat(const std::string& agent, const std::vector<std::string>& running);
   // The agent's assignment stream opened: undelivered assignments are re-sent.
   absl::Status AttachChannel(const std::string& agent, AgentChannel* channel);
   void DetachChannel(const std::string& agent, AgentChannel* channel);
   absl::Status ReportStatus(const std::string& agent, const std::string& job_id, int attempt,
                             int master_port, const std::vector<RankReport>& ranks);
-  // Stores the samples of known jobs (others are dropped and counted) and calls `done`
-  // after the commit, from the store's writer thread.
+  // Stores the samples that belong to a rank of the job's current attempt placed on
+  // `agent` (others are dropped, counted and logged) and calls `done` after the commit,
+  // from the store's writer thread.
   using UploadDone = std::function<void(absl::StatusOr<AppendResult>)>;
   void UploadSamples(const std::string& agent, std::vector<IterationSample> samples,
                      UploadDone done);
@@ -169,13 +175,16 @@ class JobManager {
     std::set<std::string> undelivered;  // agents whose assignment is not yet acknowledged
     std::set<int> succeeded_ranks;
     int master_port = 0;
+    std::map<std::string, int> missing_from_heartbeat;  // agent → heartbeats in a row
   };
   struct Watcher {
     std::string job_id;
     WatchCallback callback;
+    CloseCallback on_close;
   };
 
   Job* FindJob(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static bool RankPlacedOn(const Job& job, const std::string& agent, int rank);
   JobView ViewOf(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Transition(Job& job, JobState state, std::string reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

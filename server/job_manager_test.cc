@@ -282,5 +282,91 @@ TEST_F(JobManagerTest, HeartbeatListingARunningJobChangesNothing) {
   EXPECT_EQ(manager_->Heartbeat("nobody", {}).code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(JobManagerTest, CancelBeforeTheRendezvousPortFreesEveryAgentsDevices) {
+  FakeChannel a, b;
+  AddCpuAgent("a", 1, &a);
+  AddCpuAgent("b", 1, &b);
+  auto submitted = manager_->Submit(Spec(2));
+  ASSERT_TRUE(submitted.ok());
+  ASSERT_TRUE(manager_->Cancel(submitted->job_id).ok());  // a never reported its port
+  EXPECT_TRUE(b.assignments.empty());
+  EXPECT_TRUE(b.cancels.empty());
+  RankReport cancelled;
+  cancelled.rank = 0;
+  cancelled.outcome = RankOutcome::kCancelled;
+  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 0, {cancelled}).ok());
+  for (const AgentView& agent : manager_->ListAgents()) {
+    EXPECT_EQ(agent.devices_busy, 0) << agent.inventory.name;
+  }
+}
+
+TEST_F(JobManagerTest, RanksThatVanishFromHeartbeatsFailTheJobAndFreeTheDevices) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  auto submitted = manager_->Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  RankReport started;
+  started.outcome = RankOutcome::kStarted;
+  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 29500, {started}).ok());
+  ASSERT_TRUE(manager_->Heartbeat("a", {submitted->job_id}).ok());
+  // The agent restarts within its lease and no longer runs the job.
+  ASSERT_TRUE(manager_->Heartbeat("a", {}).ok());
+  EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kRunning);  // once: wait
+  ASSERT_TRUE(manager_->Heartbeat("a", {}).ok());
+  JobView view = *manager_->Get(submitted->job_id);
+  EXPECT_EQ(view.job.state, JobState::kFailed);
+  EXPECT_THAT(view.job.reason, HasSubstr("vanished"));
+  EXPECT_EQ(manager_->ListAgents()[0].devices_busy, 0);
+}
+
+TEST_F(JobManagerTest, SamplesThatMatchNoRankPlacedOnTheSenderAreDropped) {
+  FakeChannel a, b;
+  AddCpuAgent("a", 1, &a);
+  AddCpuAgent("b", 1, &b);
+  auto submitted = manager_->Submit(Spec(2));
+  ASSERT_TRUE(submitted.ok());
+  auto sample = [&](int attempt, int rank, int iteration) {
+    IterationSample s;
+    s.job_id = submitted->job_id;
+    s.attempt = attempt;
+    s.rank = rank;
+    s.iteration = iteration;
+    return s;
+  };
+  std::vector<IterationSample> samples = {
+      sample(1, 0, 1),   // the one good sample: rank 0 runs on a
+      sample(1, 1, 1),   // rank 1 runs on b, not a
+      sample(2, 0, 2),   // no such attempt
+      sample(1, 7, 1),   // no such rank
+      sample(1, 0, 99),  // past the last iteration
+  };
+  std::promise<absl::StatusOr<AppendResult>> uploaded;
+  manager_->UploadSamples("a", samples, [&](absl::StatusOr<AppendResult> r) { uploaded.set_value(r); });
+  auto result = uploaded.get_future().get();
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->stored, 1);
+  EXPECT_EQ(*store_->CountSamples(submitted->job_id, 1), 1);
+  EXPECT_EQ(manager_->Get(submitted->job_id)->samples_stored, 1);
+
+  // Nor may an agent report the end of a rank it does not host.
+  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 29500,
+                                     {Succeeded(0, 1.0), Succeeded(1, 1.0)}).ok());
+  EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kRunning);
+}
+
+TEST_F(JobManagerTest, ShutdownClosesWatchersAndRefusesNewOnes) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  auto submitted = manager_->Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  absl::Status closed;
+  ASSERT_TRUE(manager_->Watch(submitted->job_id, [](const JobView&, bool) {},
+                              [&](const absl::Status& s) { closed = s; }).ok());
+  manager_->Shutdown();
+  EXPECT_EQ(closed.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(manager_->Watch(submitted->job_id, [](const JobView&, bool) {}).status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
 }  // namespace
 }  // namespace bench

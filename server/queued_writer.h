@@ -2,6 +2,8 @@
 // may be called from any thread at any time; after the stream is finished they do
 // nothing. On the end of the RPC (finished or cancelled) `on_done` runs once, then the
 // reactor deletes itself; the owner must drop any pointer to it inside `on_done`.
+// With `latest_only`, each message is a full snapshot and a slow reader gets only the
+// newest one waiting (memory stays bounded); otherwise every message is delivered.
 #pragma once
 
 #include <deque>
@@ -16,7 +18,7 @@ namespace bench {
 template <typename Message>
 class QueuedWriter : public grpc::ServerWriteReactor<Message> {
  public:
-  QueuedWriter() = default;
+  explicit QueuedWriter(bool latest_only = false) : latest_only_(latest_only) {}
 
   void set_on_done(std::function<void()> on_done) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -26,6 +28,8 @@ class QueuedWriter : public grpc::ServerWriteReactor<Message> {
   void Push(Message message) {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_) return;
+    // queue_.front() is in flight while writing_; anything behind it is only waiting.
+    if (latest_only_ && queue_.size() > (writing_ ? 1u : 0u)) queue_.pop_back();
     queue_.push_back(std::move(message));
     if (!writing_) StartNextWriteLocked();
   }
@@ -84,6 +88,7 @@ class QueuedWriter : public grpc::ServerWriteReactor<Message> {
     this->Finish(final_status_);
   }
 
+  const bool latest_only_;
   std::mutex mu_;
   std::deque<Message> queue_;
   bool writing_ = false;

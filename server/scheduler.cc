@@ -18,8 +18,8 @@ DeviceKind ChooseDeviceKind(int devices, const std::vector<AgentCapacity>& agent
   return DeviceKind::kNone;
 }
 
-std::optional<PlacementPlan> PlaceJob(int devices, const std::vector<AgentCapacity>& agents) {
-  DeviceKind kind = ChooseDeviceKind(devices, agents);
+std::optional<PlacementPlan> PlaceJob(int devices, DeviceKind kind,
+                                      const std::vector<AgentCapacity>& agents) {
   if (kind == DeviceKind::kNone || devices < 1) return std::nullopt;
 
   std::vector<const AgentCapacity*> candidates;

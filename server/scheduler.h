@@ -29,10 +29,13 @@ DeviceKind ChooseDeviceKind(int devices, const std::vector<AgentCapacity>& agent
 // Total devices of `kind` across `agents`, free or not.
 int FleetDevices(DeviceKind kind, const std::vector<AgentCapacity>& agents);
 
-// Places `devices` ranks on free devices of the chosen kind, filling the agents with
-// the most free devices first (whole nodes before fragments, so a job spans as few
-// nodes as possible), ties by name; lowest device indices first. Ranks are numbered
-// contiguously per agent. nullopt when the free devices do not suffice now.
-std::optional<PlacementPlan> PlaceJob(int devices, const std::vector<AgentCapacity>& agents);
+// Places `devices` ranks on free devices of `kind` (chosen by the caller from the whole
+// registered fleet with ChooseDeviceKind, so that a GPU job never lands on CPU slots
+// while a GPU agent reconnects), filling the agents with the most free devices first
+// (whole nodes before fragments, so a job spans as few nodes as possible), ties by
+// name; lowest device indices first. Ranks are numbered contiguously per agent.
+// nullopt when the free devices do not suffice now.
+std::optional<PlacementPlan> PlaceJob(int devices, DeviceKind kind,
+                                      const std::vector<AgentCapacity>& agents);
 
 }  // namespace bench

@@ -8,6 +8,8 @@
 #include "common/status_macros.h"
 #include "server/sqlite_db.h"
 
+#include <sqlite3.h>
+
 namespace bench {
 namespace {
 
@@ -253,16 +255,27 @@ void Store::WriterLoop() {
       for (auto& op : batch) op.done(begin);
       continue;
     }
-    for (size_t i = 0; i < batch.size(); ++i) {
+    // Set when SQLite rolled the whole transaction back by itself (a full disk, an I/O
+    // error): nothing of the batch is stored, and the rest of it must not run outside a
+    // transaction.
+    absl::Status lost;
+    for (size_t i = 0; i < batch.size() && lost.ok(); ++i) {
       absl::Status status = db.Exec("SAVEPOINT op");
       if (status.ok()) status = batch[i].apply(db);
       if (status.ok()) {
         status = db.Exec("RELEASE op");
+      } else if (sqlite3_get_autocommit(db.handle()) != 0) {
+        lost = status;
       } else {
         db.Exec("ROLLBACK TO op").IgnoreError();
         db.Exec("RELEASE op").IgnoreError();
       }
       results[i] = status;
+    }
+    if (!lost.ok()) {
+      for (auto& result : results) result = lost;
+      for (size_t i = 0; i < batch.size(); ++i) batch[i].done(results[i]);
+      continue;
     }
     absl::Status commit = db.Exec("COMMIT");
     if (!commit.ok()) {
@@ -354,6 +367,7 @@ void Store::AppendSamples(std::vector<IterationSample> samples, AppendDone done)
       RETURN_IF_ERROR(insert->Run());
       if (insert->changes() == 1) {
         ++counted.stored;
+        ++counted.stored_by_rank[{s.job_id, s.attempt, s.rank}];
       } else {
         ++counted.duplicates;
       }

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -31,6 +32,8 @@ class Database;
 struct AppendResult {
   int stored = 0;
   int duplicates = 0;
+  // Newly stored samples by (job id, attempt, rank).
+  std::map<std::tuple<std::string, int, int>, int> stored_by_rank;
 };
 
 class Store {
@@ -44,7 +47,8 @@ class Store {
   // Commits everything queued, then stops the writer.
   ~Store();
 
-  // `done` callbacks run on the writer thread after the commit (or the failure); they
+  // `done` callbacks run on the writer thread after the commit (or the failure), or at
+  // once on the caller's thread with UNAVAILABLE once the store is shutting down; they
   // must not wait on anything that waits on the store.
   using Done = std::function<void(absl::Status)>;
 
@@ -58,7 +62,7 @@ class Store {
   void UpdateJobAsync(const Job& job, Done done);
   absl::Status UpdateJob(const Job& job);  // waits for the commit
 
-  // Queues samples; `done` runs on the writer thread after their commit (or failure).
+  // Queues samples; `done` runs as the callbacks above do.
   using AppendDone = std::function<void(absl::StatusOr<AppendResult>)>;
   void AppendSamples(std::vector<IterationSample> samples, AppendDone done);
   absl::StatusOr<AppendResult> AppendSamplesSync(std::vector<IterationSample> samples);
