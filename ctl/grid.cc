@@ -145,9 +145,10 @@ std::string RenderGridsMarkdown(const std::vector<Grid>& grids) {
 
 std::string RenderCellsCsv(const std::vector<ResultCell>& cells) {
   std::string out =
-      "model,devices,precision,batch_size,median_images_per_second,min,max,runs\n";
+      "model,device_kind,devices,precision,batch_size,median_images_per_second,min,max,runs\n";
   for (const ResultCell& cell : SortedCells(cells)) {
-    absl::StrAppend(&out, CsvField(cell.model()), ",", cell.devices(), ",",
+    absl::StrAppend(&out, CsvField(cell.model()), ",", CsvField(cell.device_kind()), ",",
+                    cell.devices(), ",",
                     PrecisionName(cell.precision()), ",", cell.batch_size(), ",",
                     FormatRate(cell.median_images_per_second()), ",",
                     FormatRate(cell.min_images_per_second()), ",",

@@ -46,7 +46,7 @@ std::string RenderGridsTable(const std::vector<Grid>& grids);
 std::string RenderGridsMarkdown(const std::vector<Grid>& grids);
 
 // Long form, one line per cell, ordered by model, devices, precision, batch size:
-// model,devices,precision,batch_size,median_images_per_second,min,max,runs
+// model,device_kind,devices,precision,batch_size,median_images_per_second,min,max,runs
 // (precision as "fp32"/"amp"; rates with one decimal). Header only when empty.
 std::string RenderCellsCsv(const std::vector<benchfleet::v1::ResultCell>& cells);
 // A JSON array of the cells (proto JSON, proto field names, all fields), same order.

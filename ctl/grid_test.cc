@@ -90,16 +90,16 @@ TEST(GridTest, Markdown) {
 
 TEST(GridTest, Csv) {
   EXPECT_EQ(RenderCellsCsv(Cells()),
-            "model,devices,precision,batch_size,median_images_per_second,min,max,runs\n"
-            "resnet50,1,fp32,128,381.5,380.5,382.5,3\n"
-            "resnet50,1,fp32,256,384.7,383.7,385.7,3\n"
-            "resnet50,1,amp,128,1316.7,1315.7,1317.7,3\n"
-            "resnet50,1,amp,256,1412.0,1411.0,1413.0,3\n"
-            "resnet50,8,fp32,128,2948.2,2947.2,2949.2,3\n"
-            "resnet50,8,fp32,256,2987.9,2986.9,2988.9,3\n"
-            "resnet50,8,amp,256,10440.0,10439.0,10441.0,3\n");
+            "model,device_kind,devices,precision,batch_size,median_images_per_second,min,max,runs\n"
+            "resnet50,cuda,1,fp32,128,381.5,380.5,382.5,3\n"
+            "resnet50,cuda,1,fp32,256,384.7,383.7,385.7,3\n"
+            "resnet50,cuda,1,amp,128,1316.7,1315.7,1317.7,3\n"
+            "resnet50,cuda,1,amp,256,1412.0,1411.0,1413.0,3\n"
+            "resnet50,cuda,8,fp32,128,2948.2,2947.2,2949.2,3\n"
+            "resnet50,cuda,8,fp32,256,2987.9,2986.9,2988.9,3\n"
+            "resnet50,cuda,8,amp,256,10440.0,10439.0,10441.0,3\n");
   EXPECT_THAT(RenderCellsCsv({Cell("odd,\"name\"", 1, PRECISION_FP32, 1, 1)}),
-              HasSubstr("\n\"odd,\"\"name\"\"\",1,"));
+              HasSubstr("\n\"odd,\"\"name\"\"\",cuda,1,"));
 }
 
 TEST(GridTest, Json) {
@@ -134,7 +134,7 @@ TEST(GridTest, NoResults) {
   EXPECT_EQ(RenderGridsTable({}), "no results yet\n");
   EXPECT_EQ(RenderGridsMarkdown({}), "no results yet\n");
   EXPECT_EQ(RenderCellsCsv({}),
-            "model,devices,precision,batch_size,median_images_per_second,min,max,runs\n");
+            "model,device_kind,devices,precision,batch_size,median_images_per_second,min,max,runs\n");
 }
 
 TEST(GridTest, MissingCellIsNeverZero) {

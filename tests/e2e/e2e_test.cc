@@ -86,7 +86,7 @@ TEST_F(EndToEndTest, FourRankJobSpansBothAgentsAndStoresEveryIteration) {
 
   CommandResult results = cluster_->Benchctl({"results", "--format", "csv"});
   ASSERT_EQ(results.exit_code, 0) << results.output;
-  EXPECT_THAT(results.stdout_text, HasSubstr("resnet50,4,fp32,2,"));
+  EXPECT_THAT(results.stdout_text, HasSubstr("resnet50,cpu,4,fp32,2,"));
 }
 
 TEST_F(EndToEndTest, BadInputIsRefusedWithTheFieldNamedAndNothingStored) {
