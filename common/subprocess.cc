@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern char** environ;
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
@@ -16,31 +18,53 @@ namespace {
 int DecodeWaitStatus(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return -WTERMSIG(status);
-  return -1;
+  return kExitUnknown;
+}
+
+// Our environment with `overrides` set on top, as execvpe wants it. Built before fork:
+// the child of a threaded process may only make async-signal-safe calls.
+std::vector<std::string> MergedEnvironment(
+    const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::vector<std::string> merged;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    absl::string_view text(*entry);
+    absl::string_view key = text.substr(0, text.find('='));
+    bool overridden = false;
+    for (const auto& [name, value] : overrides) overridden |= key == name;
+    if (!overridden) merged.emplace_back(text);
+  }
+  for (const auto& [name, value] : overrides) merged.push_back(absl::StrCat(name, "=", value));
+  return merged;
 }
 
 // Runs in the child after fork: only async-signal-safe calls until exec.
-[[noreturn]] void ExecChild(const SubprocessOptions& options, char** argv, int out_w,
-                            int err_w, int error_pipe_w) {
+[[noreturn]] void ExecChild(const SubprocessOptions& options, char** argv, char** envp,
+                            int out_w, int err_w, int error_pipe_w) {
   setpgid(0, 0);
+  // A clean signal state: nothing blocked or ignored is inherited from the parent.
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  signal(SIGPIPE, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
   auto redirect = [](SubprocessOptions::Output mode, int pipe_w, const char* path,
                      int target) {
     if (mode == SubprocessOptions::Output::kPipe) {
       dup2(pipe_w, target);
     } else if (mode == SubprocessOptions::Output::kFile) {
-      int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+      int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (fd >= 0) dup2(fd, target);
     } else if (mode == SubprocessOptions::Output::kDiscard) {
-      int fd = open("/dev/null", O_WRONLY);
+      int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
       if (fd >= 0) dup2(fd, target);
     }
   };
   redirect(options.stdout_mode, out_w, options.stdout_path.c_str(), STDOUT_FILENO);
   redirect(options.stderr_mode, err_w, options.stderr_path.c_str(), STDERR_FILENO);
-  int null_in = open("/dev/null", O_RDONLY);
+  int null_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_in >= 0) dup2(null_in, STDIN_FILENO);
-  for (const auto& [key, value] : options.env) setenv(key.c_str(), value.c_str(), 1);
-  execvp(argv[0], argv);
+  execvpe(argv[0], argv, envp);
   int err = errno;
   (void)!write(error_pipe_w, &err, sizeof(err));
   _exit(127);
@@ -70,6 +94,10 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
   std::vector<char*> argv;
   for (const auto& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  std::vector<std::string> environment = MergedEnvironment(options.env);
+  std::vector<char*> envp;
+  for (auto& entry : environment) envp.push_back(entry.data());
+  envp.push_back(nullptr);
 
   pid_t pid = fork();
   if (pid < 0) {
@@ -77,7 +105,9 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
     close_all();
     return absl::ResourceExhaustedError(absl::StrCat("subprocess: fork: ", strerror(err)));
   }
-  if (pid == 0) ExecChild(options, argv.data(), out_pipe[1], err_pipe[1], exec_pipe[1]);
+  if (pid == 0) {
+    ExecChild(options, argv.data(), envp.data(), out_pipe[1], err_pipe[1], exec_pipe[1]);
+  }
 
   setpgid(pid, pid);  // also in the parent, so that SignalGroup works at once
   close(exec_pipe[1]);
@@ -124,7 +154,7 @@ int Subprocess::Wait() {
   do {
     r = waitpid(pid_, &status, 0);
   } while (r < 0 && errno == EINTR);
-  exit_code_ = r == pid_ ? DecodeWaitStatus(status) : -1;
+  exit_code_ = r == pid_ ? DecodeWaitStatus(status) : kExitUnknown;
   return *exit_code_;
 }
 
@@ -133,7 +163,7 @@ std::optional<int> Subprocess::TryWait() {
   int status = 0;
   pid_t r = waitpid(pid_, &status, WNOHANG);
   if (r == 0) return std::nullopt;
-  exit_code_ = r == pid_ ? DecodeWaitStatus(status) : -1;
+  exit_code_ = r == pid_ ? DecodeWaitStatus(status) : kExitUnknown;
   return exit_code_;
 }
 
@@ -156,6 +186,7 @@ void ForEachLine(int fd, const std::function<void(absl::string_view)>& on_line) 
 }
 
 std::string DescribeExit(int exit_code) {
+  if (exit_code == kExitUnknown) return "exit status unknown";
   if (exit_code >= 0) return absl::StrCat("exit code ", exit_code);
   return absl::StrCat("killed by signal ", -exit_code, " (", strsignal(-exit_code), ")");
 }

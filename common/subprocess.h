@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,9 @@
 #include "absl/strings/string_view.h"
 
 namespace bench {
+
+// An exit status that could not be read (waitpid failed); never a real code or signal.
+inline constexpr int kExitUnknown = std::numeric_limits<int>::min();
 
 struct SubprocessOptions {
   std::vector<std::string> argv;  // argv[0] is the program (PATH is searched)
@@ -44,7 +48,8 @@ class Subprocess {
 
   // Sends `signal` to the child's whole process group.
   void SignalGroup(int signal);
-  // Blocks until the child exits. Returns its exit code, or -N if signal N killed it.
+  // Blocks until the child exits. Returns its exit code, -N if signal N killed it, or
+  // kExitUnknown if its status could not be read.
   int Wait();
   // The same, without blocking: nullopt while the child runs.
   std::optional<int> TryWait();

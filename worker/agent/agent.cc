@@ -210,6 +210,7 @@ void Agent::OnAssign(const benchfleet::v1::Assignment& assignment) {
     options.bench_train = options_.bench_train;
     options.address = inventory_.address();
     options.cpu_threads = cpu_threads_;
+    options.host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     options.kill_grace = options_.kill_grace;
     auto owned = std::make_unique<RankSupervisor>(assignment, std::move(options),
                                                   uploader_.get(), reporter_.get());

@@ -76,7 +76,17 @@ RankLaunch BuildRankLaunch(const benchfleet::v1::Assignment& assignment, size_t 
       {"MASTER_ADDR", master_addr},
       {"MASTER_PORT", absl::StrCat(master_port)},
   };
-  if (!IsCuda(assignment)) launch.env.emplace_back("OMP_NUM_THREADS", absl::StrCat(threads));
+  if (IsCuda(assignment)) {
+    // The device index is NVML's, which counts GPUs in PCI bus order; CUDA must count the
+    // same way, or a rank would train on another GPU than the one placed. (NVML ignores
+    // CUDA_VISIBLE_DEVICES: an agent must not be started with it set.)
+    launch.env.emplace_back("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    // Host threads: the node's cores shared among its ranks (torchrun sets 1).
+    int per_rank = std::max(1, options.host_cores / std::max(1, assignment.ranks_size()));
+    launch.env.emplace_back("OMP_NUM_THREADS", absl::StrCat(per_rank));
+  } else {
+    launch.env.emplace_back("OMP_NUM_THREADS", absl::StrCat(threads));
+  }
   return launch;
 }
 

@@ -38,6 +38,7 @@ struct RankSupervisorOptions {
   // MASTER_ADDR when the assignment names none.
   std::string address = "127.0.0.1";
   int cpu_threads = 1;  // --threads and OMP_NUM_THREADS of each CPU rank
+  int host_cores = 1;   // the node's cores, shared by a GPU job's ranks for host threads
   absl::Duration kill_grace = absl::Seconds(5);
 };
 

@@ -376,9 +376,13 @@ TEST(RankLaunchTest, CudaRanks) {
   assignment.set_world_size(8);
   RankSupervisorOptions options;
   options.bench_train = "/opt/bench-train";
+  options.host_cores = 16;
   RankLaunch launch = BuildRankLaunch(assignment, 1, "node-a", 29500, options);
   EXPECT_EQ(launch.argv.front(), "/opt/bench-train");
   EXPECT_THAT(launch.argv, ::testing::Not(::testing::Contains("--threads")));
+  std::map<std::string, std::string> gpu_env(launch.env.begin(), launch.env.end());
+  EXPECT_EQ(gpu_env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");  // NVML's numbering
+  EXPECT_EQ(gpu_env["OMP_NUM_THREADS"], "8");             // 16 cores, 2 local ranks
   auto device = std::find(launch.argv.begin(), launch.argv.end(), "--device");
   ASSERT_NE(device, launch.argv.end());
   EXPECT_EQ(*(device + 1), "cuda:3");
@@ -390,7 +394,6 @@ TEST(RankLaunchTest, CudaRanks) {
   EXPECT_EQ(env["WORLD_SIZE"], "8");
   EXPECT_EQ(env["MASTER_ADDR"], "node-a");
   EXPECT_EQ(env["MASTER_PORT"], "29500");
-  EXPECT_EQ(env.count("OMP_NUM_THREADS"), 0u);
 }
 
 }  // namespace

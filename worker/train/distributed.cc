@@ -171,8 +171,10 @@ StatusOr<std::unique_ptr<Communicator>> ConnectProcessGroup(const RendezvousOpti
 #ifdef BENCH_WITH_NCCL
     // NCCL communicators are created lazily, on the first collective, on the
     // current CUDA device; the store's timeout bounds that exchange too.
+    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+    nccl_options->timeout = timeout;  // bounds each collective, as for Gloo
     auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(
-        store, rendezvous.rank, rendezvous.world_size, c10d::ProcessGroupNCCL::Options::create());
+        store, rendezvous.rank, rendezvous.world_size, nccl_options);
     return std::unique_ptr<Communicator>(new ProcessGroupCommunicator<c10d::ProcessGroupNCCL>(
         store, std::move(group), rendezvous.rank, rendezvous.world_size, "nccl"));
 #else

@@ -174,9 +174,11 @@ std::string FormatEvent(const ErrorEvent& e) {
 }
 
 void EventWriter::WriteLine(const std::string& json) {
+  // One write of the whole line: another writer to stdout (NCCL_DEBUG logs, say) cannot
+  // land between the object and its newline.
+  std::string line = json + "\n";
   std::lock_guard<std::mutex> lock(mu_);
-  std::fwrite(json.data(), 1, json.size(), out_);
-  std::fputc('\n', out_);
+  std::fwrite(line.data(), 1, line.size(), out_);
   std::fflush(out_);
 }
 
