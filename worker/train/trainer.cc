@@ -328,13 +328,15 @@ double RunHostLoop(const TrainOptions& options, StepRunner& runner, Reporter& re
 #ifdef BENCH_WITH_CUDA
 // CUDA: step times from CUDA events, read one step late (after the next step is
 // enqueued), so the host never waits on the step it just enqueued. The loss is
-// read at the same time. The window's edges are host times taken after a device
-// synchronize (once at the end of warm-up, once at the end).
+// copied to pinned host memory before the step's end event, so reading it late
+// waits only for that event, not for the stream (which already holds the next
+// step). The window's edges are host times taken after a device synchronize (once
+// at the end of warm-up, once at the end).
 struct InFlightStep {
   int64_t iteration = 0;
   at::cuda::CUDAEvent start{cudaEventDefault};
   at::cuda::CUDAEvent end{cudaEventDefault};
-  at::Tensor loss;
+  at::Tensor loss_host;  // pinned; valid once `end` has completed
   double data_time_s = 0;
 };
 
@@ -346,7 +348,7 @@ double RunCudaLoop(const TrainOptions& options, const c10::Device& device, StepR
     step.end.synchronize();
     const double step_s = step.start.elapsed_time(step.end) / 1000.0;
     const double elapsed_s = first_start.elapsed_time(step.end) / 1000.0;
-    reporter.Iteration(step.iteration, step_s, step.loss.item<double>(), step.data_time_s,
+    reporter.Iteration(step.iteration, step_s, step.loss_host.item<double>(), step.data_time_s,
                        elapsed_s);
   };
 
@@ -360,7 +362,9 @@ double RunCudaLoop(const TrainOptions& options, const c10::Device& device, StepR
     const Clock::time_point fetch_start = Clock::now();
     runner.FetchBatch();
     current->data_time_s = Seconds(Clock::now() - fetch_start);
-    current->loss = runner.Step();
+    at::Tensor loss = runner.Step();
+    current->loss_host = at::empty({}, loss.options().device(at::kCPU).pinned_memory(true));
+    current->loss_host.copy_(loss, /*non_blocking=*/true);
     current->end.record();
     if (pending) report(*pending);
     pending = std::move(current);
