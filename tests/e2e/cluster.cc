@@ -1,11 +1,8 @@
 #include "tests/e2e/cluster.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,19 +14,16 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "common/free_port.h"
 
 namespace bench::testing {
 
-int PickFreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t length = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
-  close(fd);
-  return ntohs(addr.sin_port);
+int CountOccurrences(const std::string& text, const std::string& needle) {
+  int count = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) {
+    ++count;
+  }
+  return count;
 }
 
 LoopbackCluster::LoopbackCluster() {
@@ -61,7 +55,11 @@ int LoopbackCluster::StopBenchd() {
 }
 
 absl::Status LoopbackCluster::StartBenchd() {
-  if (grpc_port_ == 0) grpc_port_ = PickFreePort();
+  if (grpc_port_ == 0) {
+    absl::StatusOr<int> port = PickFreePort("127.0.0.1");
+    if (!port.ok()) return port.status();
+    grpc_port_ = *port;
+  }
   SubprocessOptions options;
   options.argv = {BENCHD_PATH, "--listen", server(), "--http", "127.0.0.1:0", "--db", db_path_};
   options.stdout_mode = SubprocessOptions::Output::kFile;
@@ -99,12 +97,9 @@ absl::Status LoopbackCluster::WaitForAgents(int count, int timeout_s) {
   while (std::chrono::steady_clock::now() < deadline) {
     CommandResult result = Benchctl({"agents", "--format", "json"}, 10);
     last = result.output;
-    size_t connected = 0, pos = 0;
-    while ((pos = result.stdout_text.find("\"connected\":true", pos)) != std::string::npos) {
-      ++connected;
-      ++pos;
+    if (CountOccurrences(result.stdout_text, "\"connected\":true") >= count) {
+      return absl::OkStatus();
     }
-    if (static_cast<int>(connected) >= count) return absl::OkStatus();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return absl::DeadlineExceededError(absl::StrCat("agents did not connect; last listing:\n",

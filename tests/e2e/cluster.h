@@ -48,7 +48,7 @@ class LoopbackCluster {
   std::vector<std::unique_ptr<Subprocess>> agents_;
 };
 
-// A TCP port that was free a moment ago on 127.0.0.1.
-int PickFreePort();
+// How many times `needle` occurs in `text` (for counting fields in benchctl's JSON).
+int CountOccurrences(const std::string& text, const std::string& needle);
 
 }  // namespace bench::testing

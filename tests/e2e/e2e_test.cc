@@ -114,14 +114,6 @@ TEST_F(EndToEndTest, BadInputIsRefusedWithTheFieldNamedAndNothingStored) {
   EXPECT_EQ(JobCount(), before);
 }
 
-int CountOf(const std::string& text, const std::string& needle) {
-  int count = 0;
-  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) {
-    ++count;
-  }
-  return count;
-}
-
 TEST_F(EndToEndTest, CancelStopsTheRanksAndFreesTheirDevices) {
   CommandResult submit = cluster_->Benchctl({"submit", "--gpus", "2", "--bs", "2", "--iters",
                                              "100000", "--warmup", "1", "--image-size", "32"});
@@ -147,7 +139,7 @@ TEST_F(EndToEndTest, CancelStopsTheRanksAndFreesTheirDevices) {
   std::string agents;
   for (int i = 0; i < 300 && !freed; ++i) {
     agents = cluster_->Benchctl({"agents", "--format", "json"}).stdout_text;
-    freed = CountOf(agents, "\"devices_busy\":0") == 2;
+    freed = CountOccurrences(agents, "\"devices_busy\":0") == 2;
     if (!freed) usleep(100 * 1000);
   }
   EXPECT_TRUE(freed) << agents;

@@ -20,7 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "benchfleet/v1/agent.grpc.pb.h"
-#include "worker/agent/free_port.h"
+#include "common/free_port.h"
 
 namespace bench::agent {
 namespace {

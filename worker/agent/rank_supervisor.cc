@@ -11,7 +11,7 @@
 #include "absl/strings/strip.h"
 #include "common/spec_names.h"
 #include "worker/agent/agent_log.h"
-#include "worker/agent/free_port.h"
+#include "common/free_port.h"
 #include "worker/agent/trainer_event_parser.h"
 
 namespace bench::agent {

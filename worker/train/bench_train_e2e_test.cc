@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "worker/train/test_ports.h"
+
 namespace {
 
 // A JSON value, enough to check the event stream: kind plus the top-level
@@ -326,18 +328,6 @@ JsonValue ExpectOneError(const RunResult& result) {
   return errors[0];
 }
 
-int PickFreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 TEST(JsonParserTest, AcceptsAndRejects) {
   JsonValue v;
   EXPECT_TRUE(JsonParser::Parse(R"({"a":[1,-2.5e3,true,null],"b":{"c":"\n\u00e9"}})", &v));
@@ -400,7 +390,7 @@ TEST(BenchTrainE2eTest, CudaDeviceWithoutCudaBuildIsAClearError) {
 }
 
 TEST(BenchTrainE2eTest, TwoRanksOverGlooLikeTorchrun) {
-  const std::string port = std::to_string(PickFreePort());
+  const std::string port = std::to_string(bench_train::PickFreeLoopbackPort());
   const std::string common =
       "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " OMP_NUM_THREADS=1 ";
   const std::string args = "--image-size 32 --bs 2 --iters 3 --warmup 1 --rendezvous-timeout-s 60";
@@ -413,7 +403,7 @@ TEST(BenchTrainE2eTest, TwoRanksOverGlooLikeTorchrun) {
 }
 
 TEST(BenchTrainE2eTest, MissingPeerIsAnErrorNotAHang) {
-  const std::string port = std::to_string(PickFreePort());
+  const std::string port = std::to_string(bench_train::PickFreeLoopbackPort());
   const RunResult result =
       RunBenchTrain("--image-size 32 --bs 2 --iters 2 --warmup 1 --rendezvous-timeout-s 2",
           "env RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port);

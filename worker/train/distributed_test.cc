@@ -11,6 +11,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "worker/train/test_ports.h"
 #include <torch/nn/functional/loss.h>
 #include <torch/types.h>
 #include <torch/utils.h>
@@ -19,21 +21,6 @@
 
 namespace bench_train {
 namespace {
-
-// A port that was free a moment ago on 127.0.0.1.
-int PickFreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  EXPECT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 RendezvousOptions Loopback(int rank, int world_size, int port, int timeout_s) {
   RendezvousOptions rdv;
@@ -73,7 +60,8 @@ TEST(DistributedTest, AveragedGradientsEqualFullBatchGradients) {
   const torch::Tensor labels = torch::randint(0, 10, {4}, torch::kLong);
   torch::nn::functional::cross_entropy(reference->forward(images), labels).backward();
 
-  const int port = PickFreePort();
+  const int port = PickFreeLoopbackPort();
+  ASSERT_GT(port, 0);
   std::vector<Status> statuses(2);
   std::vector<std::string> backends(2);
   std::vector<std::thread> threads;
@@ -120,7 +108,7 @@ TEST(DistributedTest, AveragedGradientsEqualFullBatchGradients) {
 TEST(DistributedTest, MissingPeerTimesOutWithUnavailable) {
   const auto start = std::chrono::steady_clock::now();
   // Rank 1 of 2 with nobody serving the store.
-  auto communicator = ConnectProcessGroup(Loopback(1, 2, PickFreePort(), 2), Backend::kGloo);
+  auto communicator = ConnectProcessGroup(Loopback(1, 2, PickFreeLoopbackPort(), 2), Backend::kGloo);
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_FALSE(communicator.ok());

@@ -1,11 +1,11 @@
-// Picks a free TCP port for the c10d rendezvous (MASTER_PORT).
+// Picks a free TCP port: the c10d rendezvous port (MASTER_PORT), and ports for tests.
 #pragma once
 
 #include <string>
 
 #include "absl/status/statusor.h"
 
-namespace bench::agent {
+namespace bench {
 
 // Binds a TCP socket to port 0 on `address` (an IPv4/IPv6 literal or a host name; empty
 // means all interfaces), reads the port the kernel chose, and closes the socket. The
@@ -13,4 +13,4 @@ namespace bench::agent {
 // Thread-safe.
 absl::StatusOr<int> PickFreePort(const std::string& address);
 
-}  // namespace bench::agent
+}  // namespace bench

@@ -1,4 +1,4 @@
-#include "worker/agent/free_port.h"
+#include "common/free_port.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace bench::agent {
+namespace bench {
 
 absl::StatusOr<int> PickFreePort(const std::string& address) {
   addrinfo hints{};
@@ -51,4 +51,4 @@ absl::StatusOr<int> PickFreePort(const std::string& address) {
       absl::StrCat("cannot bind a TCP port on '", address, "': ", last_error));
 }
 
-}  // namespace bench::agent
+}  // namespace bench

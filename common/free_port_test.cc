@@ -1,4 +1,4 @@
-#include "worker/agent/free_port.h"
+#include "common/free_port.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-namespace bench::agent {
+namespace bench {
 namespace {
 
 TEST(FreePortTest, PicksABindablePortOnLoopback) {
@@ -40,4 +40,4 @@ TEST(FreePortTest, UnresolvableAddressFails) {
 }
 
 }  // namespace
-}  // namespace bench::agent
+}  // namespace bench
