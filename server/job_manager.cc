@@ -360,8 +360,7 @@ absl::StatusOr<std::string> JobManager::RegisterAgent(AgentInventory inventory) 
   AgentRecord& agent = agents_[inventory.name];
   bool returning = agent.lost;
   agent.inventory = inventory;
-  agent.last_seen = Clock::now();
-  agent.last_seen_wall = absl::Now();
+  agent.Touch();
   agent.lost = false;
   Log("agent ", inventory.name, returning ? " returned: " : " registered: ",
       inventory.gpus.empty() ? absl::StrCat(inventory.cpu_slots, " CPU slots")
@@ -378,8 +377,7 @@ absl::Status JobManager::Heartbeat(const std::string& agent_name,
     return absl::NotFoundError(absl::StrCat("agent ", agent_name, " is not registered"));
   }
   AgentRecord& agent = it->second;
-  agent.last_seen = Clock::now();
-  agent.last_seen_wall = absl::Now();
+  agent.Touch();
   // Ranks the controller does not know to be running there (their job ended, or benchd
   // restarted) must not keep holding devices: tell the agent to stop them.
   for (const std::string& job_id : running) {
@@ -438,8 +436,7 @@ absl::Status JobManager::AttachChannel(const std::string& agent_name, AgentChann
     agent.channel->Close(absl::AbortedError("replaced by a newer assignment stream"));
   }
   agent.channel = channel;
-  agent.last_seen = Clock::now();
-  agent.last_seen_wall = absl::Now();
+  agent.Touch();
   // Re-send what this agent has not acknowledged yet (it ignores duplicates).
   for (Job& job : jobs_) {
     if (job.state != JobState::kRunning) continue;
@@ -473,8 +470,7 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
     return absl::UnavailableError(
         absl::StrCat("agent ", agent_name, " is not registered yet; retry after registering"));
   }
-  agent_it->second.last_seen = Clock::now();
-  agent_it->second.last_seen_wall = absl::Now();
+  agent_it->second.Touch();
   Job* job = FindJob(job_id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
   if (attempt != job->attempt) return absl::OkStatus();  // a stale attempt: fenced off
@@ -573,8 +569,7 @@ void JobManager::UploadSamples(const std::string& agent_name,
     absl::MutexLock lock(&mu_);
     auto agent = agents_.find(agent_name);
     if (agent != agents_.end()) {
-      agent->second.last_seen = Clock::now();
-      agent->second.last_seen_wall = absl::Now();
+      agent->second.Touch();
     }
     known.reserve(samples.size());
     int64_t dropped = 0;

@@ -165,6 +165,12 @@ class JobManager {
     absl::Time last_seen_wall;
     bool lost = false;
     std::map<int, std::string> busy;  // device index → job id
+
+    // The agent was just heard from.
+    void Touch() {
+      last_seen = Clock::now();
+      last_seen_wall = absl::Now();
+    }
   };
   // Live state of a job's current attempt (not persisted; samples are).
   struct JobRuntime {

@@ -193,6 +193,47 @@ absl::Status WriteMutableJobState(Database& db, const Job& job) {
   return absl::OkStatus();
 }
 
+// The job's row, its labels, and everything WriteMutableJobState writes.
+absl::Status InsertJobRows(Database& db, const Job& job) {
+  ASSIGN_OR_RETURN(
+      Statement * insert,
+      db.Prepare("INSERT INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                 "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18)"));
+  const JobSpec& spec = job.spec;
+  insert->Bind(1, job.id);
+  insert->Bind(2, job.seq);
+  if (spec.request_id.empty()) {
+    insert->BindNull(3);
+  } else {
+    insert->Bind(3, spec.request_id);
+  }
+  insert->Bind(4, spec.model);
+  insert->Bind(5, int64_t{spec.devices});
+  insert->Bind(6, PrecisionText(spec.precision));
+  insert->Bind(7, int64_t{spec.batch_size});
+  insert->Bind(8, int64_t{spec.iterations});
+  insert->Bind(9, int64_t{spec.warmup_iterations});
+  insert->Bind(10, int64_t{spec.image_size});
+  insert->Bind(11, spec.data);
+  insert->Bind(12, spec.name);
+  insert->Bind(13, JobStateText(job.state));
+  insert->Bind(14, job.reason);
+  insert->Bind(15, int64_t{job.attempt});
+  insert->Bind(16, DeviceKindText(job.device_kind));
+  insert->Bind(17, job.parameters);
+  insert->Bind(18, ToMs(job.created));
+  RETURN_IF_ERROR(insert->Run());
+  ASSIGN_OR_RETURN(Statement * label, db.Prepare("INSERT INTO job_labels VALUES (?1, ?2, ?3)"));
+  for (const auto& [key, value] : spec.labels) {
+    label->Reset();
+    label->Bind(1, job.id);
+    label->Bind(2, key);
+    label->Bind(3, value);
+    RETURN_IF_ERROR(label->Run());
+  }
+  return WriteMutableJobState(db, job);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
@@ -289,52 +330,11 @@ void Store::WriterLoop() {
 }
 
 absl::Status Store::InsertJob(const Job& job) {
-  auto promise = std::make_shared<std::promise<absl::Status>>();
-  auto future = promise->get_future();
-  InsertJobAsync(job, [promise](absl::Status s) { promise->set_value(std::move(s)); });
-  return future.get();
+  return Write([job](Database& db) { return InsertJobRows(db, job); });
 }
 
 void Store::InsertJobAsync(const Job& job, Done done) {
-  Enqueue({[job](Database& db) -> absl::Status {
-    ASSIGN_OR_RETURN(
-        Statement * insert,
-        db.Prepare("INSERT INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                   "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18)"));
-    const JobSpec& spec = job.spec;
-    insert->Bind(1, job.id);
-    insert->Bind(2, job.seq);
-    if (spec.request_id.empty()) {
-      insert->BindNull(3);
-    } else {
-      insert->Bind(3, spec.request_id);
-    }
-    insert->Bind(4, spec.model);
-    insert->Bind(5, int64_t{spec.devices});
-    insert->Bind(6, PrecisionText(spec.precision));
-    insert->Bind(7, int64_t{spec.batch_size});
-    insert->Bind(8, int64_t{spec.iterations});
-    insert->Bind(9, int64_t{spec.warmup_iterations});
-    insert->Bind(10, int64_t{spec.image_size});
-    insert->Bind(11, spec.data);
-    insert->Bind(12, spec.name);
-    insert->Bind(13, JobStateText(job.state));
-    insert->Bind(14, job.reason);
-    insert->Bind(15, int64_t{job.attempt});
-    insert->Bind(16, DeviceKindText(job.device_kind));
-    insert->Bind(17, job.parameters);
-    insert->Bind(18, ToMs(job.created));
-    RETURN_IF_ERROR(insert->Run());
-    ASSIGN_OR_RETURN(Statement * label, db.Prepare("INSERT INTO job_labels VALUES (?1, ?2, ?3)"));
-    for (const auto& [key, value] : spec.labels) {
-      label->Reset();
-      label->Bind(1, job.id);
-      label->Bind(2, key);
-      label->Bind(3, value);
-      RETURN_IF_ERROR(label->Run());
-    }
-    return WriteMutableJobState(db, job);
-  }, std::move(done)});
+  Enqueue({[job](Database& db) { return InsertJobRows(db, job); }, std::move(done)});
 }
 
 absl::Status Store::UpdateJob(const Job& job) {
