@@ -13,6 +13,8 @@ std::string PrecisionName(Precision precision) {
   switch (precision) {
     case benchfleet::v1::PRECISION_FP32: return "fp32";
     case benchfleet::v1::PRECISION_AMP: return "amp";
+    case benchfleet::v1::PRECISION_TF32: return "tf32";
+    case benchfleet::v1::PRECISION_BF16: return "bf16";
     default: return "unspecified";
   }
 }
@@ -21,8 +23,10 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
   std::string lower = absl::AsciiStrToLower(name);
   if (lower == "fp32") return benchfleet::v1::PRECISION_FP32;
   if (lower == "amp") return benchfleet::v1::PRECISION_AMP;
-  return absl::InvalidArgumentError(
-      absl::StrCat("precision: unknown precision \"", name, "\" (expected fp32 or amp)"));
+  if (lower == "tf32") return benchfleet::v1::PRECISION_TF32;
+  if (lower == "bf16") return benchfleet::v1::PRECISION_BF16;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "precision: unknown precision \"", name, "\" (expected fp32, tf32, amp or bf16)"));
 }
 
 std::string JobStateName(JobState state) {

@@ -10,9 +10,9 @@
 
 namespace bench {
 
-// "fp32" / "amp"; UNSPECIFIED prints as "unspecified".
+// "fp32" / "tf32" / "amp" / "bf16"; UNSPECIFIED prints as "unspecified".
 std::string PrecisionName(benchfleet::v1::Precision precision);
-// Accepts "fp32" and "amp" (case-insensitive); anything else is INVALID_ARGUMENT naming it.
+// Accepts "fp32", "tf32", "amp" and "bf16" (case-insensitive); anything else is INVALID_ARGUMENT naming it.
 absl::StatusOr<benchfleet::v1::Precision> ParsePrecision(absl::string_view name);
 
 // "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED".

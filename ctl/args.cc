@@ -218,7 +218,7 @@ class Parser {
       absl::StatusOr<benchfleet::v1::Precision> precision = ParsePrecision(value);
       if (!precision.ok()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("--precision: expected fp32 or amp, got \"", value, "\""));
+            absl::StrCat("--precision: expected fp32, tf32, amp or bf16, got \"", value, "\""));
       }
       return SetPrecision(absl::StrCat("--precision ", value), *precision);
     } else if (name == "name") {
@@ -306,7 +306,7 @@ std::string UsageText() {
       ".\n"
       "\n"
       "commands:\n"
-      "  submit --gpus N --bs N [--amp | --precision fp32|amp] [--model resnet50]\n"
+      "  submit --gpus N --bs N [--amp | --precision fp32|tf32|amp|bf16] [--model resnet50]\n"
       "         [--iters N (100)] [--warmup N (10)] [--image-size N (224)] [--name S]\n"
       "         [--label k=v ...] [--request-id S] [--wait]\n"
       "                 submit a benchmark job; prints its id. With --wait, follows it\n"

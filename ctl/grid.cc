@@ -19,12 +19,14 @@ namespace {
 using benchfleet::v1::Precision;
 using benchfleet::v1::ResultCell;
 
-// FP32 first, then AMP, then anything else.
+// FP32, TF32, AMP, BF16, then anything else.
 int PrecisionRank(Precision precision) {
   switch (precision) {
     case benchfleet::v1::PRECISION_FP32: return 0;
-    case benchfleet::v1::PRECISION_AMP: return 1;
-    default: return 2 + static_cast<int>(precision);
+    case benchfleet::v1::PRECISION_TF32: return 1;
+    case benchfleet::v1::PRECISION_AMP: return 2;
+    case benchfleet::v1::PRECISION_BF16: return 3;
+    default: return 4 + static_cast<int>(precision);
   }
 }
 

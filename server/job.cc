@@ -17,6 +17,8 @@ const char* PrecisionText(Precision precision) {
   switch (precision) {
     case Precision::kFp32: return "fp32";
     case Precision::kAmp: return "amp";
+    case Precision::kTf32: return "tf32";
+    case Precision::kBf16: return "bf16";
     case Precision::kUnspecified: break;
   }
   return "unspecified";

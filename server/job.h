@@ -12,7 +12,7 @@
 
 namespace bench {
 
-enum class Precision { kUnspecified, kFp32, kAmp };
+enum class Precision { kUnspecified, kFp32, kAmp, kTf32, kBf16 };
 enum class JobState { kQueued, kRunning, kSucceeded, kFailed, kCancelled };
 enum class DeviceKind { kNone, kCuda, kCpu };
 

@@ -8,6 +8,8 @@ Precision FromProto(v1::Precision precision) {
   switch (precision) {
     case v1::PRECISION_FP32: return Precision::kFp32;
     case v1::PRECISION_AMP: return Precision::kAmp;
+    case v1::PRECISION_TF32: return Precision::kTf32;
+    case v1::PRECISION_BF16: return Precision::kBf16;
     default: return Precision::kUnspecified;
   }
 }
@@ -16,6 +18,8 @@ v1::Precision ToProto(Precision precision) {
   switch (precision) {
     case Precision::kFp32: return v1::PRECISION_FP32;
     case Precision::kAmp: return v1::PRECISION_AMP;
+    case Precision::kTf32: return v1::PRECISION_TF32;
+    case Precision::kBf16: return v1::PRECISION_BF16;
     case Precision::kUnspecified: break;
   }
   return v1::PRECISION_UNSPECIFIED;

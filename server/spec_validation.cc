@@ -42,7 +42,7 @@ absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
                                    spec.devices));
   }
   if (spec.precision == Precision::kUnspecified) {
-    return FieldError("precision", "--precision", "must be fp32 or amp");
+    return FieldError("precision", "--precision", "must be fp32, tf32, amp or bf16");
   }
   if (spec.batch_size < 1 || spec.batch_size > kMaxBatch) {
     return FieldError("batch_size", "--bs",

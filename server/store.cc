@@ -102,6 +102,8 @@ JobState ParseState(const std::string& text) {
 Precision ParsePrecisionText(const std::string& text) {
   if (text == "fp32") return Precision::kFp32;
   if (text == "amp") return Precision::kAmp;
+  if (text == "tf32") return Precision::kTf32;
+  if (text == "bf16") return Precision::kBf16;
   return Precision::kUnspecified;
 }
 

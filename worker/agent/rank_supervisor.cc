@@ -47,9 +47,9 @@ RankLaunch BuildRankLaunch(const benchfleet::v1::Assignment& assignment, size_t 
                            const std::string& master_addr, int master_port,
                            const RankSupervisorOptions& options) {
   const auto& spec = assignment.spec();
-  std::string precision = spec.precision() == benchfleet::v1::PRECISION_AMP
-                              ? PrecisionName(benchfleet::v1::PRECISION_AMP)
-                              : PrecisionName(benchfleet::v1::PRECISION_FP32);
+  std::string precision = spec.precision() == benchfleet::v1::PRECISION_UNSPECIFIED
+                              ? PrecisionName(benchfleet::v1::PRECISION_FP32)
+                              : PrecisionName(spec.precision());
   int device_index = index < static_cast<size_t>(assignment.device_indices_size())
                          ? assignment.device_indices(static_cast<int>(index))
                          : 0;
