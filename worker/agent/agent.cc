@@ -56,9 +56,11 @@ absl::Status Agent::Start() {
   inventory_options.cpu_slots = options_.cpu_slots;
   inventory_options.nvml_library = options_.nvml_library;
   inventory_ = BuildInventory(inventory_options);
+  int hardware = static_cast<int>(std::thread::hardware_concurrency());
   if (inventory_.cpu_slots() > 0) {
-    int hardware = static_cast<int>(std::thread::hardware_concurrency());
     cpu_threads_ = std::max(1, hardware / inventory_.cpu_slots());
+  } else if (options_.gpu_ranks_on_cpu) {
+    cpu_threads_ = std::max(1, hardware / std::max(1, inventory_.gpus_size()));
   }
 
   client_ = std::make_unique<ControllerClient>(ControllerClientOptions{options_.controller});
@@ -70,6 +72,24 @@ absl::Status Agent::Start() {
   }
   uploader_->SetAgent(inventory_.name());
   reporter_->SetAgent(inventory_.name());
+  if (inventory_.gpus_size() > 0) {
+    for (const auto& gpu : inventory_.gpus()) gpu_uuids_[gpu.index()] = gpu.uuid();
+    telemetry_ = StartGpuTelemetry(options_.nvml_library, options_.gpu_sample_hz,
+                                   uploader_.get());
+    if (telemetry_.sampler != nullptr) {
+      AgentLog(absl::StrCat("sampling the GPUs of running ranks every ",
+                            absl::FormatDuration(telemetry_.sampler->period()), " through ",
+                            options_.nvml_library));
+    } else {
+      AgentLog(telemetry_.note);
+    }
+    if (options_.gpu_ranks_on_cpu) {
+      AgentLog(absl::StrCat("WARNING: --gpu-ranks-on-cpu: ranks placed on GPUs run on the "
+                            "CPU (--device cpu, ", cpu_threads_,
+                            " thread(s) each); their GPUs are still sampled. For tests "
+                            "only: the figures are not GPU figures."));
+    }
+  }
 
   std::vector<std::string> gpus;
   for (const auto& gpu : inventory_.gpus()) {
@@ -212,6 +232,10 @@ void Agent::OnAssign(const benchfleet::v1::Assignment& assignment) {
     options.cpu_threads = cpu_threads_;
     options.host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     options.kill_grace = options_.kill_grace;
+    options.gpu_ranks_on_cpu = options_.gpu_ranks_on_cpu;
+    options.gpu_sampler = telemetry_.sampler.get();
+    options.gpu_uuids = gpu_uuids_;
+    options.telemetry_note = telemetry_.note;
     auto owned = std::make_unique<RankSupervisor>(assignment, std::move(options),
                                                   uploader_.get(), reporter_.get());
     supervisor = owned.get();
@@ -309,6 +333,8 @@ void Agent::Shutdown() {
     reporter_->Shutdown();
   }
   supervisors.clear();
+  telemetry_.sampler.reset();
+  telemetry_.nvml.reset();
   AgentLog("stopped");
 }
 

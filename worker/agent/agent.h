@@ -4,7 +4,8 @@
 // Threads: the stream thread (Register, then StreamAssignments; on any end or failure
 // it backs off 100 ms doubling to 2 s, re-registers and re-opens the stream), the
 // heartbeat thread (started after the first registration), plus those of the
-// SampleUploader, the StatusReporter and each RankSupervisor.
+// SampleUploader, the StatusReporter, the GpuSampler (on a GPU node) and each
+// RankSupervisor.
 #pragma once
 
 #include <deque>
@@ -22,6 +23,7 @@
 #include "absl/time/time.h"
 #include "benchfleet/v1/agent.pb.h"
 #include "worker/agent/controller_client.h"
+#include "worker/agent/gpu_sampler.h"
 #include "worker/agent/nvml_inventory.h"
 #include "worker/agent/rank_supervisor.h"
 #include "worker/agent/sample_uploader.h"
@@ -36,6 +38,10 @@ struct AgentOptions {
   std::string address;                      // empty: DefaultAdvertisedAddress(controller)
   std::string bench_train = "bench-train";  // the trainer program
   std::string nvml_library = kDefaultNvmlLibrary;
+  // NVML readings per second of each GPU that runs a rank; 0: no GPU sampling.
+  double gpu_sample_hz = 10;
+  // Test mode: offer NVML's GPUs but run their ranks on the CPU (RankSupervisorOptions).
+  bool gpu_ranks_on_cpu = false;
   absl::Duration kill_grace = absl::Seconds(5);
   // On Shutdown: how long to wait for samples and reports to reach the controller.
   absl::Duration shutdown_flush_timeout = absl::Seconds(5);
@@ -81,6 +87,8 @@ class Agent {
   std::unique_ptr<ControllerClient> client_;
   std::unique_ptr<SampleUploader> uploader_;
   std::unique_ptr<StatusReporter> reporter_;
+  GpuTelemetrySession telemetry_;  // after uploader_: its sampler feeds it
+  std::map<int, std::string> gpu_uuids_;
 
   absl::Mutex mu_;
   absl::CondVar cv_;

@@ -32,6 +32,12 @@ ABSL_FLAG(std::string, bench_train, "",
           "executable, else bench-train on PATH)");
 ABSL_FLAG(std::string, nvml_library, "",
           "NVML library to dlopen (default: $BENCH_NVML_LIBRARY, else libnvidia-ml.so.1)");
+ABSL_FLAG(double, gpu_sample_hz, 10,
+          "NVML readings per second of each GPU that runs a rank (power, energy, clocks, "
+          "temperature, utilisation, memory, throttle reasons); 0 turns sampling off");
+ABSL_FLAG(bool, gpu_ranks_on_cpu, false,
+          "for tests: offer NVML's GPUs (e.g. a fake libnvidia-ml) but run the ranks "
+          "placed on them on the CPU, still sampling their GPUs");
 
 namespace {
 
@@ -78,7 +84,7 @@ std::string FromFlagOrEnv(const std::string& flag, const char* env, std::string 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "bench-agent --controller HOST:PORT [--name NAME] [--cpu-slots N] [--address HOST] "
-      "[--bench-train PATH] [--nvml-library PATH]");
+      "[--bench-train PATH] [--nvml-library PATH] [--gpu-sample-hz HZ] [--gpu-ranks-on-cpu]");
   absl::FlagsUsageConfig usage_config;
   usage_config.contains_help_flags = [](absl::string_view path) {
     return absl::EndsWith(path, "worker/agent/main.cc");
@@ -102,6 +108,12 @@ int main(int argc, char** argv) {
                                       bench::agent::DefaultBenchTrainPath());
   options.nvml_library = FromFlagOrEnv(absl::GetFlag(FLAGS_nvml_library),
                                        "BENCH_NVML_LIBRARY", bench::agent::kDefaultNvmlLibrary);
+  options.gpu_sample_hz = absl::GetFlag(FLAGS_gpu_sample_hz);
+  options.gpu_ranks_on_cpu = absl::GetFlag(FLAGS_gpu_ranks_on_cpu);
+  if (!(options.gpu_sample_hz >= 0) || options.gpu_sample_hz > 1000) {
+    std::fprintf(stderr, "bench-agent: --gpu-sample-hz must be between 0 and 1000\n");
+    return 2;
+  }
   if (options.controller.empty()) {
     std::fprintf(stderr, "bench-agent: --controller HOST:PORT is required\n");
     return 2;

@@ -2,27 +2,18 @@
 // builds and runs without the NVIDIA driver), or CPU slots.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "benchfleet/v1/types.pb.h"
+#include "worker/agent/nvml.h"
 
 namespace bench::agent {
 
-inline constexpr char kDefaultNvmlLibrary[] = "libnvidia-ml.so.1";
-
-struct GpuInfo {
-  int index = 0;
-  std::string name;
-  std::string uuid;
-  int64_t memory_bytes = 0;
-};
-
-// dlopen()s `library` (a file name searched the usual way, or a path), initialises
-// NVML, lists the GPUs and shuts NVML down again. NOT_FOUND if the library or one of
+// Opens an Nvml session on `library` (a file name searched the usual way, or a path),
+// lists the GPUs and closes the session again. NOT_FOUND if the library or one of
 // its symbols is missing; UNAVAILABLE if NVML fails (e.g. no driver). An empty vector
 // means NVML works but sees no GPU. Thread-safe (NVML serialises itself).
 absl::StatusOr<std::vector<GpuInfo>> ListNvmlGpus(const std::string& library);

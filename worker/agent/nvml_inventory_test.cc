@@ -20,7 +20,7 @@ TEST(NvmlInventoryTest, LibraryWithoutNvmlSymbolsIsNotFound) {
 }
 
 TEST(NvmlInventoryTest, ListsGpusOfAFakeNvml) {
-  auto gpus = ListNvmlGpus(BENCH_FAKE_NVML_PATH);
+  auto gpus = ListNvmlGpus(FAKE_NVML_LIBRARY);
   ASSERT_TRUE(gpus.ok()) << gpus.status();
   ASSERT_EQ(gpus->size(), 2u);
   EXPECT_EQ((*gpus)[0].index, 0);
@@ -46,7 +46,7 @@ TEST(NvmlInventoryTest, OffersGpusFromNvml) {
   options.name = "node-a";
   options.address = "10.0.0.5";
   options.controller = "controller:7000";
-  options.nvml_library = BENCH_FAKE_NVML_PATH;
+  options.nvml_library = FAKE_NVML_LIBRARY;
   auto inventory = BuildInventory(options);
   EXPECT_EQ(inventory.name(), "node-a");
   EXPECT_EQ(inventory.address(), "10.0.0.5");
@@ -59,7 +59,7 @@ TEST(NvmlInventoryTest, CpuSlotsFlagWinsOverGpus) {
   InventoryOptions options;
   options.cpu_slots = 3;
   options.controller = "controller:7000";
-  options.nvml_library = BENCH_FAKE_NVML_PATH;
+  options.nvml_library = FAKE_NVML_LIBRARY;
   auto inventory = BuildInventory(options);
   EXPECT_EQ(inventory.gpus_size(), 0);
   EXPECT_EQ(inventory.cpu_slots(), 3);

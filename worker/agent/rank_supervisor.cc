@@ -53,6 +53,7 @@ RankLaunch BuildRankLaunch(const benchfleet::v1::Assignment& assignment, size_t 
   int device_index = index < static_cast<size_t>(assignment.device_indices_size())
                          ? assignment.device_indices(static_cast<int>(index))
                          : 0;
+  const bool on_gpu = IsCuda(assignment) && !options.gpu_ranks_on_cpu;
   RankLaunch launch;
   launch.argv = {options.bench_train,
                  "--model", spec.model(),
@@ -62,9 +63,9 @@ RankLaunch BuildRankLaunch(const benchfleet::v1::Assignment& assignment, size_t 
                  "--warmup", absl::StrCat(spec.warmup_iterations()),
                  "--image-size", absl::StrCat(spec.image_size()),
                  "--data", "synthetic",
-                 "--device", IsCuda(assignment) ? absl::StrCat("cuda:", device_index) : "cpu"};
+                 "--device", on_gpu ? absl::StrCat("cuda:", device_index) : "cpu"};
   int threads = std::max(1, options.cpu_threads);
-  if (!IsCuda(assignment)) {
+  if (!on_gpu) {
     launch.argv.push_back("--threads");
     launch.argv.push_back(absl::StrCat(threads));
   }
@@ -76,7 +77,7 @@ RankLaunch BuildRankLaunch(const benchfleet::v1::Assignment& assignment, size_t 
       {"MASTER_ADDR", master_addr},
       {"MASTER_PORT", absl::StrCat(master_port)},
   };
-  if (IsCuda(assignment)) {
+  if (on_gpu) {
     // The device index is NVML's, which counts GPUs in PCI bus order; CUDA must count the
     // same way, or a rank would train on another GPU than the one placed. (NVML ignores
     // CUDA_VISIBLE_DEVICES: an agent must not be started with it set.)
@@ -107,6 +108,13 @@ std::string RankSupervisor::Prefix(const Rank& rank) const {
   return absl::StrCat("[", assignment_.job_id(), " rank ", rank.rank, "] ");
 }
 
+RankReport RankSupervisor::NewReport(int rank, RankState state,
+                                     absl::string_view message) const {
+  RankReport report = MakeReport(rank, state, message);
+  if (IsCuda(assignment_)) report.set_telemetry_note(options_.telemetry_note);
+  return report;
+}
+
 uint64_t RankSupervisor::SendReport(benchfleet::v1::ReportStatusRequest report) {
   report.set_job_id(assignment_.job_id());
   report.set_attempt(assignment_.attempt());
@@ -121,7 +129,7 @@ void RankSupervisor::Start() {
   benchfleet::v1::ReportStatusRequest first;
   auto fail_all = [&](absl::string_view message) {
     for (int rank : a.ranks()) {
-      *first.add_ranks() = MakeReport(rank, benchfleet::v1::RANK_STATE_FAILED, message);
+      *first.add_ranks() = NewReport(rank, benchfleet::v1::RANK_STATE_FAILED, message);
     }
     AgentLog(absl::StrCat("job ", a.job_id(), ": ", message));
     SendReport(std::move(first));
@@ -158,13 +166,14 @@ void RankSupervisor::Start() {
     auto rank = std::make_unique<Rank>();
     rank->rank = a.ranks(i);
     rank->index = static_cast<size_t>(i);
+    rank->device_index = a.device_indices(i);
     std::string not_started;
     {
       absl::MutexLock lock(&mu_);
       if (terminate_) not_started = terminate_reason_;
     }
     if (!not_started.empty()) {
-      *first.add_ranks() = MakeReport(rank->rank, benchfleet::v1::RANK_STATE_CANCELLED,
+      *first.add_ranks() = NewReport(rank->rank, benchfleet::v1::RANK_STATE_CANCELLED,
                                       absl::StrCat("not started: ", not_started));
       continue;
     }
@@ -180,13 +189,19 @@ void RankSupervisor::Start() {
                                          process.status().message());
       AgentLog(absl::StrCat(Prefix(*rank), message));
       *first.add_ranks() =
-          MakeReport(rank->rank, benchfleet::v1::RANK_STATE_FAILED, message);
+          NewReport(rank->rank, benchfleet::v1::RANK_STATE_FAILED, message);
       absl::MutexLock lock(&mu_);
       RequestTerminationLocked(absl::StrCat("rank ", rank->rank, " could not start"));
       continue;
     }
     rank->process = std::move(*process);
-    *first.add_ranks() = MakeReport(rank->rank, benchfleet::v1::RANK_STATE_STARTED);
+    if (IsCuda(a) && options_.gpu_sampler != nullptr) {
+      auto uuid = options_.gpu_uuids.find(rank->device_index);
+      options_.gpu_sampler->Register(a.job_id(), a.attempt(), rank->rank, rank->device_index,
+                                     uuid == options_.gpu_uuids.end() ? "" : uuid->second);
+      rank->gpu_sampled = true;
+    }
+    *first.add_ranks() = NewReport(rank->rank, benchfleet::v1::RANK_STATE_STARTED);
     ranks_.push_back(std::move(rank));
   }
   AgentLog(absl::StrCat("job ", a.job_id(), " attempt ", a.attempt(), ": started ",
@@ -213,6 +228,7 @@ void RankSupervisor::ReadStdout(Rank* rank) {
   const std::string prefix = Prefix(*rank);
   ForEachLine(rank->process->stdout_fd(), [&](absl::string_view line) {
     if (line.empty()) return;
+    const int64_t received_unix_ns = absl::ToUnixNanos(absl::Now());
     auto event = ParseTrainerEvent(line);
     if (!event.ok()) {
       EchoLine(prefix, line);
@@ -224,6 +240,7 @@ void RankSupervisor::ReadStdout(Rank* rank) {
         sample.set_job_id(assignment_.job_id());
         sample.set_attempt(assignment_.attempt());
         sample.set_rank(rank->rank);
+        sample.set_received_unix_ns(received_unix_ns);
         rank->last_sample_ticket = samples_->Add(std::move(sample));
         break;
       }
@@ -261,6 +278,11 @@ void RankSupervisor::ReadStderr(Rank* rank) {
 
 void RankSupervisor::Supervise(Rank* rank) {
   WaitForExitNoReap(rank->process->pid());
+  uint64_t gpu_ticket = 0;
+  if (rank->gpu_sampled) {
+    gpu_ticket = options_.gpu_sampler->Unregister(assignment_.job_id(), assignment_.attempt(),
+                                                  rank->rank);
+  }
   int exit_code;
   {
     absl::MutexLock lock(&mu_);
@@ -285,8 +307,7 @@ void RankSupervisor::Supervise(Rank* rank) {
               : exit_code == 0             ? "exited with code 0 without a summary event"
                                            : DescribeExit(exit_code);
   }
-  RankReport report;
-  report.set_rank(rank->rank);
+  RankReport report = NewReport(rank->rank, benchfleet::v1::RANK_STATE_UNSPECIFIED);
   report.set_exit_code(exit_code);
   report.set_parameters(rank->parameters);
   {
@@ -313,7 +334,8 @@ void RankSupervisor::Supervise(Rank* rank) {
                         " (", DescribeExit(exit_code), ")",
                         report.message().empty() ? "" : ": ", report.message()));
 
-  if (rank->last_sample_ticket > 0 && !samples_->WaitDelivered(rank->last_sample_ticket)) {
+  uint64_t last_ticket = std::max(rank->last_sample_ticket, gpu_ticket);
+  if (last_ticket > 0 && !samples_->WaitDelivered(last_ticket)) {
     AgentLog(absl::StrCat(Prefix(*rank), "reporting before all samples were delivered"));
   }
   benchfleet::v1::ReportStatusRequest request;

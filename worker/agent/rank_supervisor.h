@@ -8,7 +8,9 @@
 // reaps the process. When a rank exits, the waiter kills what is left of its process
 // group, waits until the SampleSink has delivered every sample of that rank, then hands
 // the rank's final report to the ReportSink, so that a controller which sees the final
-// state already has all the samples. A rank that fails makes the supervisor terminate
+// state already has all the samples. A GPU rank's GPU is registered with the GpuSampler
+// (if any) when the rank is spawned and unregistered, after a final reading, when it
+// exits; its final report also waits for that final GPU sample. A rank that fails makes the supervisor terminate
 // its siblings (SIGTERM, SIGKILL after kill_grace), which are reported CANCELLED (or
 // FAILED if they failed on their own first).
 #pragma once
@@ -16,6 +18,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -27,6 +30,7 @@
 #include "absl/time/time.h"
 #include "benchfleet/v1/agent.pb.h"
 #include "common/subprocess.h"
+#include "worker/agent/gpu_sampler.h"
 #include "worker/agent/output_tail.h"
 #include "worker/agent/sinks.h"
 
@@ -40,6 +44,15 @@ struct RankSupervisorOptions {
   int cpu_threads = 1;  // --threads and OMP_NUM_THREADS of each CPU rank
   int host_cores = 1;   // the node's cores, shared by a GPU job's ranks for host threads
   absl::Duration kill_grace = absl::Seconds(5);
+  // Test mode (--gpu-ranks-on-cpu): GPU ranks (device_kind "cuda") are launched with
+  // --device cpu and cpu_threads threads, as CPU ranks; their GPU is still sampled.
+  bool gpu_ranks_on_cpu = false;
+  // Samples each GPU rank's GPU while it runs. Not owned; null: GPUs are not sampled.
+  GpuSampler* gpu_sampler = nullptr;
+  std::map<int, std::string> gpu_uuids;  // GPU index -> UUID, for the GPU samples
+  // Put in every report of a GPU rank (RankReport.telemetry_note): why its GPU is not
+  // sampled. Empty where it is.
+  std::string telemetry_note;
 };
 
 // The command line and environment of one rank (exposed for tests).
@@ -91,6 +104,8 @@ class RankSupervisor {
   struct Rank {
     int rank = 0;
     size_t index = 0;  // within the assignment (LOCAL_RANK)
+    int device_index = 0;
+    bool gpu_sampled = false;  // registered with the GpuSampler (set before threads run)
     std::unique_ptr<Subprocess> process;
     bool exited = false;     // guarded by mu_ (process reaped)
     bool signalled = false;  // guarded by mu_ (we sent SIGTERM/SIGKILL while it ran)
@@ -113,6 +128,8 @@ class RankSupervisor {
   void Terminator();
   void RequestTerminationLocked(absl::string_view reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t SendReport(benchfleet::v1::ReportStatusRequest report);
+  benchfleet::v1::RankReport NewReport(int rank, benchfleet::v1::RankState state,
+                                       absl::string_view message = "") const;
   std::string Prefix(const Rank& rank) const;
 
   const benchfleet::v1::Assignment assignment_;

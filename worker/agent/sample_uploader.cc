@@ -23,18 +23,30 @@ void SampleUploader::SetAgent(std::string agent) {
 
 uint64_t SampleUploader::Add(benchfleet::v1::IterationSample sample) {
   absl::MutexLock lock(&mu_);
-  uint64_t ticket = next_ticket_++;
   ++stats_.added;
+  return Enqueue(Entry{0, std::move(sample)});
+}
+
+uint64_t SampleUploader::AddGpuSample(benchfleet::v1::GpuSample sample) {
+  absl::MutexLock lock(&mu_);
+  ++stats_.gpu_added;
+  return Enqueue(Entry{0, std::move(sample)});
+}
+
+uint64_t SampleUploader::Enqueue(Entry entry) {
+  entry.ticket = next_ticket_++;
   if (options_.max_queued > 0 && queue_.size() >= options_.max_queued) {
+    ++(queue_.front().gpu() ? stats_.gpu_dropped : stats_.dropped);
     queue_.pop_front();
-    ++stats_.dropped;
-    if (ShouldLogAttempt(stats_.dropped)) {
+    uint64_t dropped = stats_.dropped + stats_.gpu_dropped;
+    if (ShouldLogAttempt(dropped)) {
       AgentLog(absl::StrCat("warning: sample queue full (", options_.max_queued,
-                            "); dropped ", stats_.dropped, " oldest samples so far"));
+                            "); dropped ", dropped, " oldest samples so far"));
     }
     delivered_cv_.SignalAll();
   }
-  queue_.push_back(Entry{ticket, std::move(sample)});
+  uint64_t ticket = entry.ticket;
+  queue_.push_back(std::move(entry));
   if (queue_.size() == 1 || queue_.size() == options_.max_batch) work_cv_.Signal();
   return ticket;
 }
@@ -43,11 +55,11 @@ uint64_t SampleUploader::DoneThroughLocked() const {
   return queue_.empty() ? next_ticket_ - 1 : queue_.front().ticket - 1;
 }
 
-size_t SampleUploader::PopThroughLocked(uint64_t ticket) {
-  size_t popped = 0;
+SampleUploader::Counts SampleUploader::PopThroughLocked(uint64_t ticket) {
+  Counts popped;
   while (!queue_.empty() && queue_.front().ticket <= ticket) {
+    ++(queue_.front().gpu() ? popped.gpu : popped.iterations);
     queue_.pop_front();
-    ++popped;
   }
   delivered_cv_.SignalAll();
   return popped;
@@ -104,8 +116,13 @@ void SampleUploader::Run() {
     request.set_agent(agent_);
     request.set_batch_id(next_batch_id_++);
     size_t count = std::min(queue_.size(), options_.max_batch);
-    request.mutable_samples()->Reserve(static_cast<int>(count));
-    for (size_t i = 0; i < count; ++i) *request.add_samples() = queue_[i].sample;
+    for (size_t i = 0; i < count; ++i) {
+      if (const auto* gpu = std::get_if<benchfleet::v1::GpuSample>(&queue_[i].sample)) {
+        *request.add_gpu_samples() = *gpu;
+      } else {
+        *request.add_samples() = std::get<benchfleet::v1::IterationSample>(queue_[i].sample);
+      }
+    }
     uint64_t last_ticket = queue_[count - 1].ticket;
 
     mu_.Unlock();
@@ -114,7 +131,9 @@ void SampleUploader::Run() {
     mu_.Lock();
 
     if (status.ok()) {
-      stats_.acknowledged += PopThroughLocked(last_ticket);
+      Counts acknowledged = PopThroughLocked(last_ticket);
+      stats_.acknowledged += acknowledged.iterations;
+      stats_.gpu_acknowledged += acknowledged.gpu;
       ++stats_.batches;
       if (consecutive_failures > 0) {
         AgentLog(absl::StrCat("sample upload recovered after ", consecutive_failures,
@@ -129,9 +148,11 @@ void SampleUploader::Run() {
     ++stats_.failed_uploads;
     ++consecutive_failures;
     if (!IsTransientError(status) && ++permanent_failures >= options_.max_permanent_failures) {
-      size_t dropped = PopThroughLocked(last_ticket);
-      stats_.dropped += dropped;
-      AgentLog(absl::StrCat("warning: dropping a batch of ", dropped, " samples after ",
+      Counts dropped = PopThroughLocked(last_ticket);
+      stats_.dropped += dropped.iterations;
+      stats_.gpu_dropped += dropped.gpu;
+      AgentLog(absl::StrCat("warning: dropping a batch of ", dropped.iterations + dropped.gpu,
+                            " samples after ",
                             permanent_failures, " rejected uploads: ", status.ToString()));
       permanent_failures = 0;
       retrying = false;

@@ -1,13 +1,13 @@
-// Streams iteration samples to the controller in batches, at least once.
+// Streams iteration samples and GPU samples to the controller in batches, at least once.
 //
-// Samples queue in memory and a background thread sends them with UploadSamples in
-// batches (up to max_batch samples, or whatever has gathered after `linger`). A batch
+// Samples of both kinds queue in memory, in one queue in the order added, and a background thread sends them with UploadSamples in
+// batches (up to max_batch samples of either kind, or whatever has gathered after `linger`). A batch
 // leaves the queue only when the controller acknowledges it; a failed upload is retried
 // with back-off (the controller dedupes by sample identity, so a retry after a lost
 // acknowledgement is harmless). A batch that fails with a non-transient error
 // max_permanent_failures times in a row is dropped with a warning, so one poisoned batch
-// cannot block the rest. Memory is bounded: beyond max_queued samples the oldest are
-// dropped (counted and logged).
+// cannot block the rest. Memory is bounded: beyond max_queued samples (both kinds) the
+// oldest are dropped (counted and logged).
 #pragma once
 
 #include <cstddef>
@@ -15,6 +15,7 @@
 #include <deque>
 #include <string>
 #include <thread>
+#include <variant>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -43,10 +44,14 @@ struct SampleUploaderOptions {
   int max_permanent_failures = 5;
 };
 
+// added, acknowledged and dropped count iteration samples; gpu_* count GPU samples.
 struct SampleUploaderStats {
   uint64_t added = 0;
   uint64_t acknowledged = 0;    // samples in acknowledged batches
   uint64_t dropped = 0;         // dropped (queue full, or a batch given up on)
+  uint64_t gpu_added = 0;
+  uint64_t gpu_acknowledged = 0;
+  uint64_t gpu_dropped = 0;
   uint64_t failed_uploads = 0;  // UploadSamples calls that failed
   uint64_t batches = 0;         // UploadSamples calls that succeeded
 };
@@ -63,6 +68,8 @@ class SampleUploader : public SampleSink {
   void SetAgent(std::string agent);
 
   uint64_t Add(benchfleet::v1::IterationSample sample) override;
+  uint64_t AddGpuSample(benchfleet::v1::GpuSample sample) override;
+  // Covers tickets of both kinds.
   bool WaitDelivered(uint64_t ticket) override;
 
   // Waits until the queue is empty (true) or `deadline` passes (false).
@@ -76,12 +83,18 @@ class SampleUploader : public SampleSink {
  private:
   struct Entry {
     uint64_t ticket;
-    benchfleet::v1::IterationSample sample;
+    std::variant<benchfleet::v1::IterationSample, benchfleet::v1::GpuSample> sample;
+    bool gpu() const { return sample.index() == 1; }
+  };
+  struct Counts {
+    uint64_t iterations = 0;
+    uint64_t gpu = 0;
   };
 
   void Run();
+  uint64_t Enqueue(Entry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t DoneThroughLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  size_t PopThroughLocked(uint64_t ticket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Counts PopThroughLocked(uint64_t ticket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   SampleUploadRpc* const rpc_;
   const SampleUploaderOptions options_;

@@ -1,5 +1,6 @@
-// The two outlets a RankSupervisor writes to, as interfaces so that tests can fake them.
-// SampleUploader implements SampleSink; StatusReporter implements ReportSink.
+// The outlets a RankSupervisor and the GpuSampler write to, as interfaces so that tests
+// can fake them. SampleUploader implements SampleSink (and so GpuSampleSink);
+// StatusReporter implements ReportSink.
 #pragma once
 
 #include <cstdint>
@@ -9,15 +10,24 @@
 
 namespace bench::agent {
 
-// Iteration samples on their way to the controller. Implementations are thread-safe.
-class SampleSink {
+// GPU samples on their way to the controller. Implementations are thread-safe.
+class GpuSampleSink {
  public:
-  virtual ~SampleSink() = default;
+  virtual ~GpuSampleSink() = default;
+  // Queues `sample`; returns a ticket (see SampleSink).
+  virtual uint64_t AddGpuSample(benchfleet::v1::GpuSample sample) = 0;
+};
+
+// Iteration samples (and GPU samples) on their way to the controller, in one stream:
+// tickets of both kinds come from one counter that increases with every call.
+// Implementations are thread-safe.
+class SampleSink : public GpuSampleSink {
+ public:
   // Queues `sample`; returns a ticket that increases with every call.
   virtual uint64_t Add(benchfleet::v1::IterationSample sample) = 0;
-  // Blocks until every sample up to and including `ticket` has been acknowledged by
-  // the controller (or given up on, e.g. dropped under memory pressure). Returns
-  // false if the sink shut down before that.
+  // Blocks until every sample (of either kind) up to and including `ticket` has been
+  // acknowledged by the controller (or given up on, e.g. dropped under memory
+  // pressure). Returns false if the sink shut down before that.
   virtual bool WaitDelivered(uint64_t ticket) = 0;
 };
 

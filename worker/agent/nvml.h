@@ -1,0 +1,77 @@
+// An NVML session: libnvidia-ml loaded at run time (dlopen, so the agent builds and runs
+// without the NVIDIA driver), initialised once, shut down and unloaded at destruction.
+// The inventory needs a few entry points (required); telemetry readings use others
+// that older drivers or GPUs may lack (optional: a reading NVML cannot give is unset).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace bench::agent {
+
+inline constexpr char kDefaultNvmlLibrary[] = "libnvidia-ml.so.1";
+
+struct GpuInfo {
+  int index = 0;
+  std::string name;
+  std::string uuid;
+  int64_t memory_bytes = 0;
+};
+
+// One reading of one GPU. A field is unset where NVML cannot give it (entry point
+// absent, NVML_ERROR_NOT_SUPPORTED, any other error).
+struct GpuReading {
+  std::optional<double> power_w;          // instantaneous (field NVML_FI_DEV_POWER_INSTANT)
+  std::optional<double> power_average_w;  // nvmlDeviceGetPowerUsage (driver-averaged)
+  std::optional<double> energy_j;         // nvmlDeviceGetTotalEnergyConsumption
+  std::optional<double> sm_clock_mhz;
+  std::optional<double> memory_clock_mhz;
+  std::optional<double> temperature_c;
+  std::optional<double> gpu_utilization_pct;
+  std::optional<double> memory_utilization_pct;
+  std::optional<int64_t> memory_used_bytes;
+  std::optional<uint64_t> throttle_reasons;  // nvmlClocksThrottleReasons bit mask
+};
+
+// Reads one GPU by its NVML index. Implementations are thread-safe.
+class GpuReader {
+ public:
+  virtual ~GpuReader() = default;
+  virtual GpuReading Read(int gpu_index) = 0;
+};
+
+// Thread-safe (NVML serialises itself); owns the library handle and one nvmlInit_v2.
+class Nvml : public GpuReader {
+ public:
+  // dlopen()s `library` (a file name searched the usual way, or a path) and calls
+  // nvmlInit_v2. NOT_FOUND if the library or a required symbol is missing
+  // ("cannot load <library>: <dlerror>"); UNAVAILABLE if nvmlInit_v2 fails (e.g. no
+  // driver).
+  static absl::StatusOr<std::unique_ptr<Nvml>> Open(const std::string& library);
+  ~Nvml() override;  // nvmlShutdown, dlclose
+  Nvml(const Nvml&) = delete;
+  Nvml& operator=(const Nvml&) = delete;
+
+  // The GPUs NVML sees (index order, which is PCI bus order). UNAVAILABLE on an NVML
+  // error; empty if there is no GPU.
+  absl::StatusOr<std::vector<GpuInfo>> ListGpus() const;
+  // Every reading NVML offers for GPU `gpu_index`; all unset if there is no such GPU.
+  GpuReading Read(int gpu_index) override;
+
+  const std::string& library() const { return library_; }
+
+ private:
+  struct Api;
+  Nvml(std::string library, void* handle, std::unique_ptr<Api> api);
+
+  const std::string library_;
+  void* const handle_;
+  const std::unique_ptr<Api> api_;
+};
+
+}  // namespace bench::agent

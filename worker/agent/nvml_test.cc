@@ -1,0 +1,129 @@
+// The Nvml session against tests/fake_nvml (values scripted from the environment).
+#include "worker/agent/nvml.h"
+
+#include <stdlib.h>
+
+#include <chrono>
+
+#include <gtest/gtest.h>
+
+#include "absl/time/clock.h"
+
+namespace bench::agent {
+namespace {
+
+// Sets an environment variable for one test (the fake reads it at nvmlInit_v2).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+TEST(NvmlTest, MissingLibraryIsNotFound) {
+  auto nvml = Nvml::Open("/nonexistent/libnvidia-ml.so.1");
+  ASSERT_FALSE(nvml.ok());
+  EXPECT_EQ(nvml.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(nvml.status().message().find("cannot load /nonexistent/libnvidia-ml.so.1"),
+            absl::string_view::npos)
+      << nvml.status();
+}
+
+TEST(NvmlTest, FailingInitIsUnavailable) {
+  ScopedEnv fail("FAKE_NVML_FAIL_INIT", "1");
+  auto nvml = Nvml::Open(FAKE_NVML_LIBRARY);
+  ASSERT_FALSE(nvml.ok());
+  EXPECT_EQ(nvml.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(nvml.status().message().find("nvmlInit_v2"), absl::string_view::npos);
+}
+
+TEST(NvmlTest, ReadsTheScriptedValues) {
+  auto nvml = Nvml::Open(FAKE_NVML_LIBRARY);
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  auto gpus = (*nvml)->ListGpus();
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  ASSERT_EQ(gpus->size(), 2u);
+  EXPECT_EQ((*gpus)[1].uuid, "GPU-fake-1");
+
+  GpuReading gpu0 = (*nvml)->Read(0);
+  EXPECT_EQ(gpu0.power_w, 300.0);
+  EXPECT_EQ(gpu0.power_average_w, 300.0);
+  EXPECT_EQ(gpu0.sm_clock_mhz, 1980.0);
+  EXPECT_EQ(gpu0.memory_clock_mhz, 1593.0);
+  EXPECT_EQ(gpu0.temperature_c, 60.0);
+  EXPECT_EQ(gpu0.gpu_utilization_pct, 100.0);
+  EXPECT_EQ(gpu0.memory_utilization_pct, 40.0);
+  EXPECT_EQ(gpu0.memory_used_bytes, 4096LL << 20);
+  EXPECT_EQ(gpu0.throttle_reasons, 0u);
+  ASSERT_TRUE(gpu0.energy_j.has_value());
+  EXPECT_GE(*gpu0.energy_j, 1000.0);  // the fixed offset, 1e6 mJ
+
+  GpuReading gpu1 = (*nvml)->Read(1);
+  EXPECT_EQ(gpu1.power_w, 250.0);
+  EXPECT_EQ(gpu1.sm_clock_mhz, 1755.0);
+  EXPECT_EQ(gpu1.temperature_c, 70.0);
+
+  GpuReading none = (*nvml)->Read(5);
+  EXPECT_FALSE(none.power_w.has_value());
+  EXPECT_FALSE(none.energy_j.has_value());
+  EXPECT_FALSE(none.sm_clock_mhz.has_value());
+}
+
+TEST(NvmlTest, EnvironmentScriptsTheFake) {
+  ScopedEnv gpus("FAKE_NVML_GPUS", "3");
+  ScopedEnv power("FAKE_NVML_POWER_W", "100,200");
+  ScopedEnv clock("FAKE_NVML_SM_CLOCK_MHZ", "1410");
+  ScopedEnv throttle("FAKE_NVML_THROTTLE", "0x44");
+  auto nvml = Nvml::Open(FAKE_NVML_LIBRARY);
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  auto list = (*nvml)->ListGpus();
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 3u);
+  EXPECT_EQ((*nvml)->Read(0).power_w, 100.0);
+  EXPECT_EQ((*nvml)->Read(2).power_w, 200.0);  // a short list repeats its last value
+  EXPECT_EQ((*nvml)->Read(2).sm_clock_mhz, 1410.0);
+  EXPECT_EQ((*nvml)->Read(1).throttle_reasons, 0x44u);
+}
+
+TEST(NvmlTest, InstantPowerUnsetWhereNotSupported) {
+  ScopedEnv no_instant("FAKE_NVML_NO_INSTANT_POWER", "1");
+  auto nvml = Nvml::Open(FAKE_NVML_LIBRARY);
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  GpuReading reading = (*nvml)->Read(0);
+  EXPECT_FALSE(reading.power_w.has_value());
+  EXPECT_EQ(reading.power_average_w, 300.0);
+  EXPECT_TRUE(reading.energy_j.has_value());
+}
+
+TEST(NvmlTest, EnergyGrowsAtTheScriptedPower) {
+  auto nvml = Nvml::Open(FAKE_NVML_LIBRARY);
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  auto start = std::chrono::steady_clock::now();
+  std::optional<double> e0 = (*nvml)->Read(1).energy_j;
+  absl::SleepFor(absl::Milliseconds(400));
+  std::optional<double> e1 = (*nvml)->Read(1).energy_j;
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(e0.has_value() && e1.has_value());
+  double watts = (*e1 - *e0) / seconds;
+  EXPECT_NEAR(watts, 250.0, 250.0 * 0.1) << "energy " << *e0 << " -> " << *e1 << " J over "
+                                         << seconds << " s";
+}
+
+TEST(NvmlTest, SessionsNestAndShutDown) {
+  auto first = Nvml::Open(FAKE_NVML_LIBRARY);
+  ASSERT_TRUE(first.ok());
+  {
+    auto second = Nvml::Open(FAKE_NVML_LIBRARY);
+    ASSERT_TRUE(second.ok());
+  }
+  // NVML is still initialised for the first session.
+  EXPECT_EQ((*first)->Read(0).temperature_c, 60.0);
+}
+
+}  // namespace
+}  // namespace bench::agent
