@@ -6,12 +6,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <jpeglib.h>
 
 #include "worker/train/test_ports.h"
 
@@ -245,6 +250,7 @@ double Number(const JsonValue& event, const std::string& name) {
   return std::stod(event.members.at(name).text);
 }
 
+// The schema of docs/trainer-events.md: every field each event always has.
 const std::map<std::string, JsonValue::Kind> kStartFields = {
     {"event", JsonValue::kString},       {"rank", JsonValue::kNumber},
     {"model", JsonValue::kString},       {"parameters", JsonValue::kNumber},
@@ -252,13 +258,22 @@ const std::map<std::string, JsonValue::Kind> kStartFields = {
     {"world_size", JsonValue::kNumber},  {"local_rank", JsonValue::kNumber},
     {"batch_size", JsonValue::kNumber},  {"image_size", JsonValue::kNumber},
     {"iterations", JsonValue::kNumber},  {"warmup_iterations", JsonValue::kNumber},
-    {"backend", JsonValue::kString},     {"versions", JsonValue::kObject}};
+    {"backend", JsonValue::kString},     {"versions", JsonValue::kObject},
+    {"requested_precision", JsonValue::kString}, {"loss_scaling", JsonValue::kBool},
+    {"data", JsonValue::kString},        {"dataset_images", JsonValue::kNumber},
+    {"dataset_classes", JsonValue::kNumber}, {"loader_threads", JsonValue::kNumber},
+    {"channels_last", JsonValue::kBool}, {"cuda_graphs", JsonValue::kBool},
+    {"lr", JsonValue::kNumber},          {"lr_warmup_iterations", JsonValue::kNumber},
+    {"momentum", JsonValue::kNumber},    {"weight_decay", JsonValue::kNumber},
+    {"bn_weight_decay", JsonValue::kBool}, {"label_smoothing", JsonValue::kNumber},
+    {"zero_init_residual", JsonValue::kBool}, {"allreduce_buckets", JsonValue::kNumber}};
 const std::map<std::string, JsonValue::Kind> kIterFields = {
     {"event", JsonValue::kString},       {"rank", JsonValue::kNumber},
     {"iteration", JsonValue::kNumber},   {"step_time_s", JsonValue::kNumber},
     {"images", JsonValue::kNumber},      {"loss", JsonValue::kNumber},
     {"data_time_s", JsonValue::kNumber}, {"elapsed_s", JsonValue::kNumber},
-    {"warmup", JsonValue::kBool}};
+    {"warmup", JsonValue::kBool},        {"compute_time_s", JsonValue::kNumber},
+    {"lr", JsonValue::kNumber}};
 const std::map<std::string, JsonValue::Kind> kSummaryFields = {
     {"event", JsonValue::kString},
     {"rank", JsonValue::kNumber},
@@ -266,7 +281,35 @@ const std::map<std::string, JsonValue::Kind> kSummaryFields = {
     {"measured_images", JsonValue::kNumber},
     {"window_s", JsonValue::kNumber},
     {"images_per_second", JsonValue::kNumber},
-    {"step_time_median_s", JsonValue::kNumber}};
+    {"step_time_median_s", JsonValue::kNumber},
+    {"step_time_p50_s", JsonValue::kNumber},
+    {"step_time_p90_s", JsonValue::kNumber},
+    {"step_time_p99_s", JsonValue::kNumber},
+    {"data_time_total_s", JsonValue::kNumber},
+    {"compute_time_total_s", JsonValue::kNumber},
+    {"compute_images_per_second", JsonValue::kNumber},
+    {"skipped_steps", JsonValue::kNumber},
+    {"corrupt_files", JsonValue::kNumber},
+    {"max_rss_bytes", JsonValue::kNumber}};
+// Fields an event may carry (fp16 loss scaling: iter.loss_scale; CUDA:
+// summary.peak_memory_bytes).
+const std::map<std::string, std::map<std::string, JsonValue::Kind>> kOptionalFields = {
+    {"iter", {{"loss_scale", JsonValue::kNumber}}},
+    {"summary", {{"peak_memory_bytes", JsonValue::kNumber}}}};
+
+// Every field of `event` is documented: required or optional for its kind.
+void ExpectNoUndocumentedFields(const JsonValue& event,
+                                const std::map<std::string, JsonValue::Kind>& required) {
+  const std::string kind = event.members.at("event").text;
+  for (const auto& [name, value] : event.members) {
+    if (required.count(name) != 0) continue;
+    auto optional = kOptionalFields.find(kind);
+    const bool known = optional != kOptionalFields.end() && optional->second.count(name) != 0;
+    EXPECT_TRUE(known) << kind << " has undocumented field " << name;
+    if (known) EXPECT_EQ(value.kind, optional->second.at(name)) << name;
+  }
+}
+
 const std::map<std::string, JsonValue::Kind> kErrorFields = {
     {"event", JsonValue::kString}, {"rank", JsonValue::kNumber}, {"message", JsonValue::kString}};
 
@@ -284,6 +327,7 @@ void ExpectSuccessfulStream(const RunResult& result, int rank, int world_size, i
 
   const JsonValue start = OfKind(result, "start")[0];
   ExpectFields(start, kStartFields);
+  ExpectNoUndocumentedFields(start, kStartFields);
   EXPECT_EQ(start.members.at("model").text, "resnet50");
   EXPECT_EQ(start.members.at("parameters").text, "25557032");
   EXPECT_EQ(start.members.at("precision").text, "fp32");
@@ -299,7 +343,10 @@ void ExpectSuccessfulStream(const RunResult& result, int rank, int world_size, i
   for (int i = 0; i < iters; ++i) {
     const JsonValue& it = iters_seen[i];
     ExpectFields(it, kIterFields);
+    ExpectNoUndocumentedFields(it, kIterFields);
     EXPECT_EQ(Number(it, "iteration"), i + 1);
+    EXPECT_GE(Number(it, "compute_time_s"), 0);
+    EXPECT_LE(Number(it, "compute_time_s"), Number(it, "step_time_s") + 1e-9);
     EXPECT_EQ(Number(it, "images"), bs);
     EXPECT_EQ(it.members.at("warmup").text, i < warmup ? "true" : "false");
     EXPECT_GT(Number(it, "step_time_s"), 0);
@@ -309,6 +356,12 @@ void ExpectSuccessfulStream(const RunResult& result, int rank, int world_size, i
 
   const JsonValue summary = OfKind(result, "summary")[0];
   ExpectFields(summary, kSummaryFields);
+  ExpectNoUndocumentedFields(summary, kSummaryFields);
+  EXPECT_LE(Number(summary, "step_time_p50_s"), Number(summary, "step_time_p90_s"));
+  EXPECT_LE(Number(summary, "step_time_p90_s"), Number(summary, "step_time_p99_s"));
+  EXPECT_EQ(Number(summary, "step_time_p50_s"), Number(summary, "step_time_median_s"));
+  EXPECT_GT(Number(summary, "compute_images_per_second"), 0);
+  EXPECT_GT(Number(summary, "max_rss_bytes"), 0);
   EXPECT_EQ(Number(summary, "measured_iterations"), iters - warmup);
   EXPECT_EQ(Number(summary, "measured_images"), (iters - warmup) * bs);
   EXPECT_GT(Number(summary, "window_s"), 0);
@@ -352,6 +405,10 @@ TEST(BenchTrainE2eTest, NoWarmupAndAmp) {
   const auto start = OfKind(result, "start");
   ASSERT_EQ(start.size(), 1u);
   EXPECT_EQ(start[0].members.at("precision").text, "amp_bf16");
+  EXPECT_EQ(start[0].members.at("requested_precision").text, "amp");
+  EXPECT_EQ(start[0].members.at("loss_scaling").text, "false");
+  // No loss scaling on the CPU: no loss_scale in iter events.
+  EXPECT_EQ(OfKind(result, "iter")[0].members.count("loss_scale"), 0u);
   const auto summary = OfKind(result, "summary");
   ASSERT_EQ(summary.size(), 1u);
   EXPECT_EQ(Number(summary[0], "measured_iterations"), 2);
@@ -359,6 +416,107 @@ TEST(BenchTrainE2eTest, NoWarmupAndAmp) {
   // The window starts at the beginning of iteration 1: it spans both steps.
   EXPECT_NEAR(Number(summary[0], "window_s"),
               Number(OfKind(result, "iter")[1], "elapsed_s"), 0.05);
+}
+
+TEST(BenchTrainE2eTest, Bf16IsBf16AutocastAndTf32IsAClearErrorOnTheCpu) {
+  const RunResult bf16 = RunBenchTrain(
+      "--model resnet18 --image-size 32 --bs 2 --iters 2 --warmup 1 --precision bf16");
+  ASSERT_EQ(bf16.exit_code, 0);
+  EXPECT_EQ(OfKind(bf16, "start")[0].members.at("precision").text, "amp_bf16");
+  EXPECT_EQ(OfKind(bf16, "start")[0].members.at("requested_precision").text, "bf16");
+  const RunResult tf32 = RunBenchTrain("--image-size 32 --bs 2 --iters 2 --warmup 1 --precision tf32");
+  EXPECT_EQ(tf32.exit_code, 2);
+  const JsonValue error = ExpectOneError(tf32);
+  EXPECT_NE(error.members.at("message").text.find("tf32 needs a CUDA device"), std::string::npos)
+      << error.members.at("message").text;
+  EXPECT_TRUE(OfKind(tf32, "start").empty());
+}
+
+TEST(BenchTrainE2eTest, RecipeFlagsAreReportedInTheStartEvent) {
+  const RunResult result = RunBenchTrain(
+      "--model resnet18 --image-size 32 --bs 2 --iters 3 --warmup 1 --lr 0.5 --lr-warmup-iters 2 "
+      "--momentum 0.9 --weight-decay 1e-4 --bn-weight-decay --label-smoothing 0 "
+      "--zero-init-residual --channels-last --cuda-graphs off");
+  ASSERT_EQ(result.exit_code, 0);
+  const JsonValue start = OfKind(result, "start")[0];
+  EXPECT_EQ(Number(start, "lr"), 0.5);
+  EXPECT_EQ(Number(start, "lr_warmup_iterations"), 2);
+  EXPECT_EQ(Number(start, "momentum"), 0.9);
+  EXPECT_EQ(Number(start, "weight_decay"), 1e-4);
+  EXPECT_EQ(start.members.at("bn_weight_decay").text, "true");
+  EXPECT_EQ(Number(start, "label_smoothing"), 0);
+  EXPECT_EQ(start.members.at("zero_init_residual").text, "true");
+  EXPECT_EQ(start.members.at("channels_last").text, "true");
+  EXPECT_EQ(start.members.at("cuda_graphs").text, "false");
+  const auto iters = OfKind(result, "iter");
+  ASSERT_EQ(iters.size(), 3u);
+  EXPECT_NEAR(Number(iters[0], "lr"), 0.25, 1e-6);  // warm-up: 0.5 x 1/2
+  EXPECT_NEAR(Number(iters[1], "lr"), 0.5, 1e-6);
+  EXPECT_NEAR(Number(iters[2], "lr"), 0.5, 1e-6);  // cosine starts at the peak
+}
+
+// A grey width x height JPEG written with libjpeg.
+void WriteJpeg(const std::string& path, int width, int height, uint8_t level) {
+  jpeg_compress_struct cinfo;
+  jpeg_error_mgr error;
+  cinfo.err = jpeg_std_error(&error);
+  jpeg_create_compress(&cinfo);
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(out, nullptr);
+  jpeg_stdio_dest(&cinfo, out);
+  cinfo.image_width = static_cast<JDIMENSION>(width);
+  cinfo.image_height = static_cast<JDIMENSION>(height);
+  cinfo.input_components = 3;
+  cinfo.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_start_compress(&cinfo, TRUE);
+  std::vector<uint8_t> row(static_cast<size_t>(width) * 3);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<uint8_t>(level + i % 7);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW pointer = row.data();
+    jpeg_write_scanlines(&cinfo, &pointer, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  std::fclose(out);
+}
+
+TEST(BenchTrainE2eTest, ImageFolderRunCountsAndSkipsACorruptFile) {
+  char pattern[] = "/tmp/bench_train_e2e_XXXXXX";
+  const std::string root = ::mkdtemp(pattern);
+  for (const char* name : {"n01", "n02", "n03"}) ::mkdir((root + "/" + name).c_str(), 0755);
+  WriteJpeg(root + "/n01/a.jpg", 80, 60, 40);
+  WriteJpeg(root + "/n01/b.jpg", 50, 70, 90);
+  WriteJpeg(root + "/n02/a.jpg", 64, 64, 140);
+  WriteJpeg(root + "/n03/a.jpg", 120, 90, 200);
+  WriteJpeg(root + "/n03/b.jpg", 40, 40, 10);
+  std::ofstream(root + "/n02/broken.jpg") << "this is not a JPEG";
+  // 3 steps of 4 images = 12 samples: the first epoch of 6 files meets every file.
+  const RunResult result = RunBenchTrain(
+      "--model resnet18 --image-size 32 --bs 4 --iters 3 --warmup 1 --num-classes 3 "
+      "--loader-threads 2 --data imagefolder:" + root);
+  std::system(("rm -rf '" + root + "'").c_str());
+  ASSERT_EQ(result.exit_code, 0);
+  const JsonValue start = OfKind(result, "start")[0];
+  EXPECT_EQ(start.members.at("data").text, "imagefolder");
+  EXPECT_EQ(Number(start, "dataset_images"), 6);
+  EXPECT_EQ(Number(start, "dataset_classes"), 3);
+  EXPECT_EQ(Number(start, "loader_threads"), 2);
+  const auto iters = OfKind(result, "iter");
+  ASSERT_EQ(iters.size(), 3u);
+  for (const auto& it : iters) EXPECT_GE(Number(it, "data_time_s"), 0);
+  const JsonValue summary = OfKind(result, "summary")[0];
+  EXPECT_EQ(Number(summary, "corrupt_files"), 1);
+}
+
+TEST(BenchTrainE2eTest, MissingDataFolderIsAnErrorBeforeTraining) {
+  const RunResult result = RunBenchTrain(
+      "--image-size 32 --bs 2 --iters 2 --warmup 1 --data-dir /nonexistent/imagenet/train");
+  EXPECT_EQ(result.exit_code, 2);
+  const JsonValue error = ExpectOneError(result);
+  EXPECT_NE(error.members.at("message").text.find("/nonexistent/imagenet/train"),
+            std::string::npos);
+  EXPECT_TRUE(OfKind(result, "start").empty());
 }
 
 TEST(BenchTrainE2eTest, BadBatchSizeIsAnErrorNamingTheFlag) {
@@ -370,7 +528,8 @@ TEST(BenchTrainE2eTest, BadBatchSizeIsAnErrorNamingTheFlag) {
 }
 
 TEST(BenchTrainE2eTest, BadFlagsAndNamesExitWithUsageError) {
-  for (const char* args : {"--model vgg16", "--precision fp16", "--data imagenet",
+  for (const char* args : {"--model vgg16", "--precision fp16", "--data imagenet", "--precision fp8",
+                           "--cuda-graphs maybe", "--lr x", "--label-smoothing 1",
                            "--image-size 16", "--warmup 5 --iters 5", "--bs two", "--nope 1"}) {
     const RunResult result = RunBenchTrain(args);
     EXPECT_EQ(result.exit_code, 2) << args;

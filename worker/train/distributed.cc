@@ -8,7 +8,10 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/grad_mode.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #ifdef BENCH_WITH_GLOO
@@ -42,6 +45,14 @@ class ProcessGroupCommunicator : public Communicator {
     c10d::AllreduceOptions options;
     options.reduceOp = c10d::ReduceOp::SUM;
     Run(tensors, [&](std::vector<at::Tensor>& one) { return group_->allreduce(one, options); });
+  }
+
+  std::function<void()> StartAllReduceSum(const at::Tensor& tensor) override {
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    auto input = std::make_shared<std::vector<at::Tensor>>(std::vector<at::Tensor>{tensor});
+    auto work = group_->allreduce(*input, options);
+    return [input, work]() { work->wait(); };
   }
 
   void Broadcast(const std::vector<at::Tensor>& tensors, int root) override {
@@ -209,6 +220,69 @@ void AverageGradients(const std::vector<at::Tensor>& parameters, Communicator& c
   for (size_t i = 0; i < buckets.size(); ++i) {
     flats[i].div_(communicator.world_size());
     Unflatten(flats[i], buckets[i]);
+  }
+}
+
+GradientReducer::GradientReducer(std::vector<GradientBucket> buckets, Communicator& communicator)
+    : communicator_(communicator), buckets_(std::move(buckets)), pending_(buckets_.size(), 0) {
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    for (const auto& parameter : buckets_[b].parameters) {
+      Hook hook;
+      hook.accumulator = torch::autograd::impl::grad_accumulator(parameter);
+      hook.key = hook.accumulator->add_post_hook(
+          std::make_unique<torch::autograd::utils::LambdaPostHook>(
+              [this, b](const torch::autograd::variable_list& outputs,
+                        const torch::autograd::variable_list& /*inputs*/) {
+                OnGradReady(b);
+                return outputs;
+              }));
+      hooks_.push_back(std::move(hook));
+    }
+  }
+}
+
+GradientReducer::~GradientReducer() {
+  for (auto& hook : hooks_) hook.accumulator->del_post_hook(hook.key);
+}
+
+void GradientReducer::Prepare() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    pending_[b] = static_cast<int64_t>(buckets_[b].parameters.size());
+  }
+  next_to_start_ = 0;
+  in_backward_ = true;
+  started_in_backward_ = 0;
+  waiters_.clear();
+}
+
+void GradientReducer::OnGradReady(size_t bucket) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!in_backward_) return;
+  if (--pending_[bucket] == 0) StartReadyBuckets();
+}
+
+void GradientReducer::StartReadyBuckets() {
+  while (next_to_start_ < buckets_.size() && pending_[next_to_start_] <= 0) {
+    waiters_.push_back(communicator_.StartAllReduceSum(buckets_[next_to_start_].flat));
+    ++next_to_start_;
+    if (in_backward_) ++started_in_backward_;
+  }
+}
+
+void GradientReducer::Finish() {
+  std::vector<std::function<void()>> waiters;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_backward_ = false;
+    for (auto& pending : pending_) pending = 0;  // a parameter without a gradient adds 0
+    StartReadyBuckets();
+    waiters.swap(waiters_);
+  }
+  at::NoGradGuard no_grad;
+  for (size_t b = 0; b < waiters.size(); ++b) {
+    waiters[b]();
+    buckets_[b].flat.div_(communicator_.world_size());
   }
 }
 

@@ -11,7 +11,9 @@
 #define BENCHFLEET_WORKER_TRAIN_DISTRIBUTED_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,12 @@
 
 #include "worker/train/options.h"
 #include "worker/train/status.h"
+
+namespace torch {
+namespace autograd {
+struct Node;
+}  // namespace autograd
+}  // namespace torch
 
 namespace bench_train {
 
@@ -40,6 +48,10 @@ class Communicator {
   // started before any is awaited). Returns once the results may be used: on the
   // host for Gloo; for NCCL, once the current CUDA stream is ordered after them.
   virtual void AllReduceSum(const std::vector<at::Tensor>& tensors) = 0;
+  // Starts an in-place SUM of `tensor` over all ranks and returns a function
+  // that waits for it (same meaning of "done" as AllReduceSum). Call the waiter
+  // exactly once. Thread-compatible: one caller at a time.
+  virtual std::function<void()> StartAllReduceSum(const at::Tensor& tensor) = 0;
   // In-place broadcast of each tensor from `root`.
   virtual void Broadcast(const std::vector<at::Tensor>& tensors, int root) = 0;
 };
@@ -59,6 +71,59 @@ StatusOr<std::unique_ptr<Communicator>> ConnectProcessGroup(const RendezvousOpti
 // zero gradient (and gets one), so that all ranks pack identical buckets.
 void AverageGradients(const std::vector<at::Tensor>& parameters, Communicator& communicator,
                       int64_t bucket_bytes = kDefaultBucketBytes);
+
+// A contiguous slice of a flat gradient buffer and the parameters whose .grad()
+// are views into it.
+struct GradientBucket {
+  at::Tensor flat;
+  std::vector<at::Tensor> parameters;
+};
+
+// Averages gradients over the ranks while backward runs, as PyTorch DDP does:
+// a post hook on each parameter's gradient accumulator counts the bucket's
+// ready gradients; when a bucket is complete (and every bucket before it has
+// been started: all ranks start the same collectives in the same order) its
+// all-reduce starts asynchronously, so communication overlaps the rest of
+// backward. Finish() starts any bucket not yet started (a parameter without a
+// gradient), waits for all, and divides by the world size.
+//
+// Usage per step: Prepare(); loss.backward(); Finish(). The hooks run on
+// autograd's threads; the reducer guards its state with a mutex. The
+// parameters' .grad() must already be the bucket views (FlatSgd) and stay so.
+// Destroying the reducer removes its hooks.
+class GradientReducer {
+ public:
+  GradientReducer(std::vector<GradientBucket> buckets, Communicator& communicator);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  void Prepare();
+  void Finish();
+
+  // Buckets whose all-reduce started inside backward in the last step (for tests
+  // and logs: with more than one bucket, at least one should).
+  int64_t started_during_backward() const { return started_in_backward_; }
+  size_t num_buckets() const { return buckets_.size(); }
+
+ private:
+  struct Hook {
+    std::shared_ptr<torch::autograd::Node> accumulator;
+    uintptr_t key = 0;
+  };
+  void OnGradReady(size_t bucket);
+  void StartReadyBuckets();  // with mu_ held
+
+  Communicator& communicator_;
+  std::vector<GradientBucket> buckets_;
+  std::vector<Hook> hooks_;
+  std::mutex mu_;
+  std::vector<int64_t> pending_;  // per bucket: gradients not yet accumulated
+  size_t next_to_start_ = 0;
+  bool in_backward_ = false;
+  int64_t started_in_backward_ = 0;
+  std::vector<std::function<void()>> waiters_;
+};
 
 // Overwrites `tensors` (parameters and buffers) with rank `root`'s values.
 void BroadcastTensors(const std::vector<at::Tensor>& tensors, Communicator& communicator,

@@ -136,11 +136,28 @@ std::string FormatEvent(const StartEvent& e) {
       .Add("warmup_iterations", e.warmup_iterations)
       .Add("backend", e.backend)
       .AddRaw("versions", versions.Build())
+      .Add("requested_precision", e.requested_precision)
+      .Add("loss_scaling", e.loss_scaling)
+      .Add("data", e.data)
+      .Add("dataset_images", e.dataset_images)
+      .Add("dataset_classes", e.dataset_classes)
+      .Add("loader_threads", e.loader_threads)
+      .Add("channels_last", e.channels_last)
+      .Add("cuda_graphs", e.cuda_graphs)
+      .Add("lr", e.lr)
+      .Add("lr_warmup_iterations", e.lr_warmup_iterations)
+      .Add("momentum", e.momentum)
+      .Add("weight_decay", e.weight_decay)
+      .Add("bn_weight_decay", e.bn_weight_decay)
+      .Add("label_smoothing", e.label_smoothing)
+      .Add("zero_init_residual", e.zero_init_residual)
+      .Add("allreduce_buckets", e.allreduce_buckets)
       .Build();
 }
 
 std::string FormatEvent(const IterEvent& e) {
-  return JsonObjectBuilder()
+  JsonObjectBuilder builder;
+  builder
       .Add("event", "iter")
       .Add("rank", e.rank)
       .Add("iteration", e.iteration)
@@ -150,11 +167,15 @@ std::string FormatEvent(const IterEvent& e) {
       .Add("data_time_s", e.data_time_s)
       .Add("elapsed_s", e.elapsed_s)
       .Add("warmup", e.warmup)
-      .Build();
+      .Add("compute_time_s", e.compute_time_s)
+      .Add("lr", e.lr);
+  if (e.loss_scale) builder.Add("loss_scale", *e.loss_scale);
+  return builder.Build();
 }
 
 std::string FormatEvent(const SummaryEvent& e) {
-  return JsonObjectBuilder()
+  JsonObjectBuilder builder;
+  builder
       .Add("event", "summary")
       .Add("rank", e.rank)
       .Add("measured_iterations", e.measured_iterations)
@@ -162,7 +183,17 @@ std::string FormatEvent(const SummaryEvent& e) {
       .Add("window_s", e.window_s)
       .Add("images_per_second", e.images_per_second)
       .Add("step_time_median_s", e.step_time_median_s)
-      .Build();
+      .Add("step_time_p50_s", e.step_time_p50_s)
+      .Add("step_time_p90_s", e.step_time_p90_s)
+      .Add("step_time_p99_s", e.step_time_p99_s)
+      .Add("data_time_total_s", e.data_time_total_s)
+      .Add("compute_time_total_s", e.compute_time_total_s)
+      .Add("compute_images_per_second", e.compute_images_per_second)
+      .Add("skipped_steps", e.skipped_steps)
+      .Add("corrupt_files", e.corrupt_files);
+  if (e.peak_memory_bytes) builder.Add("peak_memory_bytes", *e.peak_memory_bytes);
+  builder.Add("max_rss_bytes", e.max_rss_bytes);
+  return builder.Build();
 }
 
 std::string FormatEvent(const ErrorEvent& e) {

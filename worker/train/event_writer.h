@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -55,7 +56,7 @@ struct StartEvent {
   int rank = 0;
   std::string model;
   int64_t parameters = 0;
-  std::string precision;  // in effect: "fp32", "amp_bf16", "amp_fp16"
+  std::string precision;  // in effect: "fp32", "tf32", "amp_bf16", "amp_fp16"
   std::string device;     // "cpu", "cuda:0", ...
   int world_size = 1;
   int local_rank = 0;
@@ -66,6 +67,23 @@ struct StartEvent {
   std::string backend;  // "none", "gloo", "nccl"
   // Always "torch" and "bench_train"; "cuda", "cudnn", "nccl" where known.
   std::map<std::string, std::string> versions;
+  // Added with the training recipe (docs/trainer-events.md).
+  std::string requested_precision;  // as given to --precision
+  bool loss_scaling = false;
+  std::string data;  // "synthetic" or "imagefolder"
+  int64_t dataset_images = 0;   // imagefolder: files found (0 for synthetic)
+  int64_t dataset_classes = 0;  // imagefolder: class folders
+  int loader_threads = 0;       // imagefolder: decode threads
+  bool channels_last = false;
+  bool cuda_graphs = false;
+  double lr = 0;  // peak
+  int64_t lr_warmup_iterations = 0;
+  double momentum = 0;
+  double weight_decay = 0;
+  bool bn_weight_decay = false;
+  double label_smoothing = 0;
+  bool zero_init_residual = false;
+  int64_t allreduce_buckets = 0;  // 0 without a process group
 };
 
 struct IterEvent {
@@ -77,6 +95,9 @@ struct IterEvent {
   double data_time_s = 0;
   double elapsed_s = 0;  // start of iteration 1 to the end of this one
   bool warmup = false;
+  double compute_time_s = 0;          // the step without waiting for data
+  double lr = 0;                      // learning rate used by the step
+  std::optional<double> loss_scale;   // fp16 loss scaling only: the scale after the step
 };
 
 struct SummaryEvent {
@@ -86,6 +107,16 @@ struct SummaryEvent {
   double window_s = 0;
   double images_per_second = 0;
   double step_time_median_s = 0;
+  double step_time_p50_s = 0;
+  double step_time_p90_s = 0;
+  double step_time_p99_s = 0;
+  double data_time_total_s = 0;     // measured iterations
+  double compute_time_total_s = 0;  // measured iterations
+  double compute_images_per_second = 0;  // measured_images / compute_time_total_s
+  int64_t skipped_steps = 0;        // fp16 overflow skips, all iterations
+  int64_t corrupt_files = 0;        // unreadable images skipped (imagefolder)
+  std::optional<int64_t> peak_memory_bytes;  // CUDA: caching allocator's peak allocation
+  int64_t max_rss_bytes = 0;        // the process's peak resident set (host memory)
 };
 
 struct ErrorEvent {

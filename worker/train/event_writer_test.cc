@@ -72,11 +72,21 @@ TEST(FormatEventTest, Start) {
   e.warmup_iterations = 2;
   e.backend = "gloo";
   e.versions = {{"torch", "1.13.0"}, {"bench_train", "0.1.0"}};
+  e.requested_precision = "amp";
+  e.data = "synthetic";
+  e.lr = 0.032;
+  e.momentum = 0.875;
+  // The original fields first, unchanged; added fields after them.
   EXPECT_EQ(FormatEvent(e),
             R"({"event":"start","rank":1,"model":"resnet50","parameters":25557032,)"
             R"("precision":"amp_bf16","device":"cpu","world_size":2,"local_rank":1,)"
             R"("batch_size":16,"image_size":64,"iterations":10,"warmup_iterations":2,)"
-            R"("backend":"gloo","versions":{"bench_train":"0.1.0","torch":"1.13.0"}})");
+            R"("backend":"gloo","versions":{"bench_train":"0.1.0","torch":"1.13.0"},)"
+            R"("requested_precision":"amp","loss_scaling":false,"data":"synthetic",)"
+            R"("dataset_images":0,"dataset_classes":0,"loader_threads":0,)"
+            R"("channels_last":false,"cuda_graphs":false,"lr":0.032,"lr_warmup_iterations":0,)"
+            R"("momentum":0.875,"weight_decay":0,"bn_weight_decay":false,"label_smoothing":0,)"
+            R"("zero_init_residual":false,"allreduce_buckets":0})");
 }
 
 TEST(FormatEventTest, Iter) {
@@ -89,9 +99,14 @@ TEST(FormatEventTest, Iter) {
   e.data_time_s = 0;
   e.elapsed_s = 0.75;
   e.warmup = true;
+  e.compute_time_s = 0.25;
+  e.lr = 0.1;
   EXPECT_EQ(FormatEvent(e),
             R"({"event":"iter","rank":0,"iteration":3,"step_time_s":0.25,"images":8,)"
-            R"("loss":6.5,"data_time_s":0,"elapsed_s":0.75,"warmup":true})");
+            R"("loss":6.5,"data_time_s":0,"elapsed_s":0.75,"warmup":true,)"
+            R"("compute_time_s":0.25,"lr":0.1})");
+  e.loss_scale = 32768.0;
+  EXPECT_NE(FormatEvent(e).find(R"("lr":0.1,"loss_scale":32768})"), std::string::npos);
   e.loss = std::numeric_limits<double>::quiet_NaN();
   e.warmup = false;
   EXPECT_NE(FormatEvent(e).find(R"("loss":null)"), std::string::npos);
@@ -106,9 +121,24 @@ TEST(FormatEventTest, Summary) {
   e.window_s = 1.25;
   e.images_per_second = 6.4;
   e.step_time_median_s = 0.3;
+  e.step_time_p50_s = 0.3;
+  e.step_time_p90_s = 0.5;
+  e.step_time_p99_s = 0.75;
+  e.data_time_total_s = 0.25;
+  e.compute_time_total_s = 1;
+  e.compute_images_per_second = 8;
+  e.skipped_steps = 1;
+  e.corrupt_files = 2;
+  e.max_rss_bytes = 4096;
   EXPECT_EQ(FormatEvent(e),
             R"({"event":"summary","rank":0,"measured_iterations":4,"measured_images":8,)"
-            R"("window_s":1.25,"images_per_second":6.4,"step_time_median_s":0.3})");
+            R"("window_s":1.25,"images_per_second":6.4,"step_time_median_s":0.3,)"
+            R"("step_time_p50_s":0.3,"step_time_p90_s":0.5,"step_time_p99_s":0.75,)"
+            R"("data_time_total_s":0.25,"compute_time_total_s":1,"compute_images_per_second":8,)"
+            R"("skipped_steps":1,"corrupt_files":2,"max_rss_bytes":4096})");
+  e.peak_memory_bytes = 1 << 30;
+  EXPECT_NE(FormatEvent(e).find(R"("corrupt_files":2,"peak_memory_bytes":1073741824,)"),
+            std::string::npos);
 }
 
 TEST(FormatEventTest, Error) {

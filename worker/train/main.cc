@@ -1,5 +1,5 @@
 // bench-train: trains one model for a fixed number of iterations on synthetic
-// data and prints JSON-lines events on stdout (docs/trainer-events.md).
+// data or a folder of JPEGs, and prints JSON-lines events on stdout (docs/trainer-events.md).
 //
 //   bench-train --model resnet50 --precision amp --bs 64 --iters 100 --warmup 10
 //
@@ -7,6 +7,7 @@
 // variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).
 // Exit status: 0 on success; 2 for bad flags, options or environment; 1 for any
 // other failure. Every non-zero exit follows an `error` event.
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -29,14 +30,26 @@ constexpr int kExitUsage = 2;
 constexpr char kUsage[] =
     "usage: bench-train [flags]\n"
     "  --model NAME              resnet18|resnet34|resnet50|resnet101|resnet152 (resnet50)\n"
-    "  --precision P             fp32|amp (fp32); amp = bf16 autocast on CPU, fp16 + loss\n"
-    "                            scaling on CUDA\n"
+    "  --precision P             fp32|tf32|amp|bf16 (fp32). fp32: TF32 off; tf32: CUDA only;\n"
+    "                            amp: fp16 autocast + dynamic loss scaling on CUDA, bf16\n"
+    "                            autocast on CPU; bf16: bf16 autocast, no scaling\n"
     "  --bs N                    batch size per rank (32)\n"
     "  --iters N                 iterations, warm-up included (100)\n"
     "  --warmup N                warm-up iterations, 0 <= N < iters (10)\n"
     "  --image-size N            square image side, >= 32 (224)\n"
     "  --num-classes N           classifier outputs (1000)\n"
-    "  --data synthetic          data source (synthetic)\n"
+    "  --data SOURCE             synthetic | imagefolder:PATH (synthetic)\n"
+    "  --data-dir PATH           = --data imagefolder:PATH (JPEGs, one sub-folder per class)\n"
+    "  --loader-threads N        JPEG decode threads (0: hardware threads)\n"
+    "  --channels-last, --no-channels-last   memory format (default: on for CUDA only)\n"
+    "  --cuda-graphs M           auto|on|off (auto: 1 rank, batch <= 128)\n"
+    "  --lr X                    peak learning rate (0.256 x global batch / 256)\n"
+    "  --lr-warmup-iters N       linear warm-up, then cosine (default: --warmup)\n"
+    "  --momentum X              SGD momentum (0.875)\n"
+    "  --weight-decay X          (3.0517578125e-05)\n"
+    "  --bn-weight-decay         also decay BatchNorm weights and biases (off)\n"
+    "  --label-smoothing X       (0.1)\n"
+    "  --zero-init-residual      last BatchNorm gamma of each block starts at 0 (off)\n"
     "  --device D                cpu|cuda|cuda:N (cpu); cuda = cuda:LOCAL_RANK\n"
     "  --threads N               intra-op CPU threads (libtorch default)\n"
     "  --seed N                  random seed (1)\n"
@@ -56,6 +69,16 @@ Status ParseInt(const std::string& flag, const std::string& value, int64_t* out)
   return Status::Ok();
 }
 
+Status ParseDouble(const std::string& flag, const std::string& value, double* out) {
+  char* end = nullptr;
+  errno = 0;
+  *out = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || errno != 0) {
+    return InvalidArgumentError(flag + " expects a number, got '" + value + "'");
+  }
+  return Status::Ok();
+}
+
 Status ParseFlags(int argc, char** argv, ParsedFlags* parsed) {
   TrainOptions& o = parsed->options;
   for (int i = 1; i < argc; ++i) {
@@ -65,6 +88,19 @@ Status ParseFlags(int argc, char** argv, ParsedFlags* parsed) {
       return Status::Ok();
     }
     if (flag.rfind("--", 0) != 0) return InvalidArgumentError("unexpected argument '" + flag + "'");
+    if (flag == "--channels-last" || flag == "--no-channels-last") {
+      o.channels_last = flag == "--channels-last" ? bench_train::Toggle::kOn
+                                                  : bench_train::Toggle::kOff;
+      continue;
+    }
+    if (flag == "--zero-init-residual") {
+      o.zero_init_residual = true;
+      continue;
+    }
+    if (flag == "--bn-weight-decay" || flag == "--no-bn-weight-decay") {
+      o.bn_weight_decay = flag == "--bn-weight-decay";
+      continue;
+    }
     std::string value;
     const size_t eq = flag.find('=');
     if (eq != std::string::npos) {
@@ -81,7 +117,40 @@ Status ParseFlags(int argc, char** argv, ParsedFlags* parsed) {
     } else if (flag == "--precision") {
       o.precision = value;
     } else if (flag == "--data") {
-      o.data = value;
+      const std::string prefix = std::string(bench_train::kDataImageFolder) + ":";
+      if (value.rfind(prefix, 0) == 0) {
+        o.data = bench_train::kDataImageFolder;
+        o.data_dir = value.substr(prefix.size());
+      } else {
+        o.data = value;
+      }
+    } else if (flag == "--data-dir") {
+      o.data = bench_train::kDataImageFolder;
+      o.data_dir = value;
+    } else if (flag == "--loader-threads") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &number));
+      if (number < 0 || number > 1024) return InvalidArgumentError("--loader-threads out of range");
+      o.loader_threads = static_cast<int>(number);
+    } else if (flag == "--cuda-graphs") {
+      if (value == "auto") {
+        o.cuda_graphs = bench_train::Toggle::kAuto;
+      } else if (value == "on") {
+        o.cuda_graphs = bench_train::Toggle::kOn;
+      } else if (value == "off") {
+        o.cuda_graphs = bench_train::Toggle::kOff;
+      } else {
+        return InvalidArgumentError("--cuda-graphs expects auto, on or off, got '" + value + "'");
+      }
+    } else if (flag == "--lr") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseDouble(flag, value, &o.lr));
+    } else if (flag == "--momentum") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseDouble(flag, value, &o.momentum));
+    } else if (flag == "--weight-decay") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseDouble(flag, value, &o.weight_decay));
+    } else if (flag == "--label-smoothing") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseDouble(flag, value, &o.label_smoothing));
+    } else if (flag == "--lr-warmup-iters") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.lr_warmup_iterations));
     } else if (flag == "--device") {
       o.device = value;
     } else if (flag == "--bs" || flag == "--batch-size") {

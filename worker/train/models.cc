@@ -23,6 +23,8 @@ nn::Conv2d Conv1x1(int64_t in, int64_t out, int64_t stride) { return Conv(in, ou
 class ResidualBlock : public nn::Module {
  public:
   virtual torch::Tensor forward(torch::Tensor x) = 0;
+  // The BatchNorm just before the residual addition (zeroed by zero_init_residual).
+  virtual nn::BatchNorm2d& LastNorm() = 0;
 
  protected:
   void MaybeAddDownsample(int64_t in, int64_t out, int64_t stride) {
@@ -58,6 +60,7 @@ class BasicBlock : public ResidualBlock {
     out += Shortcut(x);
     return out.relu_();
   }
+  nn::BatchNorm2d& LastNorm() override { return bn2_; }
 
  private:
   nn::Conv2d conv1_;
@@ -88,6 +91,7 @@ class Bottleneck : public ResidualBlock {
     out += Shortcut(x);
     return out.relu_();
   }
+  nn::BatchNorm2d& LastNorm() override { return bn3_; }
 
  private:
   nn::Conv2d conv1_;
@@ -101,7 +105,7 @@ class Bottleneck : public ResidualBlock {
 template <typename Block>
 class ResNet : public ImageClassifier {
  public:
-  ResNet(const std::array<int, 4>& blocks, int64_t num_classes)
+  ResNet(const std::array<int, 4>& blocks, const ModelOptions& options)
       : conv1_(register_module("conv1", Conv(3, 64, 7, 2, 3))),
         bn1_(register_module("bn1", nn::BatchNorm2d(64))) {
     static constexpr std::array<int64_t, 4> kPlanes = {64, 128, 256, 512};
@@ -116,7 +120,7 @@ class ResNet : public ImageClassifier {
         in = kPlanes[i] * Block::kExpansion;
       }
     }
-    fc_ = register_module("fc", nn::Linear(in, num_classes));
+    fc_ = register_module("fc", nn::Linear(in, options.num_classes));
 
     for (const auto& module : modules(/*include_self=*/false)) {
       if (auto* conv = dynamic_cast<nn::Conv2dImpl*>(module.get())) {
@@ -124,6 +128,12 @@ class ResNet : public ImageClassifier {
       } else if (auto* bn = dynamic_cast<nn::BatchNorm2dImpl*>(module.get())) {
         nn::init::ones_(bn->weight);
         nn::init::zeros_(bn->bias);
+      }
+    }
+    if (options.zero_init_residual) {
+      torch::NoGradGuard no_grad;
+      for (auto& layer : layers_) {
+        for (auto& block : layer) nn::init::zeros_(block->LastNorm()->weight);
       }
     }
   }
@@ -145,17 +155,15 @@ class ResNet : public ImageClassifier {
   nn::Linear fc_{nullptr};
 };
 
-using Factory = std::function<std::shared_ptr<ImageClassifier>(int64_t num_classes)>;
-
 template <typename Block>
-Factory ResNetFactory(std::array<int, 4> blocks) {
-  return [blocks](int64_t num_classes) {
-    return std::make_shared<ResNet<Block>>(blocks, num_classes);
+ModelFactory ResNetFactory(std::array<int, 4> blocks) {
+  return [blocks](const ModelOptions& options) {
+    return std::make_shared<ResNet<Block>>(blocks, options);
   };
 }
 
-const std::map<std::string, Factory>& Registry() {
-  static const auto* kRegistry = new std::map<std::string, Factory>{
+std::map<std::string, ModelFactory>& Registry() {
+  static auto* kRegistry = new std::map<std::string, ModelFactory>{
       {"resnet18", ResNetFactory<BasicBlock>({2, 2, 2, 2})},
       {"resnet34", ResNetFactory<BasicBlock>({3, 4, 6, 3})},
       {"resnet50", ResNetFactory<Bottleneck>({3, 4, 6, 3})},
@@ -167,8 +175,19 @@ const std::map<std::string, Factory>& Registry() {
 
 }  // namespace
 
+void RegisterModel(const std::string& name, ModelFactory factory) {
+  Registry()[name] = std::move(factory);
+}
+
 StatusOr<std::shared_ptr<ImageClassifier>> MakeModel(const std::string& name,
                                                      int64_t num_classes) {
+  ModelOptions options;
+  options.num_classes = num_classes;
+  return MakeModel(name, options);
+}
+
+StatusOr<std::shared_ptr<ImageClassifier>> MakeModel(const std::string& name,
+                                                     const ModelOptions& options) {
   const auto& registry = Registry();
   auto it = registry.find(name);
   if (it == registry.end()) {
@@ -178,8 +197,8 @@ StatusOr<std::shared_ptr<ImageClassifier>> MakeModel(const std::string& name,
     }
     return InvalidArgumentError("unknown model '" + name + "' (known: " + known + ")");
   }
-  if (num_classes <= 0) return InvalidArgumentError("num_classes must be > 0");
-  return it->second(num_classes);
+  if (options.num_classes <= 0) return InvalidArgumentError("num_classes must be > 0");
+  return it->second(options);
 }
 
 int64_t CountParameters(const torch::nn::Module& module) {

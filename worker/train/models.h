@@ -7,13 +7,16 @@
 //                              resnet152  60,192,808       (at 1000 classes)
 //
 // Init as torchvision: Kaiming normal (fan_out, relu) for convolutions, BatchNorm
-// weight 1 and bias 0, Linear with libtorch's default (= PyTorch's). Draws from
+// weight 1 and bias 0, Linear with libtorch's default (= PyTorch's); with
+// zero_init_residual the last BatchNorm weight of each residual block is 0
+// (torchvision's zero_init_residual, NVIDIA's recipe). Draws from
 // the global torch generator: seed it (torch::manual_seed) first for repeatable
 // weights. Modules are not thread-safe; use one per thread.
 #ifndef BENCHFLEET_WORKER_TRAIN_MODELS_H_
 #define BENCHFLEET_WORKER_TRAIN_MODELS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -29,8 +32,22 @@ class ImageClassifier : public torch::nn::Module {
   virtual torch::Tensor forward(torch::Tensor images) = 0;
 };
 
+struct ModelOptions {
+  int64_t num_classes = 1000;
+  bool zero_init_residual = false;
+};
+
+using ModelFactory = std::function<std::shared_ptr<ImageClassifier>(const ModelOptions&)>;
+
+// Adds (or replaces) a model. The training loop only sees ImageClassifier, so a
+// new model plugs in here; --model validation also lists names in options.cc.
+// Not thread-safe: register before training starts.
+void RegisterModel(const std::string& name, ModelFactory factory);
+
 // Builds the model called `name` (see KnownModelNames() in options.h), or
 // returns InvalidArgument for an unknown name.
+StatusOr<std::shared_ptr<ImageClassifier>> MakeModel(const std::string& name,
+                                                     const ModelOptions& options);
 StatusOr<std::shared_ptr<ImageClassifier>> MakeModel(const std::string& name,
                                                      int64_t num_classes);
 

@@ -44,6 +44,16 @@ const std::vector<std::string>& KnownModelNames() {
   return kNames;
 }
 
+double EffectiveLearningRate(const TrainOptions& options) {
+  if (options.lr > 0) return options.lr;
+  return 0.256 * static_cast<double>(options.batch_size * options.rendezvous.world_size) / 256.0;
+}
+
+int64_t EffectiveLrWarmup(const TrainOptions& options) {
+  return options.lr_warmup_iterations < 0 ? options.warmup_iterations
+                                          : options.lr_warmup_iterations;
+}
+
 bool ParseInt64(const std::string& text, int64_t* out) {
   if (text.empty()) return false;
   const char* begin = text.data();
@@ -59,12 +69,29 @@ Status ValidateTrainOptions(const TrainOptions& options) {
     return InvalidArgumentError("unknown --model '" + options.model + "' (known: " +
                                 Join(models) + ")");
   }
-  if (options.precision != kPrecisionFp32 && options.precision != kPrecisionAmp) {
+  if (options.precision != kPrecisionFp32 && options.precision != kPrecisionTf32 &&
+      options.precision != kPrecisionAmp && options.precision != kPrecisionBf16) {
     return InvalidArgumentError("unknown --precision '" + options.precision +
-                                "' (known: fp32, amp)");
+                                "' (known: fp32, tf32, amp, bf16)");
   }
-  if (options.data != kDataSynthetic) {
-    return InvalidArgumentError("unknown --data '" + options.data + "' (known: synthetic)");
+  if (options.data != kDataSynthetic && options.data != kDataImageFolder) {
+    return InvalidArgumentError("unknown --data '" + options.data +
+                                "' (known: synthetic, imagefolder:PATH)");
+  }
+  if (options.data == kDataImageFolder && options.data_dir.empty()) {
+    return InvalidArgumentError("--data imagefolder needs a folder (--data imagefolder:PATH or "
+                                "--data-dir PATH)");
+  }
+  if (options.loader_threads < 0) return InvalidArgumentError("--loader-threads must be >= 0");
+  if (!(options.lr >= 0) || !(options.momentum >= 0 && options.momentum < 1) ||
+      !(options.weight_decay >= 0)) {
+    return InvalidArgumentError("--lr, --momentum (0..1) and --weight-decay must be >= 0");
+  }
+  if (!(options.label_smoothing >= 0 && options.label_smoothing < 1)) {
+    return InvalidArgumentError("--label-smoothing must be in [0, 1)");
+  }
+  if (options.lr_warmup_iterations < -1) {
+    return InvalidArgumentError("--lr-warmup-iters must be >= 0");
   }
   if (options.batch_size <= 0) {
     return InvalidArgumentError("--bs must be > 0 (got " + std::to_string(options.batch_size) +

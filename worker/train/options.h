@@ -17,9 +17,14 @@ namespace bench_train {
 
 inline constexpr char kBenchTrainVersion[] = "0.1.0";
 
-inline constexpr char kPrecisionFp32[] = "fp32";
-inline constexpr char kPrecisionAmp[] = "amp";
+inline constexpr char kPrecisionFp32[] = "fp32";  // TF32 off
+inline constexpr char kPrecisionTf32[] = "tf32";  // CUDA only (compute capability >= 8.0)
+inline constexpr char kPrecisionAmp[] = "amp";    // fp16 + loss scaling on CUDA, bf16 on CPU
+inline constexpr char kPrecisionBf16[] = "bf16";  // bf16 autocast, no scaling
 inline constexpr char kDataSynthetic[] = "synthetic";
+inline constexpr char kDataImageFolder[] = "imagefolder";  // JPEGs, one sub-folder per class
+
+enum class Toggle { kAuto, kOn, kOff };
 // The network downsamples by 32; smaller images leave no spatial extent.
 inline constexpr int kMinImageSize = 32;
 
@@ -45,22 +50,41 @@ struct RendezvousOptions {
 
 struct TrainOptions {
   std::string model = "resnet50";
-  std::string precision = kPrecisionFp32;  // "fp32" or "amp"
+  std::string precision = kPrecisionFp32;  // "fp32", "tf32", "amp" or "bf16"
   int64_t batch_size = 32;                 // per rank
   int64_t iterations = 100;                // total, warm-up included
   int64_t warmup_iterations = 10;          // excluded from the summary
   int64_t image_size = 224;
   int64_t num_classes = 1000;
-  std::string data = kDataSynthetic;
+  std::string data = kDataSynthetic;       // "synthetic" or "imagefolder"
+  std::string data_dir;                    // imagefolder: the root (one folder per class)
+  int loader_threads = 0;                  // JPEG decode threads; 0: hardware threads
   std::string device = "cpu";              // "cpu", "cuda" (= cuda:LOCAL_RANK), "cuda:N"
   int threads = 0;                         // 0: libtorch's default intra-op threads
   uint64_t seed = 1;
+  // kAuto: channels_last on CUDA, contiguous NCHW on the CPU.
+  Toggle channels_last = Toggle::kAuto;
+  // kAuto: captured when world_size == 1 on CUDA and the per-GPU batch is <= 128.
+  Toggle cuda_graphs = Toggle::kAuto;
+  // NVIDIA's ResNet-50 v1.5 recipe. lr <= 0: 0.256 x global batch / 256.
+  double lr = 0;
+  double momentum = 0.875;
+  double weight_decay = 3.0517578125e-05;
+  bool bn_weight_decay = false;       // false: no weight decay on BatchNorm and biases
+  double label_smoothing = 0.1;
+  int64_t lr_warmup_iterations = -1;  // linear warm-up, then cosine to 0; -1: = warmup
+  bool zero_init_residual = false;    // last BN gamma of each residual block starts at 0
   RendezvousOptions rendezvous;
 };
 
 // Names accepted by --model (see models.h for the registry itself; kept here so
 // that flag validation needs no torch).
 const std::vector<std::string>& KnownModelNames();
+
+// The learning rate in effect: options.lr, or 0.256 x (batch_size x world_size) / 256.
+double EffectiveLearningRate(const TrainOptions& options);
+// lr_warmup_iterations in effect (-1 resolved to warmup_iterations).
+int64_t EffectiveLrWarmup(const TrainOptions& options);
 
 // Checks ranges and names. The message names the offending flag (e.g. "--bs").
 Status ValidateTrainOptions(const TrainOptions& options);

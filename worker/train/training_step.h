@@ -1,0 +1,77 @@
+// One data-parallel training step of an image classifier, with everything on the
+// device: flat SGD (optimizer.h), the device LR schedule, fp16 loss scaling
+// (loss_scaler.h) and the overlapped gradient all-reduce (distributed.h).
+//
+//   Run(images, labels): zero grads; forward under autocast (if any); label-smoothed
+//   cross-entropy in fp32; backward (scaled for fp16; buckets all-reduced as
+//   their gradients become ready); unscale + inf check; masked SGD update; scale
+//   update. Nothing is read on the host, so Run can be captured in a CUDA graph
+//   (with no communicator).
+//
+// `images` are float NCHW, or uint8 NHWC RGB (then converted and normalised with
+// ImageNet's mean/std on the device, in the step). Not thread-safe.
+#ifndef BENCHFLEET_WORKER_TRAIN_TRAINING_STEP_H_
+#define BENCHFLEET_WORKER_TRAIN_TRAINING_STEP_H_
+
+#include <cstdint>
+#include <memory>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+#include "worker/train/distributed.h"
+#include "worker/train/loss_scaler.h"
+#include "worker/train/models.h"
+#include "worker/train/optimizer.h"
+
+namespace bench_train {
+
+struct StepOptions {
+  c10::Device device = c10::Device(c10::kCPU);
+  bool autocast = false;
+  c10::ScalarType autocast_dtype = c10::kFloat;
+  bool loss_scaling = false;
+  LossScalerOptions scaler;
+  bool channels_last = false;
+  double lr = 0.1;
+  int64_t lr_warmup = 0;
+  int64_t total_steps = 1;
+  SgdOptions sgd;
+  double label_smoothing = 0.1;
+  int64_t bucket_bytes = kDefaultBucketBytes;
+};
+
+class TrainingStep {
+ public:
+  // `model` must already be on options.device; its parameters become views of
+  // the optimizer's flat buffers. `communicator` (not owned; null for one rank)
+  // must outlive the step.
+  TrainingStep(std::shared_ptr<ImageClassifier> model, const StepOptions& options,
+               Communicator* communicator);
+  ~TrainingStep();
+
+  // Enqueues one step; returns the unscaled fp32 loss (0-dim, on the device).
+  at::Tensor Run(const at::Tensor& images, const at::Tensor& labels);
+
+  LossScaler* scaler() { return scaler_.get(); }  // null without loss scaling
+  FlatSgd& optimizer() { return *optimizer_; }
+  GradientReducer* reducer() { return reducer_.get(); }
+  // The learning rate used by the last Run (device tensor).
+  const at::Tensor& last_lr() const { return last_lr_; }
+
+ private:
+  std::shared_ptr<ImageClassifier> model_;
+  StepOptions options_;
+  std::unique_ptr<FlatSgd> optimizer_;
+  std::unique_ptr<LrSchedule> schedule_;
+  std::unique_ptr<LossScaler> scaler_;
+  std::unique_ptr<GradientReducer> reducer_;
+  at::Tensor mean_;     // [1,3,1,1] x 255
+  at::Tensor inv_std_;  // [1,3,1,1] / 255
+  at::Tensor last_lr_;
+};
+
+}  // namespace bench_train
+
+#endif  // BENCHFLEET_WORKER_TRAIN_TRAINING_STEP_H_

@@ -1,0 +1,258 @@
+// TrainingStep and its parts on the CPU: the device loss scaler, the flat SGD
+// against libtorch's SGD, the LR schedule, zero-init-residual, and two Gloo
+// ranks with the overlapped bucketed all-reduce against one process on the
+// concatenated batch over several steps.
+#include "worker/train/training_step.h"
+
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <torch/nn.h>
+#include <torch/optim/sgd.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include "worker/train/test_ports.h"
+
+namespace bench_train {
+namespace {
+
+const c10::Device kCpu(c10::kCPU);
+
+float Value(const at::Tensor& t) { return t.item<float>(); }
+
+TEST(LossScalerTest, UnscalesAndFindsNoInfOnCleanGradients) {
+  LossScaler scaler(kCpu, LossScalerOptions{1024.0, 2.0, 0.5, 2000});
+  std::vector<at::Tensor> grads = {torch::full({5}, 2048.0), torch::full({2, 2}, -1024.0)};
+  scaler.UnscaleAndCheck(grads);
+  EXPECT_TRUE(torch::allclose(grads[0], torch::full({5}, 2.0)));
+  EXPECT_TRUE(torch::allclose(grads[1], torch::full({2, 2}, -1.0)));
+  EXPECT_EQ(Value(scaler.found_inf()), 0.0f);
+  EXPECT_EQ(Value(scaler.Scale(torch::tensor(3.0f))), 3072.0f);
+}
+
+TEST(LossScalerTest, HalvesTheScaleAndSkipsTheStepOnInfOrNan) {
+  torch::manual_seed(3);
+  torch::nn::Linear layer(4, 3);
+  FlatSgd sgd(*layer, SgdOptions{});
+  for (float bad : {INFINITY, NAN}) {
+    LossScaler scaler(kCpu);
+    const at::Tensor params_before = torch::cat({sgd.groups()[0].params, sgd.groups()[1].params});
+    const at::Tensor momentum_before =
+        torch::cat({sgd.groups()[0].momentum, sgd.groups()[1].momentum});
+    sgd.ZeroGrad();
+    layer->weight.grad().fill_(1.0);
+    layer->weight.grad()[1][2] = bad;
+    scaler.UnscaleAndCheck(sgd.flat_grads());
+    EXPECT_EQ(Value(scaler.found_inf()), 1.0f);
+    sgd.Step(torch::tensor(0.5f), scaler.found_inf());
+    scaler.Update();
+    EXPECT_TRUE(torch::equal(torch::cat({sgd.groups()[0].params, sgd.groups()[1].params}),
+                             params_before));
+    EXPECT_TRUE(torch::equal(torch::cat({sgd.groups()[0].momentum, sgd.groups()[1].momentum}),
+                             momentum_before));
+    EXPECT_EQ(Value(scaler.scale()), 32768.0f);
+    EXPECT_EQ(Value(scaler.skipped_steps()), 1.0f);
+  }
+}
+
+TEST(LossScalerTest, GrowsTheScaleAfterGrowthIntervalCleanSteps) {
+  LossScaler scaler(kCpu, LossScalerOptions{8.0, 2.0, 0.5, 3});
+  std::vector<at::Tensor> clean = {torch::ones({3})};
+  auto step = [&](bool overflow) {
+    clean[0].fill_(overflow ? INFINITY : 1.0);
+    scaler.UnscaleAndCheck(clean);
+    scaler.Update();
+  };
+  step(false);
+  step(false);
+  EXPECT_EQ(Value(scaler.scale()), 8.0f);
+  step(false);
+  EXPECT_EQ(Value(scaler.scale()), 16.0f);  // third clean step in a row
+  step(false);
+  step(true);
+  EXPECT_EQ(Value(scaler.scale()), 8.0f);  // backoff resets the count
+  step(false);
+  step(false);
+  EXPECT_EQ(Value(scaler.scale()), 8.0f);
+  step(false);
+  EXPECT_EQ(Value(scaler.scale()), 16.0f);
+  EXPECT_EQ(Value(scaler.skipped_steps()), 1.0f);
+}
+
+// With weight decay on every parameter, FlatSgd follows torch::optim::SGD.
+TEST(FlatSgdTest, MatchesLibtorchSgd) {
+  auto make = [] {
+    torch::manual_seed(11);
+    return torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3)),
+                                 torch::nn::BatchNorm2d(4), torch::nn::Flatten(),
+                                 torch::nn::Linear(4 * 6 * 6, 5));
+  };
+  auto ours = make();
+  auto theirs = make();
+  SgdOptions options;
+  options.momentum = 0.875;
+  options.weight_decay = 0.01;
+  options.bn_weight_decay = true;
+  FlatSgd flat(*ours, options);
+  torch::optim::SGD reference(theirs->parameters(),
+                              torch::optim::SGDOptions(0.1).momentum(0.875).weight_decay(0.01));
+  torch::manual_seed(12);
+  for (int step = 0; step < 4; ++step) {
+    const at::Tensor x = torch::randn({2, 3, 8, 8});
+    flat.ZeroGrad();
+    ours->forward(x).square().sum().backward();
+    flat.Step(torch::tensor(0.1f), at::Tensor());
+    reference.zero_grad();
+    theirs->forward(x).square().sum().backward();
+    reference.step();
+  }
+  const auto expected = theirs->named_parameters();
+  for (const auto& item : ours->named_parameters()) {
+    EXPECT_TRUE(torch::allclose(item.value(), expected[item.key()], 1e-5, 1e-6)) << item.key();
+  }
+}
+
+TEST(FlatSgdTest, NoWeightDecayOnBatchNormAndBiasesAndChannelsLastViews) {
+  torch::nn::Sequential net(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3)),
+                            torch::nn::BatchNorm2d(4));
+  SgdOptions options;
+  options.channels_last = true;
+  FlatSgd flat(*net, options);
+  ASSERT_EQ(flat.groups().size(), 2u);
+  EXPECT_EQ(flat.groups()[0].slots.size(), 1u);  // 0.weight
+  EXPECT_EQ(flat.groups()[0].slots[0].name, "0.weight");
+  EXPECT_EQ(flat.groups()[1].slots.size(), 3u);  // 0.bias, 1.weight, 1.bias
+  EXPECT_EQ(flat.groups()[1].weight_decay, 0.0);
+  const at::Tensor weight = net->named_parameters()["0.weight"];
+  EXPECT_TRUE(weight.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_EQ(weight.data_ptr(), flat.groups()[0].params.data_ptr());
+  EXPECT_EQ(weight.grad().data_ptr(), flat.groups()[0].grads.data_ptr());
+}
+
+TEST(LrScheduleTest, LinearWarmupThenCosineOnTheDevice) {
+  LrSchedule schedule(0.4, 3, 10, kCpu);
+  for (int step = 0; step < 10; ++step) {
+    EXPECT_NEAR(Value(schedule.Next()), LrSchedule::At(0.4, 3, 10, step), 1e-6) << step;
+  }
+  EXPECT_NEAR(LrSchedule::At(0.4, 3, 10, 0), 0.4 / 3, 1e-12);
+  EXPECT_NEAR(LrSchedule::At(0.4, 3, 10, 3), 0.4, 1e-12);
+  EXPECT_NEAR(LrSchedule::At(0.4, 3, 10, 10), 0.0, 1e-12);
+}
+
+TEST(ModelsTest, ZeroInitResidualZeroesTheLastNormOfEachBlock) {
+  ModelOptions options;
+  options.num_classes = 10;
+  options.zero_init_residual = true;
+  auto model = MakeModel("resnet50", options);
+  ASSERT_TRUE(model.ok());
+  const auto params = (*model)->named_parameters();
+  EXPECT_EQ(params["layer1.0.bn3.weight"].abs().sum().item<float>(), 0.0f);
+  EXPECT_EQ(params["layer4.2.bn3.weight"].abs().sum().item<float>(), 0.0f);
+  EXPECT_EQ(params["layer1.0.bn2.weight"].min().item<float>(), 1.0f);
+  auto basic = MakeModel("resnet18", options);
+  ASSERT_TRUE(basic.ok());
+  EXPECT_EQ((*basic)->named_parameters()["layer2.1.bn2.weight"].abs().sum().item<float>(), 0.0f);
+}
+
+RendezvousOptions Loopback(int rank, int port) {
+  RendezvousOptions rdv;
+  rdv.rank = rank;
+  rdv.world_size = 2;
+  rdv.local_rank = rank;
+  rdv.master_addr = "127.0.0.1";
+  rdv.master_port = port;
+  rdv.timeout_s = 60;
+  return rdv;
+}
+
+StepOptions SmallStep() {
+  StepOptions options;
+  options.lr = 0.2;
+  options.lr_warmup = 2;
+  options.total_steps = 4;
+  options.bucket_bytes = 1 << 20;  // several buckets for resnet18
+  return options;
+}
+
+std::shared_ptr<ImageClassifier> EvalModel(uint64_t seed) {
+  torch::manual_seed(seed);
+  auto model = MakeModel("resnet18", 10);
+  EXPECT_TRUE(model.ok());
+  (*model)->eval();  // BN on running stats: per-sample independent, so shards add up
+  return *model;
+}
+
+// Two ranks (threads, real TCPStore + Gloo), each on half of every batch, with
+// the all-reduce started from gradient hooks during backward, must end where one
+// process on the whole batches ends, after several steps of the full recipe
+// (label smoothing, momentum, no decay on BN and biases, warm-up + cosine).
+TEST(TrainingStepTest, TwoRanksWithOverlappedBucketsEqualOneProcess) {
+  constexpr int kSteps = 4;
+  torch::manual_seed(99);
+  std::vector<at::Tensor> images;
+  std::vector<at::Tensor> labels;
+  for (int s = 0; s < kSteps; ++s) {
+    images.push_back(torch::randn({4, 3, 32, 32}));
+    labels.push_back(torch::randint(0, 10, {4}, torch::kLong));
+  }
+  auto reference = EvalModel(7);
+  {
+    TrainingStep step(reference, SmallStep(), nullptr);
+    for (int s = 0; s < kSteps; ++s) step.Run(images[s], labels[s]);
+  }
+
+  std::vector<std::shared_ptr<ImageClassifier>> ranks = {EvalModel(7), EvalModel(8)};
+  const int port = PickFreeLoopbackPort();
+  ASSERT_GT(port, 0);
+  std::vector<Status> statuses(2);
+  std::vector<int64_t> overlapped(2, 0);
+  std::vector<size_t> buckets(2, 0);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto communicator = ConnectProcessGroup(Loopback(rank, port), Backend::kGloo);
+      if (!communicator.ok()) {
+        statuses[rank] = communicator.status();
+        return;
+      }
+      ImageClassifier& model = *ranks[rank];
+      std::vector<at::Tensor> state = model.parameters();
+      for (const auto& buffer : model.buffers()) state.push_back(buffer);
+      BroadcastTensors(state, **communicator, /*root=*/0);
+      TrainingStep step(ranks[rank], SmallStep(), communicator->get());
+      for (int s = 0; s < kSteps; ++s) {
+        step.Run(images[s].narrow(0, 2 * rank, 2), labels[s].narrow(0, 2 * rank, 2));
+        overlapped[rank] += step.reducer()->started_during_backward();
+      }
+      buckets[rank] = step.reducer()->num_buckets();
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(statuses[rank].ok()) << "rank " << rank << ": " << statuses[rank].message();
+    EXPECT_GT(buckets[rank], 3u);
+    // Every bucket but the last-ready ones starts inside backward.
+    EXPECT_GE(overlapped[rank], kSteps * 2) << "rank " << rank;
+  }
+  const auto expected = reference->named_parameters();
+  int compared = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (const auto& item : ranks[rank]->named_parameters()) {
+      const at::Tensor& want = expected[item.key()];
+      EXPECT_TRUE(torch::allclose(item.value(), want, /*rtol=*/1e-4, /*atol=*/1e-5))
+          << "rank " << rank << " " << item.key() << " max abs diff "
+          << (item.value() - want).abs().max().item<double>();
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 2 * 62);
+  // Training moved the weights.
+  EXPECT_FALSE(torch::allclose(expected["fc.weight"], EvalModel(7)->named_parameters()["fc.weight"]));
+}
+
+}  // namespace
+}  // namespace bench_train
