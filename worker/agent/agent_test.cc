@@ -77,6 +77,8 @@ class FakeController final : public benchfleet::v1::AgentService::Service {
       if (rank.state() != benchfleet::v1::RANK_STATE_STARTED) {
         samples_at_final_[{request->job_id(), rank.rank()}] =
             samples_per_rank_[{request->job_id(), rank.rank()}];
+        gpu_samples_at_final_[{request->job_id(), rank.rank()}] =
+            gpu_samples_per_rank_[{request->job_id(), rank.rank()}];
       }
     }
     return grpc::Status::OK;
@@ -88,8 +90,13 @@ class FakeController final : public benchfleet::v1::AgentService::Service {
     for (const auto& sample : request->samples()) {
       ++samples_per_rank_[{sample.job_id(), sample.rank()}];
     }
+    for (const auto& sample : request->gpu_samples()) {
+      ++gpu_samples_per_rank_[{sample.job_id(), sample.rank()}];
+      gpu_samples_.push_back(sample);
+    }
     response->set_batch_id(request->batch_id());
     response->set_stored(request->samples_size());
+    response->set_gpu_stored(request->gpu_samples_size());
     return grpc::Status::OK;
   }
 
@@ -149,6 +156,9 @@ class FakeController final : public benchfleet::v1::AgentService::Service {
   std::vector<benchfleet::v1::ReportStatusRequest> reports_;
   std::map<std::pair<std::string, int>, int> samples_per_rank_;
   std::map<std::pair<std::string, int>, int> samples_at_final_;
+  std::map<std::pair<std::string, int>, int> gpu_samples_per_rank_;
+  std::map<std::pair<std::string, int>, int> gpu_samples_at_final_;
+  std::vector<benchfleet::v1::GpuSample> gpu_samples_;
 };
 
 // --model picks the behaviour: "ok" (5 iterations and a summary), "hang".
@@ -201,7 +211,7 @@ class AgentTest : public ::testing::Test {
     server_.reset();
   }
 
-  void StartAgent() {
+  void StartAgent(const std::function<void(AgentOptions*)>& adjust = nullptr) {
     AgentOptions options;
     options.controller = absl::StrCat("127.0.0.1:", port_);
     options.name = "node-1";
@@ -209,6 +219,7 @@ class AgentTest : public ::testing::Test {
     options.bench_train = dir_ + "/bench-train";
     options.kill_grace = absl::Milliseconds(500);
     options.shutdown_flush_timeout = absl::Seconds(2);
+    if (adjust) adjust(&options);
     agent_ = std::make_unique<Agent>(options);
     ASSERT_TRUE(agent_->Start().ok());
   }
@@ -343,6 +354,57 @@ TEST_F(AgentTest, ShutdownKillsRanksAndReportsThem) {
   EXPECT_EQ(report.message(), "agent shutting down");
   absl::MutexLock lock(&controller_.mu_);
   EXPECT_EQ((controller_.samples_at_final_[{"job-4", 0}]), 5);
+}
+
+// The CI telemetry path: GPUs from the fake NVML, ranks on the CPU, GPUs sampled.
+TEST_F(AgentTest, SamplesTheGpusOfItsRanksThroughNvml) {
+  StartServer();
+  StartAgent([](AgentOptions* options) {
+    options->cpu_slots = 0;
+    options->nvml_library = FAKE_NVML_LIBRARY;
+    options->gpu_ranks_on_cpu = true;
+    options->gpu_sample_hz = 50;
+  });
+  ASSERT_TRUE(controller_.WaitFor([&] { return controller_.streams_ > 0; }));
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    ASSERT_EQ(controller_.inventory_.gpus_size(), 2);
+    EXPECT_EQ(controller_.inventory_.gpus(1).uuid(), "GPU-fake-1");
+    EXPECT_EQ(controller_.inventory_.cpu_slots(), 0);
+  }
+  AssignmentEvent event = Assign("job-5", "hang");
+  event.mutable_assign()->set_device_kind("cuda");
+  controller_.Push(event);
+  ASSERT_TRUE(WaitForFile("started.0"));
+  ASSERT_TRUE(WaitForFile("started.1"));
+  ASSERT_TRUE(controller_.WaitFor([&] {
+    return controller_.gpu_samples_per_rank_[{"job-5", 0}] >= 3 &&
+           controller_.gpu_samples_per_rank_[{"job-5", 1}] >= 3;
+  }));
+  AssignmentEvent cancel;
+  cancel.mutable_cancel()->set_job_id("job-5");
+  cancel.mutable_cancel()->set_attempt(1);
+  controller_.Push(cancel);
+  ASSERT_TRUE(FinalState("job-5", 0, benchfleet::v1::RANK_STATE_CANCELLED));
+  ASSERT_TRUE(FinalState("job-5", 1, benchfleet::v1::RANK_STATE_CANCELLED));
+  absl::MutexLock lock(&controller_.mu_);
+  for (int rank : {0, 1}) {
+    SCOPED_TRACE(rank);
+    EXPECT_EQ(controller_.LatestLocked("job-5", rank).telemetry_note(), "");
+    EXPECT_EQ((controller_.gpu_samples_at_final_[{"job-5", rank}]),
+              (controller_.gpu_samples_per_rank_[{"job-5", rank}]));
+  }
+  std::map<int, int64_t> last_seq;
+  for (const auto& sample : controller_.gpu_samples_) {
+    EXPECT_EQ(sample.job_id(), "job-5");
+    EXPECT_EQ(sample.gpu_index(), sample.rank());
+    EXPECT_EQ(sample.gpu_uuid(), absl::StrCat("GPU-fake-", sample.rank()));
+    EXPECT_EQ(sample.power_w(), sample.rank() == 0 ? 300.0 : 250.0);
+    EXPECT_EQ(sample.sm_clock_mhz(), sample.rank() == 0 ? 1980.0 : 1755.0);
+    EXPECT_TRUE(sample.has_energy_j());
+    EXPECT_EQ(sample.seq(), last_seq[sample.rank()] + 1) << "in order, none lost";
+    last_seq[sample.rank()] = sample.seq();
+  }
 }
 
 }  // namespace

@@ -36,7 +36,14 @@ class SlowUploadRpc : public SampleUploadRpc {
     absl::SleepFor(absl::Milliseconds(30));
     absl::MutexLock lock(&mu_);
     if (++calls_ == 1) return absl::UnavailableError("first upload fails");
-    for (const auto& sample : request.samples()) ++per_rank_[sample.rank()];
+    for (const auto& sample : request.samples()) {
+      ++per_rank_[sample.rank()];
+      received_unix_ns_.push_back(sample.received_unix_ns());
+    }
+    for (const auto& sample : request.gpu_samples()) {
+      ++gpu_per_rank_[sample.rank()];
+      gpu_samples_.push_back(sample);
+    }
     response->set_batch_id(request.batch_id());
     return absl::OkStatus();
   }
@@ -44,11 +51,26 @@ class SlowUploadRpc : public SampleUploadRpc {
     absl::MutexLock lock(&mu_);
     return per_rank_[rank];
   }
+  int gpu_accepted(int rank) {
+    absl::MutexLock lock(&mu_);
+    return gpu_per_rank_[rank];
+  }
+  std::vector<int64_t> received_unix_ns() {
+    absl::MutexLock lock(&mu_);
+    return received_unix_ns_;
+  }
+  std::vector<benchfleet::v1::GpuSample> gpu_samples() {
+    absl::MutexLock lock(&mu_);
+    return gpu_samples_;
+  }
 
  private:
   absl::Mutex mu_;
   int calls_ = 0;
   std::map<int, int> per_rank_;
+  std::map<int, int> gpu_per_rank_;
+  std::vector<int64_t> received_unix_ns_;
+  std::vector<benchfleet::v1::GpuSample> gpu_samples_;
 };
 
 class RecordingReportSink : public ReportSink {
@@ -59,6 +81,7 @@ class RecordingReportSink : public ReportSink {
     for (const auto& rank : report.ranks()) {
       if (rank.state() != benchfleet::v1::RANK_STATE_STARTED) {
         samples_at_final_[rank.rank()] = rpc_->accepted(rank.rank());
+        gpu_samples_at_final_[rank.rank()] = rpc_->gpu_accepted(rank.rank());
       }
     }
     reports_.push_back(std::move(report));
@@ -81,12 +104,17 @@ class RecordingReportSink : public ReportSink {
     absl::MutexLock lock(&mu_);
     return samples_at_final_[rank];
   }
+  int gpu_samples_at_final(int rank) {
+    absl::MutexLock lock(&mu_);
+    return gpu_samples_at_final_[rank];
+  }
 
  private:
   SlowUploadRpc* rpc_;
   absl::Mutex mu_;
   std::vector<ReportStatusRequest> reports_;
   std::map<int, int> samples_at_final_;
+  std::map<int, int> gpu_samples_at_final_;
 };
 
 // The fake trainer. Every rank records its argv and environment, then behaves by
@@ -218,9 +246,18 @@ TEST_F(RankSupervisorTest, SuccessfulRanksReportSamplesFirst) {
   SampleUploader uploader(&rpc, UploaderOptions());
   RecordingReportSink reports(&rpc);
   RankSupervisor supervisor(TwoRanks(), Options(WriteTrainer("ok")), &uploader, &reports);
+  int64_t before = absl::ToUnixNanos(absl::Now());
   supervisor.Start();
   supervisor.Join();
+  int64_t after = absl::ToUnixNanos(absl::Now());
   ASSERT_TRUE(supervisor.Done());
+  // Every iteration sample carries the agent's wall clock when its line was read.
+  auto received = rpc.received_unix_ns();
+  ASSERT_EQ(received.size(), 10u);
+  for (int64_t stamp : received) {
+    EXPECT_GE(stamp, before);
+    EXPECT_LE(stamp, after);
+  }
 
   auto all = reports.reports();
   ASSERT_GE(all.size(), 3u);
@@ -243,6 +280,7 @@ TEST_F(RankSupervisorTest, SuccessfulRanksReportSamplesFirst) {
     EXPECT_EQ(finals[rank].summary().measured_images(), 8);
     EXPECT_DOUBLE_EQ(finals[rank].summary().window_s(), 0.04);
     EXPECT_EQ(reports.samples_at_final(rank), 5) << "final report before its samples";
+    EXPECT_EQ(finals[rank].telemetry_note(), "");
   }
 
   EXPECT_EQ(ReadFile("args.1"),
@@ -361,6 +399,118 @@ TEST_F(RankSupervisorTest, TrainerThatCannotStartFailsTheRanks) {
   EXPECT_THAT(finals[0].message(), HasSubstr("cannot start"));
   EXPECT_EQ(finals[1].state(), benchfleet::v1::RANK_STATE_CANCELLED);
   EXPECT_THAT(finals[1].message(), HasSubstr("not started"));
+}
+
+// A GPU assignment run as CI does: NVML is the fake library, ranks run on the CPU.
+TEST_F(RankSupervisorTest, GpuRanksAreSampledAndReportedAfterTheirGpuSamples) {
+  auto nvml = Nvml::Open(FAKE_NVML_LIBRARY);
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  SlowUploadRpc rpc;
+  SampleUploader uploader(&rpc, UploaderOptions());
+  GpuSamplerOptions sampler_options;
+  sampler_options.period = absl::Milliseconds(10);
+  GpuSampler sampler(nvml->get(), &uploader, sampler_options);
+  RecordingReportSink reports(&rpc);
+  Assignment assignment = TwoRanks();
+  assignment.set_device_kind("cuda");
+  RankSupervisorOptions options = Options(WriteTrainer("ok"));
+  options.gpu_ranks_on_cpu = true;
+  options.gpu_sampler = &sampler;
+  options.gpu_uuids = {{0, "GPU-fake-0"}, {1, "GPU-fake-1"}};
+  RankSupervisor supervisor(assignment, options, &uploader, &reports);
+  supervisor.Start();
+  supervisor.Join();
+
+  auto finals = reports.final_states();
+  for (int rank : {0, 1}) {
+    SCOPED_TRACE(rank);
+    EXPECT_EQ(finals[rank].state(), benchfleet::v1::RANK_STATE_SUCCEEDED);
+    EXPECT_EQ(finals[rank].telemetry_note(), "");
+    EXPECT_GE(reports.gpu_samples_at_final(rank), 1) << "no final GPU reading";
+    EXPECT_EQ(reports.gpu_samples_at_final(rank), rpc.gpu_accepted(rank))
+        << "final report before its GPU samples, or GPU samples after it";
+  }
+  for (const auto& sample : rpc.gpu_samples()) {
+    EXPECT_EQ(sample.job_id(), "job-7");
+    EXPECT_EQ(sample.attempt(), 1);
+    EXPECT_EQ(sample.gpu_index(), sample.rank());
+    EXPECT_EQ(sample.gpu_uuid(), absl::StrCat("GPU-fake-", sample.rank()));
+    EXPECT_EQ(sample.power_w(), sample.rank() == 0 ? 300.0 : 250.0);
+    EXPECT_GT(sample.time_unix_ns(), 0);
+  }
+  EXPECT_EQ(ReadFile("args.1"),
+            "--model resnet50 --precision amp --bs 2 --iters 5 --warmup 1 --image-size 64 "
+            "--data synthetic --device cpu --threads 3\n");
+  EXPECT_THAT(ReadFile("env.1"), HasSubstr("OMP_NUM_THREADS=3\n"));
+}
+
+TEST_F(RankSupervisorTest, GpuRanksCarryTheTelemetryNote) {
+  SlowUploadRpc rpc;
+  SampleUploader uploader(&rpc, UploaderOptions());
+  RecordingReportSink reports(&rpc);
+  GpuTelemetrySession telemetry =
+      StartGpuTelemetry("/nonexistent/libnvidia-ml.so.1", 10, &uploader);
+  ASSERT_EQ(telemetry.sampler, nullptr);
+  Assignment assignment = TwoRanks();
+  assignment.set_device_kind("cuda");
+  RankSupervisorOptions options = Options(WriteTrainer("ok"));
+  options.gpu_ranks_on_cpu = true;
+  options.telemetry_note = telemetry.note;
+  RankSupervisor supervisor(assignment, options, &uploader, &reports);
+  supervisor.Start();
+  supervisor.Join();
+  auto all = reports.reports();
+  ASSERT_GE(all.size(), 3u);
+  for (const auto& report : all) {
+    for (const auto& rank : report.ranks()) {
+      SCOPED_TRACE(rank.DebugString());
+      EXPECT_THAT(rank.telemetry_note(),
+                  HasSubstr("no GPU telemetry: cannot load /nonexistent/libnvidia-ml.so.1"));
+    }
+  }
+  EXPECT_EQ(all[0].ranks(0).state(), benchfleet::v1::RANK_STATE_STARTED);
+  EXPECT_EQ(reports.final_states()[1].state(), benchfleet::v1::RANK_STATE_SUCCEEDED);
+  EXPECT_TRUE(rpc.gpu_samples().empty());
+}
+
+TEST_F(RankSupervisorTest, CpuRanksCarryNoTelemetryNote) {
+  SlowUploadRpc rpc;
+  SampleUploader uploader(&rpc, UploaderOptions());
+  RecordingReportSink reports(&rpc);
+  RankSupervisorOptions options = Options(WriteTrainer("ok"));
+  options.telemetry_note = "no GPU telemetry: whatever";
+  RankSupervisor supervisor(TwoRanks(), options, &uploader, &reports);
+  supervisor.Start();
+  supervisor.Join();
+  for (const auto& report : reports.reports()) {
+    for (const auto& rank : report.ranks()) EXPECT_EQ(rank.telemetry_note(), "");
+  }
+}
+
+TEST(RankLaunchTest, GpuRanksOnCpu) {
+  Assignment assignment;
+  assignment.set_job_id("job-1");
+  assignment.mutable_spec()->set_model("resnet50");
+  assignment.add_ranks(0);
+  assignment.add_ranks(1);
+  assignment.add_device_indices(0);
+  assignment.add_device_indices(1);
+  assignment.set_device_kind("cuda");
+  assignment.set_world_size(2);
+  RankSupervisorOptions options;
+  options.gpu_ranks_on_cpu = true;
+  options.cpu_threads = 4;
+  options.host_cores = 16;
+  RankLaunch launch = BuildRankLaunch(assignment, 1, "127.0.0.1", 29500, options);
+  auto device = std::find(launch.argv.begin(), launch.argv.end(), "--device");
+  ASSERT_NE(device, launch.argv.end());
+  EXPECT_EQ(*(device + 1), "cpu");
+  auto threads = std::find(launch.argv.begin(), launch.argv.end(), "--threads");
+  ASSERT_NE(threads, launch.argv.end());
+  EXPECT_EQ(*(threads + 1), "4");
+  std::map<std::string, std::string> env(launch.env.begin(), launch.env.end());
+  EXPECT_EQ(env["OMP_NUM_THREADS"], "4");
+  EXPECT_EQ(env.count("CUDA_DEVICE_ORDER"), 0u);
 }
 
 TEST(RankLaunchTest, CudaRanks) {

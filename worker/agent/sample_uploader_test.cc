@@ -13,6 +13,7 @@
 namespace bench::agent {
 namespace {
 
+using benchfleet::v1::GpuSample;
 using benchfleet::v1::IterationSample;
 using benchfleet::v1::UploadSamplesRequest;
 using benchfleet::v1::UploadSamplesResponse;
@@ -27,6 +28,17 @@ IterationSample Sample(int rank, int iteration) {
   return sample;
 }
 
+GpuSample Gpu(int rank, int seq) {
+  GpuSample sample;
+  sample.set_job_id("job-1");
+  sample.set_attempt(1);
+  sample.set_rank(rank);
+  sample.set_seq(seq);
+  sample.set_gpu_uuid("GPU-fake-0");
+  sample.set_power_w(300);
+  return sample;
+}
+
 // Stores what a controller would store. Failures can be injected before or after the
 // store (the latter is a lost acknowledgement).
 class FakeUploadRpc : public SampleUploadRpc {
@@ -34,7 +46,7 @@ class FakeUploadRpc : public SampleUploadRpc {
   absl::Status UploadSamples(const UploadSamplesRequest& request,
                              UploadSamplesResponse* response) override {
     absl::MutexLock lock(&mu_);
-    call_sizes_.push_back(request.samples_size());
+    call_sizes_.push_back(request.samples_size() + request.gpu_samples_size());
     agents_.insert(request.agent());
     ++calls_;
     if (down_) return absl::UnavailableError("controller down");
@@ -48,12 +60,14 @@ class FakeUploadRpc : public SampleUploadRpc {
       return absl::InvalidArgumentError("injected rejection");
     }
     for (const auto& sample : request.samples()) accepted_.push_back(sample);
+    for (const auto& sample : request.gpu_samples()) accepted_gpu_.push_back(sample);
     if (lose_ack_next_ > 0) {
       --lose_ack_next_;
       return absl::DeadlineExceededError("acknowledgement lost");
     }
     response->set_batch_id(request.batch_id());
     response->set_stored(request.samples_size());
+    response->set_gpu_stored(request.gpu_samples_size());
     return absl::OkStatus();
   }
 
@@ -81,6 +95,10 @@ class FakeUploadRpc : public SampleUploadRpc {
     absl::MutexLock lock(&mu_);
     return accepted_;
   }
+  std::vector<GpuSample> accepted_gpu() {
+    absl::MutexLock lock(&mu_);
+    return accepted_gpu_;
+  }
   std::vector<int> call_sizes() {
     absl::MutexLock lock(&mu_);
     return call_sizes_;
@@ -96,6 +114,7 @@ class FakeUploadRpc : public SampleUploadRpc {
   int fail_next_ = 0, reject_next_ = 0, lose_ack_next_ = 0, fail_every_ = 0;
   int calls_ = 0;
   std::vector<IterationSample> accepted_;
+  std::vector<GpuSample> accepted_gpu_;
   std::vector<int> call_sizes_;
   std::set<std::string> agents_;
 };
@@ -232,6 +251,73 @@ TEST(SampleUploaderTest, ShutdownReleasesWaiters) {
   EXPECT_FALSE(uploader.WaitDelivered(ticket));
   stopper.join();
   EXPECT_FALSE(uploader.Drain(absl::Now()));
+}
+
+TEST(SampleUploaderTest, GpuSamplesTravelInTheSameBatches) {
+  FakeUploadRpc rpc;
+  rpc.FailNext(1);
+  SampleUploaderOptions options = FastOptions();
+  options.max_batch = 4;
+  options.linger = absl::Milliseconds(200);
+  SampleUploader uploader(&rpc, options);
+  uint64_t last = 0;
+  for (int i = 1; i <= 3; ++i) {
+    uploader.Add(Sample(0, i));
+    last = uploader.AddGpuSample(Gpu(0, i));
+  }
+  // One ticket counter for both kinds: the last GPU sample covers everything.
+  EXPECT_EQ(last, 6u);
+  ASSERT_TRUE(uploader.WaitDelivered(last));
+  EXPECT_EQ(rpc.call_sizes(), (std::vector<int>{4, 4, 2}));  // a failed try, then 4 + 2
+  EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 3));
+  auto gpu = rpc.accepted_gpu();
+  ASSERT_EQ(gpu.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(gpu[i].seq(), i + 1);
+    EXPECT_EQ(gpu[i].power_w(), 300.0);
+    EXPECT_EQ(gpu[i].gpu_uuid(), "GPU-fake-0");
+  }
+  auto stats = uploader.stats();
+  EXPECT_EQ(stats.added, 3u);
+  EXPECT_EQ(stats.acknowledged, 3u);
+  EXPECT_EQ(stats.gpu_added, 3u);
+  EXPECT_EQ(stats.gpu_acknowledged, 3u);
+  EXPECT_EQ(stats.batches, 2u);
+  EXPECT_EQ(stats.failed_uploads, 1u);
+}
+
+TEST(SampleUploaderTest, WaitDeliveredOnAGpuTicketWaitsForTheAcknowledgement) {
+  FakeUploadRpc rpc;
+  rpc.set_down(true);
+  SampleUploader uploader(&rpc, FastOptions());
+  uint64_t ticket = uploader.AddGpuSample(Gpu(2, 1));
+  std::atomic<bool> delivered{false};
+  std::thread waiter([&] { delivered = uploader.WaitDelivered(ticket); });
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_FALSE(delivered);
+  rpc.set_down(false);
+  waiter.join();
+  EXPECT_TRUE(delivered);
+  EXPECT_EQ(rpc.accepted_gpu().size(), 1u);
+}
+
+TEST(SampleUploaderTest, TheBoundCountsBothKinds) {
+  FakeUploadRpc rpc;
+  rpc.set_down(true);
+  SampleUploaderOptions options = FastOptions();
+  options.max_queued = 4;
+  SampleUploader uploader(&rpc, options);
+  uploader.AddGpuSample(Gpu(0, 1));
+  uploader.AddGpuSample(Gpu(0, 2));
+  uint64_t last = 0;
+  for (int i = 1; i <= 4; ++i) last = uploader.Add(Sample(0, i));
+  auto stats = uploader.stats();
+  EXPECT_EQ(stats.gpu_dropped, 2u);
+  EXPECT_EQ(stats.dropped, 0u);
+  rpc.set_down(false);
+  ASSERT_TRUE(uploader.WaitDelivered(last));
+  EXPECT_TRUE(rpc.accepted_gpu().empty());
+  EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 4));
 }
 
 TEST(SampleUploaderTest, ConcurrentProducersWithFlakyUploadsLoseNothing) {
