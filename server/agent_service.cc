@@ -87,12 +87,19 @@ grpc::ServerUnaryReactor* AgentServiceImpl::UploadSamples(
   for (const v1::IterationSample& sample : request->samples()) {
     samples.push_back(FromProto(sample));
   }
+  std::vector<GpuSample> gpu_samples;
+  gpu_samples.reserve(request->gpu_samples_size());
+  for (const v1::GpuSample& sample : request->gpu_samples()) {
+    gpu_samples.push_back(FromProto(sample));
+  }
   response->set_batch_id(request->batch_id());
-  manager_->UploadSamples(request->agent(), std::move(samples),
+  manager_->UploadSamples(request->agent(), std::move(samples), std::move(gpu_samples),
                           [reactor, response](absl::StatusOr<AppendResult> result) {
                             if (result.ok()) {
                               response->set_stored(result->stored);
                               response->set_duplicates(result->duplicates);
+                              response->set_gpu_stored(result->gpu_stored);
+                              response->set_gpu_duplicates(result->gpu_duplicates);
                             }
                             reactor->Finish(ToGrpcStatus(result.status()));
                           });

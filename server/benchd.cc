@@ -10,6 +10,8 @@
 #include "server/controller_service.h"
 #include "server/http_server.h"
 #include "server/job_manager.h"
+#include "server/live_metrics.h"
+#include "server/metrics_exporter.h"
 #include "server/store.h"
 
 namespace bench {
@@ -69,7 +71,9 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
   JobManagerOptions manager_options;
   manager_options.agent_lease = options.agent_lease;
   manager_options.heartbeat_interval = options.heartbeat_interval;
-  benchd->manager_ = std::make_unique<JobManager>(benchd->store_.get(), manager_options);
+  benchd->metrics_ = std::make_unique<LiveMetrics>(options.metrics_retention);
+  benchd->manager_ = std::make_unique<JobManager>(benchd->store_.get(), manager_options,
+                                                  benchd->metrics_.get());
   RETURN_IF_ERROR(benchd->manager_->Recover());
 
   benchd->controller_service_ = std::make_unique<ControllerService>(benchd->manager_.get());
@@ -90,6 +94,11 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
     benchd->http_ = std::make_unique<HttpServer>();
     JobManager* manager = benchd->manager_.get();
     benchd->http_->Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+    LiveMetrics* metrics = benchd->metrics_.get();
+    benchd->http_->Handle("/metrics", [manager, metrics] {
+      return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
+                          RenderMetrics(manager->Fleet(), metrics->Take(absl::Now()))};
+    });
     benchd->http_->Handle("/", [manager] {
       return HttpResponse{200, "text/html; charset=utf-8", IndexPage(*manager)};
     });

@@ -21,6 +21,7 @@ class JobManager;
 class ControllerService;
 class AgentServiceImpl;
 class HttpServer;
+class LiveMetrics;
 
 struct BenchdOptions {
   std::string listen = "127.0.0.1:7600";  // gRPC, HOST:PORT (port 0 picks one)
@@ -28,6 +29,8 @@ struct BenchdOptions {
   std::string db = "benchfleet.db";
   absl::Duration agent_lease = absl::Seconds(30);
   absl::Duration heartbeat_interval = absl::Seconds(2);
+  // How long a finished job's series stay on /metrics.
+  absl::Duration metrics_retention = absl::Minutes(10);
 };
 
 class Benchd {
@@ -46,6 +49,7 @@ class Benchd {
   void LivenessLoop();
 
   std::unique_ptr<Store> store_;
+  std::unique_ptr<LiveMetrics> metrics_;
   std::unique_ptr<JobManager> manager_;
   std::unique_ptr<ControllerService> controller_service_;
   std::unique_ptr<AgentServiceImpl> agent_service_;

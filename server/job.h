@@ -60,6 +60,30 @@ struct RankSummary {
   double step_time_median_s = 0;
 };
 
+// Order statistics of one reading over a measured window; count 0 means no data.
+struct Percentiles {
+  int64_t count = 0;
+  double p5 = 0;
+  double p50 = 0;
+  double p95 = 0;
+};
+
+// One GPU's figures over its rank's measured window (telemetry.h computes them).
+struct GpuTelemetry {
+  int rank = 0;
+  std::string agent;
+  int gpu_index = 0;
+  std::string gpu_uuid;
+  int64_t samples = 0;  // NVML readings inside the window
+  std::optional<double> energy_j;
+  std::optional<double> energy_per_image_j;
+  std::optional<double> images_per_second_per_watt;  // = images per joule
+  Percentiles power_w;
+  Percentiles sm_clock_mhz;
+  Percentiles temperature_c;
+  uint64_t throttle_reasons = 0;  // OR of the masks seen in the window
+};
+
 struct Job {
   std::string id;   // "job-000042"
   int64_t seq = 0;  // submission order, 1-based
@@ -73,6 +97,9 @@ struct Job {
   std::vector<Placement> placements;  // of the current attempt
   int64_t parameters = 0;
   std::map<int, RankSummary> summaries;  // by rank, current attempt
+  // Joined once the current attempt has ended (by rank); empty until then or if none.
+  std::vector<GpuTelemetry> gpu_telemetry;
+  std::string telemetry_note;  // why GPU telemetry is missing or partial; "" if not
 };
 
 struct Gpu {
@@ -105,6 +132,29 @@ struct IterationSample {
   double data_time_s = 0;
   double elapsed_s = 0;
   bool warmup = false;
+  int64_t received_unix_ns = 0;  // the agent's clock when it read the event; 0: unknown
+};
+
+// One NVML reading of the GPU of one rank; identity (job_id, attempt, rank, seq). A
+// reading NVML could not give is unset.
+struct GpuSample {
+  std::string job_id;
+  int attempt = 0;
+  int rank = 0;
+  int64_t seq = 0;
+  std::string gpu_uuid;
+  int gpu_index = 0;
+  int64_t time_unix_ns = 0;
+  std::optional<double> power_w;          // instantaneous
+  std::optional<double> power_average_w;  // driver-averaged
+  std::optional<double> energy_j;         // total energy counter
+  std::optional<double> sm_clock_mhz;
+  std::optional<double> memory_clock_mhz;
+  std::optional<double> temperature_c;
+  std::optional<double> gpu_utilization_pct;
+  std::optional<double> memory_utilization_pct;
+  std::optional<int64_t> memory_used_bytes;
+  std::optional<uint64_t> throttle_reasons;
 };
 
 }  // namespace bench

@@ -41,10 +41,14 @@ std::string Truncate(std::string text, size_t max) {
 
 }  // namespace
 
-JobManager::JobManager(Store* store, JobManagerOptions options)
-    : store_(store), options_(options) {}
+JobManager::JobManager(Store* store, JobManagerOptions options, LiveMetrics* metrics)
+    : store_(store), options_(options), metrics_(metrics) {}
 
-JobManager::~JobManager() = default;
+JobManager::~JobManager() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](int* in_flight) { return *in_flight == 0; }, &joins_in_flight_));
+}
 
 absl::Status JobManager::Recover() {
   absl::StatusOr<std::vector<Job>> loaded = store_->LoadJobs();
@@ -124,6 +128,99 @@ void JobManager::Transition(Job& job, JobState state, std::string reason) {
   Log(job.id, " ", JobStateText(state), job.reason.empty() ? "" : ": ", job.reason);
   Persist(job);
   Notify(job);
+  if (metrics_ != nullptr && state == JobState::kRunning) {
+    metrics_->JobStarted(job.id, {job.spec.model, PrecisionText(job.spec.precision),
+                                  job.spec.batch_size, job.spec.devices});
+  }
+  if (IsTerminal(state) && job.attempt > 0) {
+    if (metrics_ != nullptr) {
+      std::optional<double> throughput;
+      if (state == JobState::kSucceeded) {
+        throughput = JobThroughput(job.summaries, job.spec.devices);
+      }
+      metrics_->JobEnded(job.id, throughput, absl::Now());
+    }
+    JoinTelemetry(job);
+  }
+}
+
+std::string JobManager::AgentOfRank(const Job& job, int rank) const {
+  for (const Placement& placement : job.placements) {
+    for (int r : placement.ranks) {
+      if (r == rank) return placement.agent;
+    }
+  }
+  return "";
+}
+
+void JobManager::JoinTelemetry(const Job& job) {
+  Store::TelemetryRequest request;
+  request.job_id = job.id;
+  request.attempt = job.attempt;
+  request.summaries = job.summaries;
+  for (const Placement& placement : job.placements) {
+    for (int rank : placement.ranks) request.agent_by_rank[rank] = placement.agent;
+  }
+  request.expect_gpus = job.device_kind == DeviceKind::kCuda;
+  std::string id = job.id;
+  int attempt = job.attempt;
+  bool queued = store_->JoinTelemetryAsync(
+      std::move(request), [this, id, attempt](absl::StatusOr<JoinedTelemetry> joined) {
+        OnTelemetryJoined(id, attempt, std::move(joined));
+      });
+  if (queued) ++joins_in_flight_;
+}
+
+void JobManager::OnTelemetryJoined(const std::string& job_id, int attempt,
+                                   absl::StatusOr<JoinedTelemetry> joined) {
+  absl::MutexLock lock(&mu_);
+  --joins_in_flight_;
+  Job* job = FindJob(job_id);
+  if (job == nullptr || job->attempt != attempt) return;
+  std::vector<std::string> notes;
+  if (job->device_kind == DeviceKind::kCpu) {
+    notes.push_back("no GPU telemetry: the ranks ran on CPU slots");
+  }
+  auto runtime = runtime_.find(job_id);
+  if (runtime != runtime_.end()) {
+    notes.insert(notes.end(), runtime->second.telemetry_notes.begin(),
+                 runtime->second.telemetry_notes.end());
+  }
+  if (!joined.ok()) {
+    notes.push_back(absl::StrCat("GPU telemetry not joined: ", joined.status().message()));
+  } else {
+    job->gpu_telemetry = std::move(joined->gpus);
+    if (!joined->note.empty()) notes.push_back(std::move(joined->note));
+  }
+  job->telemetry_note = absl::StrJoin(notes, "; ");
+  if (metrics_ != nullptr) {
+    if (std::optional<double> energy = JobEnergyPerImage(*job)) {
+      metrics_->SetEnergyPerImage(job_id, *energy);
+    }
+  }
+  Persist(*job);
+  Notify(*job);
+}
+
+FleetCounts JobManager::Fleet() {
+  absl::MutexLock lock(&mu_);
+  FleetCounts fleet;
+  for (const Job& job : jobs_) {
+    switch (job.state) {
+      case JobState::kQueued: ++fleet.queued; break;
+      case JobState::kRunning: ++fleet.running; break;
+      case JobState::kSucceeded: ++fleet.succeeded; break;
+      case JobState::kFailed: ++fleet.failed; break;
+      case JobState::kCancelled: ++fleet.cancelled; break;
+    }
+  }
+  for (const auto& [name, agent] : agents_) {
+    bool connected = agent.channel != nullptr && !agent.lost;
+    if (connected) ++fleet.agents_connected;
+    fleet.nodes.push_back({name, DeviceKindText(agent.inventory.kind()),
+                           agent.inventory.device_count(), static_cast<int>(agent.busy.size())});
+  }
+  return fleet;
 }
 
 void JobManager::Notify(const Job& job) {
@@ -496,7 +593,11 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
       job->parameters = report.parameters;
       changed = true;
     }
+    if (!report.telemetry_note.empty()) {
+      runtime.telemetry_notes.insert(absl::StrCat(agent_name, ": ", report.telemetry_note));
+    }
     if (report.outcome == RankOutcome::kStarted) continue;
+    if (metrics_ != nullptr) metrics_->RankEnded(job_id, report.rank);
     runtime.running_ranks[agent_name].erase(report.rank);
     if (report.outcome == RankOutcome::kSucceeded) {
       runtime.succeeded_ranks.insert(report.rank);
@@ -563,8 +664,10 @@ void JobManager::ReleaseAllDevices(Job& job, const std::string& agent_name) {
 }
 
 void JobManager::UploadSamples(const std::string& agent_name,
-                               std::vector<IterationSample> samples, UploadDone done) {
+                               std::vector<IterationSample> samples,
+                               std::vector<GpuSample> gpu_samples, UploadDone done) {
   std::vector<IterationSample> known;
+  std::vector<GpuSample> known_gpu;
   {
     absl::MutexLock lock(&mu_);
     auto agent = agents_.find(agent_name);
@@ -581,20 +684,42 @@ void JobManager::UploadSamples(const std::string& agent_name,
         ++dropped;
         continue;
       }
+      if (metrics_ != nullptr) metrics_->RecordIteration(sample.job_id, agent_name, sample);
       known.push_back(std::move(sample));
     }
+    for (GpuSample& sample : gpu_samples) {
+      Job* job = FindJob(sample.job_id);
+      if (job == nullptr || job->attempt < 1 || sample.attempt != job->attempt ||
+          sample.seq < 1 || !RankPlacedOn(*job, agent_name, sample.rank)) {
+        ++dropped;
+        continue;
+      }
+      if (metrics_ != nullptr) metrics_->RecordGpuSample(sample.job_id, agent_name, sample);
+      known_gpu.push_back(std::move(sample));
+    }
     if (dropped > 0) {
+      if (metrics_ != nullptr) metrics_->CountIngestErrors("unknown_rank", dropped);
       dropped_samples_ += dropped;
       Log("dropped ", dropped, " samples from ", agent_name,
           " that match no rank placed there (", dropped_samples_, " in all)");
     }
   }
-  if (known.empty()) {
+  if (known.empty() && known_gpu.empty()) {
     done(AppendResult{});
     return;
   }
+  int64_t received = static_cast<int64_t>(known.size() + known_gpu.size());
   store_->AppendSamples(
-      std::move(known), [this, done = std::move(done)](absl::StatusOr<AppendResult> result) {
+      std::move(known), std::move(known_gpu),
+      [this, received, done = std::move(done)](absl::StatusOr<AppendResult> result) {
+        if (metrics_ != nullptr) {
+          if (result.ok()) {
+            metrics_->CountStored(result->stored, result->gpu_stored,
+                                  result->duplicates + result->gpu_duplicates);
+          } else {
+            metrics_->CountIngestErrors("store_failed", received);
+          }
+        }
         if (result.ok()) {
           absl::MutexLock lock(&mu_);
           std::set<std::string> touched;

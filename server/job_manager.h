@@ -24,6 +24,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/job.h"
+#include "server/live_metrics.h"
+#include "server/metrics_exporter.h"
 #include "server/results.h"
 #include "server/store.h"
 
@@ -69,6 +71,7 @@ struct RankReport {
   std::string stderr_tail;
   std::optional<RankSummary> summary;
   int64_t parameters = 0;
+  std::string telemetry_note;  // why the agent cannot sample this rank's GPU, or ""
 };
 
 // A job as clients see it: the stored job plus live progress.
@@ -102,7 +105,9 @@ class JobManager {
  public:
   using Clock = std::chrono::steady_clock;
 
-  JobManager(Store* store, JobManagerOptions options);
+  // `metrics` (not owned; may be null) is fed with live figures for /metrics.
+  JobManager(Store* store, JobManagerOptions options, LiveMetrics* metrics = nullptr);
+  // Waits for telemetry joins in flight (the store must still be running them).
   ~JobManager();
 
   // Loads jobs from the store. Jobs that were RUNNING when the controller stopped are
@@ -142,12 +147,18 @@ class JobManager {
   void DetachChannel(const std::string& agent, AgentChannel* channel);
   absl::Status ReportStatus(const std::string& agent, const std::string& job_id, int attempt,
                             int master_port, const std::vector<RankReport>& ranks);
-  // Stores the samples that belong to a rank of the job's current attempt placed on
-  // `agent` (others are dropped, counted and logged) and calls `done` after the commit,
-  // from the store's writer thread.
+  // Stores the samples (iterations and GPU readings) that belong to a rank of the
+  // job's current attempt placed on `agent` (others are dropped, counted and logged)
+  // and calls `done` after the commit, from the store's writer thread.
   using UploadDone = std::function<void(absl::StatusOr<AppendResult>)>;
   void UploadSamples(const std::string& agent, std::vector<IterationSample> samples,
-                     UploadDone done);
+                     std::vector<GpuSample> gpu_samples, UploadDone done);
+  void UploadSamples(const std::string& agent, std::vector<IterationSample> samples,
+                     UploadDone done) {
+    UploadSamples(agent, std::move(samples), {}, std::move(done));
+  }
+  // Jobs by state, agents and their devices, for /metrics.
+  FleetCounts Fleet();
   std::vector<AgentView> ListAgents();
 
   // Marks agents silent for longer than the lease as lost and fails their jobs.
@@ -182,6 +193,7 @@ class JobManager {
     std::set<int> succeeded_ranks;
     int master_port = 0;
     std::map<std::string, int> missing_from_heartbeat;  // agent → heartbeats in a row
+    std::set<std::string> telemetry_notes;  // from the agents' rank reports
   };
   struct Watcher {
     std::string job_id;
@@ -210,9 +222,16 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseAllDevices(Job& job, const std::string& agent)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After the attempt ended: joins its GPU samples to its iterations (in the store's
+  // writer thread) and records the per-GPU figures on the job.
+  void JoinTelemetry(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnTelemetryJoined(const std::string& job_id, int attempt,
+                         absl::StatusOr<JoinedTelemetry> joined);
+  std::string AgentOfRank(const Job& job, int rank) const;
 
   Store* const store_;
   const JobManagerOptions options_;
+  LiveMetrics* const metrics_;
 
   absl::Mutex mu_;
   std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);  // in submission order; stable addresses
@@ -224,6 +243,7 @@ class JobManager {
   int64_t next_watch_handle_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t dropped_samples_ ABSL_GUARDED_BY(mu_) = 0;
+  int joins_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // the destructor waits for them
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 

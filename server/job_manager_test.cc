@@ -370,3 +370,112 @@ TEST_F(JobManagerTest, ShutdownClosesWatchersAndRefusesNewOnes) {
 
 }  // namespace
 }  // namespace bench
+
+namespace bench {
+namespace {
+
+// A GPU job's NVML readings are joined to its iterations when it succeeds: per-GPU
+// energy per image over the measured window, stored, and still there after a restart.
+TEST_F(JobManagerTest, GpuSamplesAreJoinedToTheMeasuredWindowWhenTheJobEnds) {
+  LiveMetrics metrics;
+  manager_ = std::make_unique<JobManager>(store_.get(), JobManagerOptions{}, &metrics);
+  ASSERT_TRUE(manager_->Recover().ok());
+  FakeChannel a;
+  AgentInventory inventory;
+  inventory.name = "dgx";
+  inventory.address = "127.0.0.1";
+  inventory.gpus = {{0, "Fake GPU 0", "GPU-fake-0", 1 << 30}};
+  ASSERT_TRUE(manager_->RegisterAgent(inventory).ok());
+  ASSERT_TRUE(manager_->AttachChannel("dgx", &a).ok());
+  auto submitted = manager_->Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string id = submitted->job_id;
+
+  // 5 iterations of 1 s from wall time 1000 s (the first is warm-up), 2 images each;
+  // a steady 250 W sampled every 0.25 s from 999.9 s to 1005.1 s.
+  std::vector<IterationSample> samples;
+  for (int i = 1; i <= 5; ++i) {
+    IterationSample s;
+    s.job_id = id;
+    s.attempt = 1;
+    s.rank = 0;
+    s.iteration = i;
+    s.elapsed_s = i;
+    s.step_time_s = 1;
+    s.images = 2;
+    s.warmup = i == 1;
+    s.received_unix_ns = static_cast<int64_t>((1000 + i) * 1e9);
+    samples.push_back(s);
+  }
+  std::vector<GpuSample> readings;
+  for (int k = 0; k <= 20; ++k) {
+    double t = 999.9 + 0.26 * k;
+    GpuSample g;
+    g.job_id = id;
+    g.attempt = 1;
+    g.rank = 0;
+    g.seq = k + 1;
+    g.gpu_uuid = "GPU-fake-0";
+    g.time_unix_ns = static_cast<int64_t>(t * 1e9);
+    g.power_w = 250;
+    g.energy_j = 250 * (t - 999.9);
+    g.sm_clock_mhz = 1980;
+    g.temperature_c = 65;
+    readings.push_back(g);
+  }
+  std::promise<absl::StatusOr<AppendResult>> stored;
+  manager_->UploadSamples("dgx", samples, readings,
+                          [&](absl::StatusOr<AppendResult> r) { stored.set_value(r); });
+  absl::StatusOr<AppendResult> result = stored.get_future().get();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->stored, 5);
+  EXPECT_EQ(result->gpu_stored, 21);
+  ASSERT_EQ(metrics.Take(absl::Now()).jobs.at(id).ranks.at(0).gpu->seq, 21);
+
+  RankReport done = Succeeded(0, 4.0);
+  done.summary->measured_images = 8;
+  ASSERT_TRUE(manager_->ReportStatus("dgx", id, 1, 0, {done}).ok());
+  // The join runs on the store's writer thread after the samples.
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (manager_->Get(id)->job.gpu_telemetry.empty() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  Job job = manager_->Get(id)->job;
+  ASSERT_EQ(job.gpu_telemetry.size(), 1u) << job.telemetry_note;
+  const GpuTelemetry& gpu = job.gpu_telemetry[0];
+  EXPECT_EQ(gpu.agent, "dgx");
+  EXPECT_EQ(gpu.gpu_uuid, "GPU-fake-0");
+  // Measured window [1001, 1005]: 4 s × 250 W = 1000 J over 8 images.
+  ASSERT_TRUE(gpu.energy_j.has_value());
+  EXPECT_NEAR(*gpu.energy_j, 1000, 1e-3);
+  EXPECT_NEAR(*gpu.energy_per_image_j, 125, 1e-3);
+  EXPECT_DOUBLE_EQ(gpu.sm_clock_mhz.p50, 1980);
+  EXPECT_EQ(job.telemetry_note, "");
+  EXPECT_NEAR(*JobEnergyPerImage(job), 125, 1e-3);
+  EXPECT_NEAR(*metrics.Take(absl::Now()).jobs.at(id).energy_per_image_j, 125, 1e-3);
+  auto means = store_->ReadIterationMeans(id, 1);
+  ASSERT_TRUE(means.ok());
+  EXPECT_NEAR(*means->at({0, 3}).power_w, 250, 1e-9);
+
+  Reopen();
+  Job reloaded = manager_->Get(id)->job;
+  ASSERT_EQ(reloaded.gpu_telemetry.size(), 1u);
+  EXPECT_NEAR(*reloaded.gpu_telemetry[0].energy_per_image_j, 125, 1e-3);
+}
+
+TEST_F(JobManagerTest, ACpuJobSaysWhyItHasNoGpuTelemetry) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  auto submitted = manager_->Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 0, {Succeeded(0, 1.0)}).ok());
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (manager_->Get(submitted->job_id)->job.telemetry_note.empty() &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_THAT(manager_->Get(submitted->job_id)->job.telemetry_note, HasSubstr("CPU slots"));
+}
+
+}  // namespace
+}  // namespace bench

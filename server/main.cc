@@ -17,6 +17,8 @@ ABSL_FLAG(absl::Duration, agent_lease, absl::Seconds(30),
           "an agent not heard from for this long is lost");
 ABSL_FLAG(absl::Duration, heartbeat_interval, absl::Seconds(2),
           "how often agents are asked to heartbeat");
+ABSL_FLAG(absl::Duration, metrics_retention, absl::Minutes(10),
+          "how long a finished job's series stay on /metrics");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
   options.db = absl::GetFlag(FLAGS_db);
   options.agent_lease = absl::GetFlag(FLAGS_agent_lease);
   options.heartbeat_interval = absl::GetFlag(FLAGS_heartbeat_interval);
+  options.metrics_retention = absl::GetFlag(FLAGS_metrics_retention);
   auto benchd = bench::Benchd::Start(options);
   if (!benchd.ok()) {
     std::fprintf(stderr, "benchd: %s\n", std::string(benchd.status().message()).c_str());

@@ -80,6 +80,31 @@ IterationSample FromProto(const v1::IterationSample& proto) {
   sample.data_time_s = proto.data_time_s();
   sample.elapsed_s = proto.elapsed_s();
   sample.warmup = proto.warmup();
+  sample.received_unix_ns = proto.received_unix_ns();
+  return sample;
+}
+
+GpuSample FromProto(const v1::GpuSample& proto) {
+  GpuSample sample;
+  sample.job_id = proto.job_id();
+  sample.attempt = proto.attempt();
+  sample.rank = proto.rank();
+  sample.seq = proto.seq();
+  sample.gpu_uuid = proto.gpu_uuid();
+  sample.gpu_index = proto.gpu_index();
+  sample.time_unix_ns = proto.time_unix_ns();
+  if (proto.has_power_w()) sample.power_w = proto.power_w();
+  if (proto.has_power_average_w()) sample.power_average_w = proto.power_average_w();
+  if (proto.has_energy_j()) sample.energy_j = proto.energy_j();
+  if (proto.has_sm_clock_mhz()) sample.sm_clock_mhz = proto.sm_clock_mhz();
+  if (proto.has_memory_clock_mhz()) sample.memory_clock_mhz = proto.memory_clock_mhz();
+  if (proto.has_temperature_c()) sample.temperature_c = proto.temperature_c();
+  if (proto.has_gpu_utilization_pct()) sample.gpu_utilization_pct = proto.gpu_utilization_pct();
+  if (proto.has_memory_utilization_pct()) {
+    sample.memory_utilization_pct = proto.memory_utilization_pct();
+  }
+  if (proto.has_memory_used_bytes()) sample.memory_used_bytes = proto.memory_used_bytes();
+  if (proto.has_throttle_reasons()) sample.throttle_reasons = proto.throttle_reasons();
   return sample;
 }
 
@@ -96,6 +121,7 @@ RankReport FromProto(const v1::RankReport& proto) {
   report.message = proto.message();
   report.stderr_tail = proto.stderr_tail();
   report.parameters = proto.parameters();
+  report.telemetry_note = proto.telemetry_note();
   if (proto.has_summary()) {
     RankSummary summary;
     summary.rank = proto.rank();
@@ -148,6 +174,35 @@ void ToProto(const JobView& view, v1::JobStatus* proto) {
   if (view.images_per_second) proto->set_images_per_second(*view.images_per_second);
   proto->set_parameters(job.parameters);
   proto->set_device_kind(DeviceKindText(job.device_kind));
+  for (const GpuTelemetry& gpu : job.gpu_telemetry) ToProto(gpu, proto->add_gpu_telemetry());
+  proto->set_telemetry_note(job.telemetry_note);
+  if (std::optional<double> energy = JobEnergyPerImage(job)) {
+    proto->set_energy_per_image_j(*energy);
+    if (*energy > 0) proto->set_images_per_second_per_watt(1 / *energy);
+  }
+}
+
+void ToProto(const GpuTelemetry& gpu, v1::GpuTelemetry* proto) {
+  proto->set_rank(gpu.rank);
+  proto->set_agent(gpu.agent);
+  proto->set_gpu_index(gpu.gpu_index);
+  proto->set_gpu_uuid(gpu.gpu_uuid);
+  proto->set_samples(gpu.samples);
+  if (gpu.energy_j) proto->set_energy_j(*gpu.energy_j);
+  if (gpu.energy_per_image_j) proto->set_energy_per_image_j(*gpu.energy_per_image_j);
+  if (gpu.images_per_second_per_watt) {
+    proto->set_images_per_second_per_watt(*gpu.images_per_second_per_watt);
+  }
+  auto percentiles = [](const Percentiles& in, v1::Percentiles* out) {
+    out->set_count(in.count);
+    out->set_p5(in.p5);
+    out->set_p50(in.p50);
+    out->set_p95(in.p95);
+  };
+  percentiles(gpu.power_w, proto->mutable_power_w());
+  percentiles(gpu.sm_clock_mhz, proto->mutable_sm_clock_mhz());
+  percentiles(gpu.temperature_c, proto->mutable_temperature_c());
+  proto->set_throttle_reasons(gpu.throttle_reasons);
 }
 
 void ToProto(const AgentView& view, v1::AgentStatus* proto) {
@@ -181,6 +236,15 @@ void ToProto(const ResultCell& cell, v1::ResultCell* proto) {
   proto->set_runs(static_cast<int>(cell.job_ids.size()));
   for (const std::string& id : cell.job_ids) proto->add_job_ids(id);
   proto->set_device_kind(DeviceKindText(cell.key.device_kind));
+  if (cell.median_energy_per_image_j) {
+    proto->set_median_energy_per_image_j(*cell.median_energy_per_image_j);
+  }
+  if (cell.median_images_per_second_per_watt) {
+    proto->set_median_images_per_second_per_watt(*cell.median_images_per_second_per_watt);
+  }
+  if (cell.median_power_w) proto->set_median_power_w(*cell.median_power_w);
+  if (cell.median_sm_clock_mhz) proto->set_median_sm_clock_mhz(*cell.median_sm_clock_mhz);
+  if (cell.median_temperature_c) proto->set_median_temperature_c(*cell.median_temperature_c);
 }
 
 void ToProto(const AssignmentMessage& assignment, v1::Assignment* proto) {

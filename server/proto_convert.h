@@ -17,9 +17,11 @@ JobSpec FromProto(const benchfleet::v1::JobSpec& proto);
 AgentInventory FromProto(const benchfleet::v1::AgentInventory& proto);
 IterationSample FromProto(const benchfleet::v1::IterationSample& proto);
 RankReport FromProto(const benchfleet::v1::RankReport& proto);
+GpuSample FromProto(const benchfleet::v1::GpuSample& proto);
 
 void ToProto(const JobSpec& spec, benchfleet::v1::JobSpec* proto);
 void ToProto(const JobView& view, benchfleet::v1::JobStatus* proto);
+void ToProto(const GpuTelemetry& gpu, benchfleet::v1::GpuTelemetry* proto);
 void ToProto(const AgentView& view, benchfleet::v1::AgentStatus* proto);
 void ToProto(const ResultCell& cell, benchfleet::v1::ResultCell* proto);
 void ToProto(const AssignmentMessage& assignment, benchfleet::v1::Assignment* proto);

@@ -33,6 +33,13 @@ struct ResultCell {
   double min_images_per_second = 0;
   double max_images_per_second = 0;
   std::vector<std::string> job_ids;
+  // Medians over the cell's jobs that have the figure (GPU telemetry); unset: no data.
+  // A job's power, clock and temperature are the means of its GPUs' medians.
+  std::optional<double> median_energy_per_image_j;
+  std::optional<double> median_images_per_second_per_watt;
+  std::optional<double> median_power_w;
+  std::optional<double> median_sm_clock_mhz;
+  std::optional<double> median_temperature_c;
 };
 
 double Median(std::vector<double> values);  // values must not be empty

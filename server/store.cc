@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/sqlite_db.h"
+#include "server/store_internal.h"
 
 #include <sqlite3.h>
 
@@ -83,6 +84,51 @@ CREATE TABLE samples (
   PRIMARY KEY (job_id, attempt, rank, iteration)
 ) WITHOUT ROWID;
 )sql",
+    // 2: GPU telemetry (docs/telemetry.md).
+    R"sql(
+ALTER TABLE samples ADD COLUMN received_unix_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE samples ADD COLUMN power_w_mean REAL;
+ALTER TABLE samples ADD COLUMN sm_clock_mhz_mean REAL;
+ALTER TABLE jobs ADD COLUMN telemetry_note TEXT NOT NULL DEFAULT '';
+CREATE TABLE gpu_samples (
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  gpu_uuid TEXT NOT NULL,
+  gpu_index INTEGER NOT NULL,
+  time_unix_ns INTEGER NOT NULL,
+  power_w REAL,
+  power_average_w REAL,
+  energy_j REAL,
+  sm_clock_mhz REAL,
+  memory_clock_mhz REAL,
+  temperature_c REAL,
+  gpu_utilization_pct REAL,
+  memory_utilization_pct REAL,
+  memory_used_bytes INTEGER,
+  throttle_reasons INTEGER,
+  PRIMARY KEY (job_id, attempt, rank, seq)
+) WITHOUT ROWID;
+CREATE TABLE gpu_telemetry (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  agent TEXT NOT NULL,
+  gpu_index INTEGER NOT NULL,
+  gpu_uuid TEXT NOT NULL,
+  samples INTEGER NOT NULL,
+  energy_j REAL,
+  energy_per_image_j REAL,
+  images_per_second_per_watt REAL,
+  power_count INTEGER NOT NULL, power_p5 REAL, power_p50 REAL, power_p95 REAL,
+  sm_clock_count INTEGER NOT NULL, sm_clock_p5 REAL, sm_clock_p50 REAL, sm_clock_p95 REAL,
+  temperature_count INTEGER NOT NULL, temperature_p5 REAL, temperature_p50 REAL,
+  temperature_p95 REAL,
+  throttle_reasons INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)
+) WITHOUT ROWID;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);
@@ -143,7 +189,8 @@ absl::Status Migrate(Database& db) {
 absl::Status WriteMutableJobState(Database& db, const Job& job) {
   ASSIGN_OR_RETURN(Statement * update,
                    db.Prepare("UPDATE jobs SET state=?2, reason=?3, attempt=?4, "
-                              "device_kind=?5, parameters=?6, updated_ms=?7 WHERE id=?1"));
+                              "device_kind=?5, parameters=?6, updated_ms=?7, "
+                              "telemetry_note=?8 WHERE id=?1"));
   update->Bind(1, job.id);
   update->Bind(2, JobStateText(job.state));
   update->Bind(3, job.reason);
@@ -151,6 +198,7 @@ absl::Status WriteMutableJobState(Database& db, const Job& job) {
   update->Bind(5, DeviceKindText(job.device_kind));
   update->Bind(6, job.parameters);
   update->Bind(7, ToMs(absl::Now()));
+  update->Bind(8, job.telemetry_note);
   RETURN_IF_ERROR(update->Run());
   if (update->changes() != 1) return absl::NotFoundError(absl::StrCat("job ", job.id));
 
@@ -192,7 +240,7 @@ absl::Status WriteMutableJobState(Database& db, const Job& job) {
     summary->Bind(7, s.step_time_median_s);
     RETURN_IF_ERROR(summary->Run());
   }
-  return absl::OkStatus();
+  return WriteGpuTelemetryRows(db, job);
 }
 
 // The job's row, its labels, and everything WriteMutableJobState writes.
@@ -200,7 +248,7 @@ absl::Status InsertJobRows(Database& db, const Job& job) {
   ASSIGN_OR_RETURN(
       Statement * insert,
       db.Prepare("INSERT INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                 "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18)"));
+                 "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18, '')"));
   const JobSpec& spec = job.spec;
   insert->Bind(1, job.id);
   insert->Bind(2, job.seq);
@@ -258,6 +306,14 @@ Store::~Store() {
   }
   queue_cv_.notify_all();
   writer_thread_.join();
+}
+
+bool Store::TryEnqueue(WriteOp op) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  if (stopping_) return false;
+  queue_.push_back(std::move(op));
+  queue_cv_.notify_one();
+  return true;
 }
 
 void Store::Enqueue(WriteOp op) {
@@ -348,11 +404,19 @@ void Store::UpdateJobAsync(const Job& job, Done done) {
 }
 
 void Store::AppendSamples(std::vector<IterationSample> samples, AppendDone done) {
+  AppendSamples(std::move(samples), {}, std::move(done));
+}
+
+void Store::AppendSamples(std::vector<IterationSample> samples,
+                          std::vector<GpuSample> gpu_samples, AppendDone done) {
   auto result = std::make_shared<AppendResult>();
-  auto apply = [samples = std::move(samples), result](Database& db) -> absl::Status {
+  auto apply = [samples = std::move(samples), gpu_samples = std::move(gpu_samples),
+                result](Database& db) -> absl::Status {
     ASSIGN_OR_RETURN(Statement * insert,
-                     db.Prepare("INSERT OR IGNORE INTO samples VALUES "
-                                "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+                     db.Prepare("INSERT OR IGNORE INTO samples (job_id, attempt, rank, "
+                                "iteration, step_time_s, images, loss, data_time_s, "
+                                "elapsed_s, warmup, received_unix_ns) VALUES "
+                                "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
     AppendResult counted;
     for (const IterationSample& s : samples) {
       insert->Reset();
@@ -366,6 +430,7 @@ void Store::AppendSamples(std::vector<IterationSample> samples, AppendDone done)
       insert->Bind(8, s.data_time_s);
       insert->Bind(9, s.elapsed_s);
       insert->Bind(10, int64_t{s.warmup ? 1 : 0});
+      insert->Bind(11, s.received_unix_ns);
       RETURN_IF_ERROR(insert->Run());
       if (insert->changes() == 1) {
         ++counted.stored;
@@ -374,6 +439,7 @@ void Store::AppendSamples(std::vector<IterationSample> samples, AppendDone done)
         ++counted.duplicates;
       }
     }
+    RETURN_IF_ERROR(InsertGpuSamples(db, gpu_samples, &counted));
     *result = counted;
     return absl::OkStatus();
   };
@@ -386,10 +452,11 @@ void Store::AppendSamples(std::vector<IterationSample> samples, AppendDone done)
            }});
 }
 
-absl::StatusOr<AppendResult> Store::AppendSamplesSync(std::vector<IterationSample> samples) {
+absl::StatusOr<AppendResult> Store::AppendSamplesSync(std::vector<IterationSample> samples,
+                                                      std::vector<GpuSample> gpu_samples) {
   std::promise<absl::StatusOr<AppendResult>> promise;
   auto future = promise.get_future();
-  AppendSamples(std::move(samples),
+  AppendSamples(std::move(samples), std::move(gpu_samples),
                 [&promise](absl::StatusOr<AppendResult> r) { promise.set_value(std::move(r)); });
   return future.get();
 }
@@ -403,7 +470,7 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
                    db.Prepare("SELECT id, seq, request_id, model, devices, precision, "
                               "batch_size, iterations, warmup_iterations, image_size, data, "
                               "name, state, reason, attempt, device_kind, parameters, "
-                              "created_ms FROM jobs ORDER BY seq"));
+                              "created_ms, telemetry_note FROM jobs ORDER BY seq"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, select->Step());
     if (!row) break;
@@ -426,6 +493,7 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
     job.device_kind = ParseDeviceKind(select->Text(15));
     job.parameters = select->Int(16);
     job.created = FromMs(select->Int(17));
+    job.telemetry_note = select->Text(18);
     index[job.id] = jobs.size();
     jobs.push_back(std::move(job));
   }
@@ -486,6 +554,7 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
     s.step_time_median_s = summaries->Double(6);
     job.summaries[s.rank] = s;
   }
+  RETURN_IF_ERROR(LoadGpuTelemetry(db, index, jobs));
   return jobs;
 }
 
@@ -504,10 +573,16 @@ absl::StatusOr<int64_t> Store::CountSamples(const std::string& job_id, int attem
 absl::StatusOr<std::vector<IterationSample>> Store::ReadSamples(const std::string& job_id,
                                                                 int attempt) {
   std::lock_guard<std::mutex> lock(reader_mu_);
+  return SelectSamples(*reader_db_, job_id, attempt);
+}
+
+absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db,
+                                                           const std::string& job_id,
+                                                           int attempt) {
   ASSIGN_OR_RETURN(Statement * select,
-                   reader_db_->Prepare("SELECT rank, iteration, step_time_s, images, loss, "
-                                       "data_time_s, elapsed_s, warmup FROM samples "
-                                       "WHERE job_id=?1 AND attempt=?2 ORDER BY rank, iteration"));
+                   db.Prepare("SELECT rank, iteration, step_time_s, images, loss, "
+                              "data_time_s, elapsed_s, warmup, received_unix_ns FROM samples "
+                              "WHERE job_id=?1 AND attempt=?2 ORDER BY rank, iteration"));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
   std::vector<IterationSample> samples;
@@ -525,6 +600,7 @@ absl::StatusOr<std::vector<IterationSample>> Store::ReadSamples(const std::strin
     s.data_time_s = select->Double(5);
     s.elapsed_s = select->Double(6);
     s.warmup = select->Int(7) != 0;
+    s.received_unix_ns = select->Int(8);
     samples.push_back(std::move(s));
   }
   return samples;

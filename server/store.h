@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -24,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/job.h"
+#include "server/telemetry.h"
 
 namespace bench {
 
@@ -32,13 +34,15 @@ class Database;
 struct AppendResult {
   int stored = 0;
   int duplicates = 0;
+  int gpu_stored = 0;
+  int gpu_duplicates = 0;
   // Newly stored samples by (job id, attempt, rank).
   std::map<std::tuple<std::string, int, int>, int> stored_by_rank;
 };
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens or creates the database at `path` and migrates it to kSchemaVersion. A file
   // that is not a database, or whose schema is newer than this build, is an error
@@ -64,14 +68,42 @@ class Store {
 
   // Queues samples; `done` runs as the callbacks above do.
   using AppendDone = std::function<void(absl::StatusOr<AppendResult>)>;
+  // GPU samples are stored exactly once by (job, attempt, rank, seq), like iterations.
+  void AppendSamples(std::vector<IterationSample> samples, std::vector<GpuSample> gpu_samples,
+                     AppendDone done);
   void AppendSamples(std::vector<IterationSample> samples, AppendDone done);
-  absl::StatusOr<AppendResult> AppendSamplesSync(std::vector<IterationSample> samples);
+  absl::StatusOr<AppendResult> AppendSamplesSync(std::vector<IterationSample> samples,
+                                                 std::vector<GpuSample> gpu_samples = {});
+
+  // Joins the attempt's GPU samples to its iterations (telemetry.h), stores each
+  // iteration's mean power and SM clock, and hands the per-GPU figures to `done` on
+  // the writer thread (after everything queued before it has been applied). The
+  // figures are persisted with the job by UpdateJob, not here. Returns false, and
+  // never calls `done`, once the store is shutting down (so a caller holding a lock
+  // that `done` takes cannot deadlock).
+  struct TelemetryRequest {
+    std::string job_id;
+    int attempt = 0;
+    std::map<int, RankSummary> summaries;
+    std::map<int, std::string> agent_by_rank;
+    bool expect_gpus = false;
+  };
+  using TelemetryDone = std::function<void(absl::StatusOr<JoinedTelemetry>)>;
+  bool JoinTelemetryAsync(TelemetryRequest request, TelemetryDone done);
 
   // Every job, ordered by submission.
   absl::StatusOr<std::vector<Job>> LoadJobs();
   absl::StatusOr<int64_t> CountSamples(const std::string& job_id, int attempt);
   absl::StatusOr<std::vector<IterationSample>> ReadSamples(const std::string& job_id,
                                                            int attempt);
+  absl::StatusOr<std::vector<GpuSample>> ReadGpuSamples(const std::string& job_id, int attempt);
+  // Per (rank, iteration): the joined mean power and SM clock (unset where not joined).
+  struct IterationMeans {
+    std::optional<double> power_w;
+    std::optional<double> sm_clock_mhz;
+  };
+  absl::StatusOr<std::map<std::pair<int, int>, IterationMeans>> ReadIterationMeans(
+      const std::string& job_id, int attempt);
   // For progress: per rank, how many distinct iterations are stored.
   absl::StatusOr<std::map<int, int>> IterationsByRank(const std::string& job_id,
                                                       int attempt);
@@ -86,6 +118,7 @@ class Store {
   Store(std::string path, std::unique_ptr<Database> writer, std::unique_ptr<Database> reader);
   absl::Status Write(std::function<absl::Status(Database&)> apply);
   void Enqueue(WriteOp op);
+  bool TryEnqueue(WriteOp op);  // false (op dropped) once stopping
   void WriterLoop();
 
   const std::string path_;

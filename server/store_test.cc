@@ -184,3 +184,103 @@ TEST_F(StoreTest, AMissingDirectoryIsUnavailable) {
 
 }  // namespace
 }  // namespace bench
+
+namespace bench {
+namespace {
+
+TEST_F(StoreTest, GpuSamplesAreStoredExactlyOnceWithUnsetReadingsKeptUnset) {
+  auto store = std::move(Store::Open(path_)).value();
+  ASSERT_TRUE(store->InsertJob(MakeJob(1)).ok());
+  GpuSample full;
+  full.job_id = "job-1";
+  full.attempt = 1;
+  full.rank = 0;
+  full.seq = 1;
+  full.gpu_uuid = "GPU-x";
+  full.time_unix_ns = 1'700'000'000'000'000'000;
+  full.power_w = 301.5;
+  full.energy_j = 1e6;
+  full.throttle_reasons = uint64_t{1} << 63;  // the top bit survives SQLite's signed integer
+  full.memory_used_bytes = int64_t{80} << 30;
+  GpuSample sparse = full;
+  sparse.seq = 2;
+  sparse.power_w.reset();
+  sparse.throttle_reasons.reset();
+  auto first = store->AppendSamplesSync({}, {full, sparse});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->gpu_stored, 2);
+  auto again = store->AppendSamplesSync({}, {full});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->gpu_stored, 0);
+  EXPECT_EQ(again->gpu_duplicates, 1);
+
+  auto read = store->ReadGpuSamples("job-1", 1);
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->size(), 2u);
+  EXPECT_DOUBLE_EQ(*(*read)[0].power_w, 301.5);
+  EXPECT_EQ(*(*read)[0].throttle_reasons, uint64_t{1} << 63);
+  EXPECT_EQ(*(*read)[0].memory_used_bytes, int64_t{80} << 30);
+  EXPECT_FALSE((*read)[1].power_w.has_value());
+  EXPECT_FALSE((*read)[1].throttle_reasons.has_value());
+  EXPECT_FALSE((*read)[1].sm_clock_mhz.has_value());
+}
+
+// A database written by schema 1 (before GPU telemetry) opens, migrates, and keeps its
+// jobs and samples.
+TEST_F(StoreTest, ASchemaOneDatabaseIsMigratedWithNothingLost) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* v1 = R"sql(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (1);
+CREATE TABLE jobs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, request_id TEXT UNIQUE,
+  model TEXT NOT NULL, devices INTEGER NOT NULL, precision TEXT NOT NULL,
+  batch_size INTEGER NOT NULL, iterations INTEGER NOT NULL,
+  warmup_iterations INTEGER NOT NULL, image_size INTEGER NOT NULL, data TEXT NOT NULL,
+  name TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL, attempt INTEGER NOT NULL,
+  device_kind TEXT NOT NULL, parameters INTEGER NOT NULL, created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL);
+CREATE TABLE job_labels (job_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+  PRIMARY KEY (job_id, key)) WITHOUT ROWID;
+CREATE TABLE job_history (job_id TEXT NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL,
+  reason TEXT NOT NULL, time_ms INTEGER NOT NULL, PRIMARY KEY (job_id, seq)) WITHOUT ROWID;
+CREATE TABLE job_ranks (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL,
+  agent TEXT NOT NULL, device_index INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+CREATE TABLE rank_summaries (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, measured_iterations INTEGER NOT NULL,
+  measured_images INTEGER NOT NULL, window_s REAL NOT NULL, step_time_median_s REAL NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+CREATE TABLE samples (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL,
+  iteration INTEGER NOT NULL, step_time_s REAL NOT NULL, images INTEGER NOT NULL,
+  loss REAL NOT NULL, data_time_s REAL NOT NULL, elapsed_s REAL NOT NULL,
+  warmup INTEGER NOT NULL, PRIMARY KEY (job_id, attempt, rank, iteration)) WITHOUT ROWID;
+INSERT INTO jobs VALUES ('job-000001', 1, NULL, 'resnet50', 1, 'fp32', 4, 3, 1, 64,
+  'synthetic', '', 'SUCCEEDED', 'all 1 ranks finished', 1, 'cpu', 25557032, 1700000000000,
+  1700000000000);
+INSERT INTO rank_summaries VALUES ('job-000001', 1, 0, 2, 8, 2.0, 1.0);
+INSERT INTO samples VALUES ('job-000001', 1, 0, 1, 1.0, 4, 6.9, 0, 1.0, 1);
+INSERT INTO samples VALUES ('job-000001', 1, 0, 2, 1.0, 4, 6.8, 0, 2.0, 0);
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].state, JobState::kSucceeded);
+  EXPECT_EQ((*jobs)[0].summaries.at(0).measured_images, 8);
+  EXPECT_EQ((*jobs)[0].telemetry_note, "");
+  auto samples = (*store)->ReadSamples("job-000001", 1);
+  ASSERT_TRUE(samples.ok());
+  ASSERT_EQ(samples->size(), 2u);
+  EXPECT_EQ((*samples)[1].received_unix_ns, 0) << "unknown in schema 1";
+  // And the migrated file takes new rows of both kinds.
+  Job job = MakeJob(2);
+  EXPECT_TRUE((*store)->InsertJob(job).ok());
+}
+
+}  // namespace
+}  // namespace bench

@@ -1,0 +1,121 @@
+#include "server/live_metrics.h"
+
+namespace bench {
+
+LiveMetrics::LiveMetrics(absl::Duration retention) : retention_(retention) {}
+
+void LiveMetrics::JobStarted(const std::string& job_id, JobLabels labels) {
+  absl::MutexLock lock(&mu_);
+  Entry& entry = jobs_[job_id];
+  entry = Entry{};
+  entry.state.labels = std::move(labels);
+}
+
+std::optional<double> LiveMetrics::RateOf(const RankWindow& window) {
+  if (window.recent.empty()) return std::nullopt;
+  auto first = window.recent.begin();
+  double from = 0;
+  int64_t images = 0;
+  if (first->first == 1) {
+    images += first->second.second;  // iteration 1 starts at elapsed 0
+  } else {
+    from = first->second.first;
+  }
+  for (auto it = std::next(first); it != window.recent.end(); ++it) images += it->second.second;
+  double seconds = window.recent.rbegin()->second.first - from;
+  if (seconds <= 0 || images <= 0) return std::nullopt;
+  return static_cast<double>(images) / seconds;
+}
+
+void LiveMetrics::RecordIteration(const std::string& job_id, const std::string& node,
+                                  const IterationSample& sample) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || it->second.state.ended) return;
+  Entry& entry = it->second;
+  RankWindow& window = entry.windows[sample.rank];
+  window.recent[sample.iteration] = {sample.elapsed_s, sample.images};
+  while (window.recent.size() > static_cast<size_t>(kWindow) + 1) {
+    window.recent.erase(window.recent.begin());
+  }
+  RankState& rank = entry.state.ranks[sample.rank];
+  rank.node = node;
+  rank.images_per_second = RateOf(window);
+  double total = 0;
+  bool any = false;
+  for (const auto& [index, state] : entry.state.ranks) {
+    if (!state.images_per_second) continue;
+    total += *state.images_per_second;
+    any = true;
+  }
+  entry.state.images_per_second = any ? std::optional<double>(total) : std::nullopt;
+}
+
+void LiveMetrics::RecordGpuSample(const std::string& job_id, const std::string& node,
+                                  const GpuSample& sample) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || it->second.state.ended) return;
+  RankState& rank = it->second.state.ranks[sample.rank];
+  rank.node = node;
+  if (!rank.gpu || rank.gpu->seq < sample.seq) rank.gpu = sample;
+}
+
+void LiveMetrics::RankEnded(const std::string& job_id, int rank) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  auto r = it->second.state.ranks.find(rank);
+  if (r != it->second.state.ranks.end()) r->second.gpu.reset();
+}
+
+void LiveMetrics::JobEnded(const std::string& job_id, std::optional<double> images_per_second,
+                           absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  Entry& entry = it->second;
+  entry.state.ended = true;
+  entry.ended_at = now;
+  entry.state.images_per_second = images_per_second;
+  for (auto& [index, rank] : entry.state.ranks) {
+    rank.gpu.reset();
+    rank.images_per_second.reset();
+  }
+  entry.windows.clear();
+}
+
+void LiveMetrics::SetEnergyPerImage(const std::string& job_id, double joules) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it != jobs_.end()) it->second.state.energy_per_image_j = joules;
+}
+
+void LiveMetrics::CountStored(int64_t samples, int64_t gpu_samples, int64_t duplicates) {
+  absl::MutexLock lock(&mu_);
+  counters_.samples_ingested += samples;
+  counters_.gpu_samples_ingested += gpu_samples;
+  counters_.duplicates += duplicates;
+}
+
+void LiveMetrics::CountIngestErrors(const std::string& reason, int64_t count) {
+  absl::MutexLock lock(&mu_);
+  counters_.ingest_errors[reason] += count;
+}
+
+LiveMetrics::Snapshot LiveMetrics::Take(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  Snapshot snapshot;
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    if (it->second.state.ended && now - it->second.ended_at > retention_) {
+      it = jobs_.erase(it);
+      continue;
+    }
+    snapshot.jobs.emplace(it->first, it->second.state);
+    ++it;
+  }
+  snapshot.counters = counters_;
+  return snapshot;
+}
+
+}  // namespace bench

@@ -1,0 +1,127 @@
+#include "server/live_metrics.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/metrics_exporter.h"
+
+namespace bench {
+namespace {
+
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+IterationSample Iteration(int rank, int iteration, double elapsed, int images) {
+  IterationSample s;
+  s.job_id = "job-1";
+  s.attempt = 1;
+  s.rank = rank;
+  s.iteration = iteration;
+  s.elapsed_s = elapsed;
+  s.images = images;
+  return s;
+}
+
+GpuSample Reading(int rank, int64_t seq, double watts) {
+  GpuSample g;
+  g.job_id = "job-1";
+  g.attempt = 1;
+  g.rank = rank;
+  g.seq = seq;
+  g.gpu_index = rank;
+  g.gpu_uuid = "GPU-fake-" + std::to_string(rank);
+  g.power_w = watts;
+  g.sm_clock_mhz = 1980;
+  g.temperature_c = 61;
+  g.energy_j = 1234.5;
+  g.gpu_utilization_pct = 97;
+  return g;
+}
+
+TEST(LiveMetrics, RankRateIsImagesOverTheLastIterationsOwnTime) {
+  LiveMetrics live;
+  live.JobStarted("job-1", {"resnet50", "amp", 256, 2});
+  // Rank 0: iteration 1 takes 2 s (warm-up), then 0.5 s each, 100 images per step.
+  live.RecordIteration("job-1", "node-a", Iteration(0, 1, 2.0, 100));
+  LiveMetrics::Snapshot first = live.Take(absl::Now());
+  EXPECT_DOUBLE_EQ(*first.jobs.at("job-1").ranks.at(0).images_per_second, 50);
+  for (int i = 2; i <= 30; ++i) {
+    live.RecordIteration("job-1", "node-a", Iteration(0, i, 2.0 + 0.5 * (i - 1), 100));
+  }
+  // Rank 1 runs at 100 images per second.
+  for (int i = 1; i <= 30; ++i) {
+    live.RecordIteration("job-1", "node-b", Iteration(1, i, 1.0 * i, 100));
+  }
+  LiveMetrics::Snapshot snapshot = live.Take(absl::Now());
+  const LiveMetrics::JobState& job = snapshot.jobs.at("job-1");
+  EXPECT_DOUBLE_EQ(*job.ranks.at(0).images_per_second, 200) << "the warm-up left the window";
+  EXPECT_DOUBLE_EQ(*job.ranks.at(1).images_per_second, 100);
+  EXPECT_DOUBLE_EQ(*job.images_per_second, 300);
+  EXPECT_EQ(job.ranks.at(1).node, "node-b");
+}
+
+TEST(LiveMetrics, GpuSeriesEndWithTheRankAndJobsExpireAfterRetention) {
+  LiveMetrics live(absl::Minutes(5));
+  live.JobStarted("job-1", {"resnet50", "fp32", 128, 1});
+  live.RecordGpuSample("job-1", "node-a", Reading(0, 2, 300));
+  live.RecordGpuSample("job-1", "node-a", Reading(0, 1, 100));  // older: ignored
+  absl::Time now = absl::Now();
+  EXPECT_DOUBLE_EQ(*live.Take(now).jobs.at("job-1").ranks.at(0).gpu->power_w, 300);
+  live.RankEnded("job-1", 0);
+  EXPECT_FALSE(live.Take(now).jobs.at("job-1").ranks.at(0).gpu.has_value());
+
+  live.JobEnded("job-1", 812.5, now);
+  EXPECT_THAT(RenderMetrics({}, live.Take(now)),
+              HasSubstr("bench_job_measured_images_per_second{bench_job=\"job-1\""));
+  EXPECT_THAT(RenderMetrics({}, live.Take(now)),
+              Not(HasSubstr("bench_job_images_per_second{bench_job=\"job-1\"")))
+      << "the live series ends with the job";
+  live.SetEnergyPerImage("job-1", 0.75);
+  LiveMetrics::Snapshot kept = live.Take(now + absl::Minutes(4));
+  EXPECT_DOUBLE_EQ(*kept.jobs.at("job-1").images_per_second, 812.5);
+  EXPECT_DOUBLE_EQ(*kept.jobs.at("job-1").energy_per_image_j, 0.75);
+  EXPECT_TRUE(live.Take(now + absl::Minutes(6)).jobs.empty());
+  // A late sample of an ended job does not bring its series back.
+  live.RecordGpuSample("job-1", "node-a", Reading(0, 3, 300));
+  EXPECT_TRUE(live.Take(now + absl::Minutes(6)).jobs.empty());
+}
+
+TEST(MetricsExporter, NamesUnitsAndLabelsFollowPrometheusRules) {
+  LiveMetrics live;
+  live.JobStarted("job-7", {"resnet50", "amp", 256, 1});
+  live.RecordIteration("job-7", "dgx-1", Iteration(0, 1, 0.5, 256));
+  GpuSample g = Reading(0, 1, 350);
+  g.job_id = "job-7";
+  live.RecordGpuSample("job-7", "dgx-1", g);
+  live.CountStored(10, 4, 1);
+  live.CountIngestErrors("unknown_rank", 3);
+  FleetCounts fleet;
+  fleet.queued = 2;
+  fleet.running = 1;
+  fleet.agents_connected = 1;
+  fleet.nodes.push_back({"dgx-1", "cuda", 8, 1});
+
+  std::string text = RenderMetrics(fleet, live.Take(absl::Now()));
+  EXPECT_THAT(text, HasSubstr("# TYPE bench_jobs gauge"));
+  EXPECT_THAT(text, HasSubstr("bench_jobs{state=\"queued\"} 2"));
+  EXPECT_THAT(text, HasSubstr("bench_queue_length 2"));
+  EXPECT_THAT(text, HasSubstr("bench_devices{node=\"dgx-1\",kind=\"cuda\"} 8"));
+  EXPECT_THAT(text, HasSubstr("# TYPE bench_samples_ingested_total counter"));
+  EXPECT_THAT(text, HasSubstr("bench_samples_ingested_total 10"));
+  EXPECT_THAT(text, HasSubstr("bench_ingest_errors_total{reason=\"unknown_rank\"} 3"));
+  EXPECT_THAT(text, HasSubstr("bench_job_images_per_second{bench_job=\"job-7\",model=\"resnet50\","
+                              "precision=\"amp\",batch_size=\"256\",devices=\"1\"} 512"));
+  EXPECT_THAT(text, HasSubstr("bench_gpu_power_watts{node=\"dgx-1\",gpu=\"0\",uuid=\"GPU-fake-0\","
+                              "bench_job=\"job-7\",rank=\"0\",model=\"resnet50\","
+                              "precision=\"amp\"} 350"));
+  EXPECT_THAT(text, HasSubstr("bench_gpu_sm_clock_hertz{"));
+  EXPECT_THAT(text, HasSubstr("} 1980000000"));
+  EXPECT_THAT(text, HasSubstr("bench_gpu_utilization_ratio{"));
+  EXPECT_THAT(text, HasSubstr("} 0.97"));
+  EXPECT_THAT(text, HasSubstr("# TYPE bench_gpu_energy_joules_total counter"));
+  EXPECT_THAT(text, Not(ContainsRegex("[{,]job=")));  // `job` belongs to Prometheus
+}
+
+}  // namespace
+}  // namespace bench
