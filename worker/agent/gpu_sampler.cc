@@ -84,8 +84,10 @@ void GpuSampler::Shutdown() {
 }
 
 uint64_t GpuSampler::SampleLocked(const Key& key, Target* target) {
+  auto now = [this] { return options_.now ? options_.now() : absl::Now(); };
+  absl::Time before = now();
   GpuReading reading = reader_->Read(target->gpu_index);
-  absl::Time now = options_.now ? options_.now() : absl::Now();
+  absl::Time after = now();
   benchfleet::v1::GpuSample sample;
   sample.set_job_id(std::get<0>(key));
   sample.set_attempt(std::get<1>(key));
@@ -93,7 +95,7 @@ uint64_t GpuSampler::SampleLocked(const Key& key, Target* target) {
   sample.set_seq(target->next_seq++);
   sample.set_gpu_uuid(target->gpu_uuid);
   sample.set_gpu_index(target->gpu_index);
-  sample.set_time_unix_ns(absl::ToUnixNanos(now));
+  sample.set_time_unix_ns(absl::ToUnixNanos(before + (after - before) / 2));
   FillGpuSample(reading, &sample);
   return sink_->AddGpuSample(std::move(sample));
 }

@@ -2,11 +2,12 @@
 //
 // A rank registers its GPU when it is spawned and unregisters it when it exits. Every
 // period the sampler reads each registered GPU (GpuReader: NVML in production) and
-// hands a GpuSample to the sink, stamped with the wall clock and tied to (job, attempt,
-// rank, GPU UUID), numbered seq 1, 2, ... per (job, attempt, rank). Unregister takes a
-// final reading first, so that a rank's window is covered to its end. Ticks run at
-// start + k * period; ticks missed while a tick overran are skipped, not bunched.
-// The thread sleeps while nothing is registered.
+// hands a GpuSample to the sink: tied to (job, attempt, rank, GPU UUID), numbered seq
+// 1, 2, ... per (job, attempt, rank), and stamped with the wall clock in the middle of
+// the NVML calls (which can take milliseconds). Unregister takes a final reading
+// first, so that a rank's window is covered to its end. Ticks run at start + k *
+// period; ticks missed while a tick overran are skipped, not bunched. The thread
+// sleeps while nothing is registered.
 #pragma once
 
 #include <cstdint>
