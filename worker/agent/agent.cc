@@ -72,6 +72,19 @@ absl::Status Agent::Start() {
   }
   uploader_->SetAgent(inventory_.name());
   reporter_->SetAgent(inventory_.name());
+
+  std::vector<std::string> gpus;
+  for (const auto& gpu : inventory_.gpus()) {
+    gpus.push_back(absl::StrCat(gpu.index(), ": ", gpu.name()));
+  }
+  AgentLog(absl::StrCat(
+      "agent ", inventory_.name(), " (address ", inventory_.address(), ") for controller ",
+      options_.controller, ": offering ",
+      inventory_.gpus_size() > 0
+          ? absl::StrCat(inventory_.gpus_size(), " GPU(s) [", absl::StrJoin(gpus, ", "), "]")
+          : absl::StrCat(inventory_.cpu_slots(), " CPU slot(s) of ", cpu_threads_,
+                         " thread(s)"),
+      "; trainer ", options_.bench_train));
   if (inventory_.gpus_size() > 0) {
     for (const auto& gpu : inventory_.gpus()) gpu_uuids_[gpu.index()] = gpu.uuid();
     telemetry_ = StartGpuTelemetry(options_.nvml_library, options_.gpu_sample_hz,
@@ -90,19 +103,6 @@ absl::Status Agent::Start() {
                             "only: the figures are not GPU figures."));
     }
   }
-
-  std::vector<std::string> gpus;
-  for (const auto& gpu : inventory_.gpus()) {
-    gpus.push_back(absl::StrCat(gpu.index(), ": ", gpu.name()));
-  }
-  AgentLog(absl::StrCat(
-      "agent ", inventory_.name(), " (address ", inventory_.address(), ") for controller ",
-      options_.controller, ": offering ",
-      inventory_.gpus_size() > 0
-          ? absl::StrCat(inventory_.gpus_size(), " GPU(s) [", absl::StrJoin(gpus, ", "), "]")
-          : absl::StrCat(inventory_.cpu_slots(), " CPU slot(s) of ", cpu_threads_,
-                         " thread(s)"),
-      "; trainer ", options_.bench_train));
   stream_thread_ = std::thread([this] { StreamLoop(); });
   return absl::OkStatus();
 }
