@@ -24,7 +24,8 @@
 //
 // Fixed: GPU i is named "Fake GPU i", has UUID "GPU-fake-i" and (16 << 30) * (i + 1)
 // bytes of memory. The energy counter is consistent with the power:
-//   energy_mJ = power_W * 1000 * (seconds since the library was loaded, steady clock)
+//   energy_mJ = power_W * 1000 * (seconds since the library was loaded, steady clock;
+//               it is linked with -z nodelete, so it stays loaded until the process exits)
 //               + FAKE_NVML_ENERGY_OFFSET_MJ
 // so an energy-per-image computed from it is checkable (about power x window / images).
 // Thread-safe.

@@ -114,6 +114,21 @@ TEST(NvmlTest, EnergyGrowsAtTheScriptedPower) {
                                          << seconds << " s";
 }
 
+TEST(NvmlTest, EnergyOnlyGrowsAcrossSessions) {
+  std::optional<double> before;
+  {
+    auto nvml = Nvml::Open(FAKE_NVML_LIBRARY);
+    ASSERT_TRUE(nvml.ok());
+    before = (*nvml)->Read(0).energy_j;
+  }
+  absl::SleepFor(absl::Milliseconds(20));
+  auto nvml = Nvml::Open(FAKE_NVML_LIBRARY);
+  ASSERT_TRUE(nvml.ok());
+  std::optional<double> after = (*nvml)->Read(0).energy_j;
+  ASSERT_TRUE(before.has_value() && after.has_value());
+  EXPECT_GT(*after, *before);
+}
+
 TEST(NvmlTest, SessionsNestAndShutDown) {
   auto first = Nvml::Open(FAKE_NVML_LIBRARY);
   ASSERT_TRUE(first.ok());
