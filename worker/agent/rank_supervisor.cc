@@ -174,7 +174,7 @@ void RankSupervisor::Start() {
     }
     if (!not_started.empty()) {
       *first.add_ranks() = NewReport(rank->rank, benchfleet::v1::RANK_STATE_CANCELLED,
-                                      absl::StrCat("not started: ", not_started));
+                                     absl::StrCat("not started: ", not_started));
       continue;
     }
     RankLaunch launch = BuildRankLaunch(a, rank->index, master_addr, master_port, options_);
