@@ -40,7 +40,7 @@ bool IsValueFlag(Command command, absl::string_view name) {
     case Command::kAgents:
       return name == "format";
     case Command::kResults:
-      return name == "model" || name == "format";
+      return name == "model" || name == "format" || name == "metric";
     default:
       return false;
   }
@@ -214,6 +214,10 @@ class Parser {
     } else if (name == "model") {
       spec.set_model(value);
       options_.model = value;
+    } else if (name == "metric") {
+      absl::StatusOr<GridMetric> metric = ParseGridMetric(value);
+      if (!metric.ok()) return metric.status();
+      options_.metric = *metric;
     } else if (name == "precision") {
       absl::StatusOr<benchfleet::v1::Precision> precision = ParsePrecision(value);
       if (!precision.ok()) {
@@ -318,8 +322,10 @@ std::string UsageText() {
       "  cancel JOB     cancel a job; prints its resulting state\n"
       "  agents [--format text|json]\n"
       "                 worker nodes, their devices and what runs on them\n"
-      "  results [--model M] [--format table|markdown|csv|json]\n"
-      "                 median images/s by device count, precision and batch size\n"
+      "  results [--model M] [--format table|markdown|csv|json] [--metric M]\n"
+      "                 median images/s by device count, precision and batch size;\n"
+      "                 --metric energy_per_image|images_per_watt|power|sm_clock|temperature\n"
+      "                 fills the grid with GPU telemetry instead (csv/json carry all)\n"
       "  help           this text\n"
       "\n"
       "exit status: 0 ok, 1 error (or a --wait job that did not succeed), 2 usage error\n");

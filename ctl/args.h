@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "benchfleet/v1/types.pb.h"
+#include "ctl/grid.h"
 
 namespace bench::ctl {
 
@@ -32,6 +33,7 @@ struct CliOptions {
   SubmitOptions submit;                 // kSubmit
   std::string job_id;                   // kStatus, kCancel
   std::string model;                    // kResults: --model filter ("" = all)
+  GridMetric metric = GridMetric::kImagesPerSecond;  // kResults: --metric
   // kStatus/kList/kAgents: kText or kJson; kResults: kTable, kMarkdown, kCsv or kJson.
   OutputFormat format = OutputFormat::kText;
 };

@@ -125,6 +125,16 @@ TEST(ArgsTest, Help) {
   EXPECT_THAT(UsageText(), HasSubstr("usage: benchctl"));
 }
 
+TEST(ArgsTest, ResultsMetric) {
+  auto results = Parse({"results", "--metric", "energy_per_image", "--format", "csv"});
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ(results->metric, GridMetric::kEnergyPerImage);
+  auto bad = Parse({"results", "--metric=joules"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--metric"));
+  EXPECT_FALSE(Parse({"list", "--metric", "power"}).ok()) << "results only";
+}
+
 TEST(ArgsTest, OtherCommands) {
   auto status = Parse({"status", "j-1", "--format", "json"});
   ASSERT_TRUE(status.ok()) << status.status();

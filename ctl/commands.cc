@@ -151,7 +151,7 @@ absl::StatusOr<int> RunAgents(OutputFormat format, const CommandContext& context
   return 0;
 }
 
-absl::StatusOr<int> RunResults(const std::string& model, OutputFormat format,
+absl::StatusOr<int> RunResults(const std::string& model, OutputFormat format, GridMetric metric,
                             const CommandContext& context) {
   grpc::ClientContext rpc;
   SetDeadline(&rpc, context);
@@ -178,7 +178,7 @@ absl::StatusOr<int> RunResults(const std::string& model, OutputFormat format,
         *context.out << "no results yet for model " << model << "\n";
         break;
       }
-      const auto grids = BuildGrids(cells);
+      const auto grids = BuildGrids(cells, metric);
       *context.out << (format == OutputFormat::kMarkdown ? RenderGridsMarkdown(grids)
                                                          : RenderGridsTable(grids));
     }
@@ -208,7 +208,7 @@ int RunCommand(const CliOptions& options, const CommandContext& context) {
       result = RunAgents(options.format, context);
       break;
     case Command::kResults:
-      result = RunResults(options.model, options.format, context);
+      result = RunResults(options.model, options.format, options.metric, context);
       break;
   }
   if (!result.ok()) {

@@ -40,7 +40,7 @@ absl::StatusOr<int> RunStatus(const std::string& job_id, OutputFormat format,
 absl::StatusOr<int> RunList(OutputFormat format, const CommandContext& context);
 absl::StatusOr<int> RunCancel(const std::string& job_id, const CommandContext& context);
 absl::StatusOr<int> RunAgents(OutputFormat format, const CommandContext& context);
-absl::StatusOr<int> RunResults(const std::string& model, OutputFormat format,
+absl::StatusOr<int> RunResults(const std::string& model, OutputFormat format, GridMetric metric,
                             const CommandContext& context);
 
 // A failed RPC as benchctl reports it: UNAVAILABLE and DEADLINE_EXCEEDED become

@@ -248,7 +248,7 @@ TEST_F(CommandsTest, Results) {
   EXPECT_THAT(out_.str(), HasSubstr("| GPUs | FP32 bs256 | AMP bs256 |\n"
                                     "|-----:|-----------:|----------:|\n"));
   EXPECT_EQ(Run({"results", "--format", "csv"}), 0);
-  EXPECT_THAT(out_.str(), HasSubstr("resnet50,cuda,1,fp32,256,384.7,0.0,0.0,2\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("resnet50,cuda,1,fp32,256,384.7,0.0,0.0,2,,,,,\n"));
   EXPECT_EQ(Run({"results", "--format", "json"}), 0);
   EXPECT_THAT(out_.str(), HasSubstr("\"median_images_per_second\":11200"));
   service_.set_with_results(false);

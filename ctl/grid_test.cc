@@ -90,16 +90,35 @@ TEST(GridTest, Markdown) {
 
 TEST(GridTest, Csv) {
   EXPECT_EQ(RenderCellsCsv(Cells()),
-            "model,device_kind,devices,precision,batch_size,median_images_per_second,min,max,runs\n"
-            "resnet50,cuda,1,fp32,128,381.5,380.5,382.5,3\n"
-            "resnet50,cuda,1,fp32,256,384.7,383.7,385.7,3\n"
-            "resnet50,cuda,1,amp,128,1316.7,1315.7,1317.7,3\n"
-            "resnet50,cuda,1,amp,256,1412.0,1411.0,1413.0,3\n"
-            "resnet50,cuda,8,fp32,128,2948.2,2947.2,2949.2,3\n"
-            "resnet50,cuda,8,fp32,256,2987.9,2986.9,2988.9,3\n"
-            "resnet50,cuda,8,amp,256,10440.0,10439.0,10441.0,3\n");
+            "model,device_kind,devices,precision,batch_size,median_images_per_second,min,max,runs,"
+            "energy_per_image_j,images_per_second_per_watt,power_w,sm_clock_mhz,temperature_c\n"
+            "resnet50,cuda,1,fp32,128,381.5,380.5,382.5,3,,,,,\n"
+            "resnet50,cuda,1,fp32,256,384.7,383.7,385.7,3,,,,,\n"
+            "resnet50,cuda,1,amp,128,1316.7,1315.7,1317.7,3,,,,,\n"
+            "resnet50,cuda,1,amp,256,1412.0,1411.0,1413.0,3,,,,,\n"
+            "resnet50,cuda,8,fp32,128,2948.2,2947.2,2949.2,3,,,,,\n"
+            "resnet50,cuda,8,fp32,256,2987.9,2986.9,2988.9,3,,,,,\n"
+            "resnet50,cuda,8,amp,256,10440.0,10439.0,10441.0,3,,,,,\n");
   EXPECT_THAT(RenderCellsCsv({Cell("odd,\"name\"", 1, PRECISION_FP32, 1, 1)}),
               HasSubstr("\n\"odd,\"\"name\"\"\",cuda,1,"));
+}
+
+TEST(GridTest, TelemetryMetricFillsTheGridAndMissingCellsSayNoData) {
+  std::vector<ResultCell> cells = {Cell("resnet50", 1, PRECISION_AMP, 256, 1412.0),
+                                   Cell("resnet50", 8, PRECISION_AMP, 256, 10440.0)};
+  cells[0].set_median_energy_per_image_j(0.2125);
+  cells[0].set_median_images_per_second_per_watt(4.70588);
+  cells[0].set_median_sm_clock_mhz(1980.4);
+  std::string table = RenderGridsTable(BuildGrids(cells, GridMetric::kEnergyPerImage));
+  EXPECT_THAT(table, HasSubstr("resnet50 (cuda): median energy per image (J)"));
+  EXPECT_THAT(table, HasSubstr("0.212"));
+  EXPECT_THAT(table, HasSubstr("no data"));  // the 8-GPU cell has no telemetry
+  EXPECT_THAT(table, Not(HasSubstr("10440")));
+  EXPECT_THAT(RenderGridsTable(BuildGrids(cells, GridMetric::kSmClock)), HasSubstr("1980"));
+  EXPECT_THAT(RenderCellsCsv(cells), HasSubstr(",3,0.212,4.706,,1980,\n"));
+  EXPECT_EQ(ParseGridMetric("images_per_watt").value(), GridMetric::kImagesPerWatt);
+  EXPECT_THAT(std::string(ParseGridMetric("watts").status().message()),
+              HasSubstr("--metric: unknown metric \"watts\""));
 }
 
 TEST(GridTest, Json) {
@@ -134,7 +153,8 @@ TEST(GridTest, NoResults) {
   EXPECT_EQ(RenderGridsTable({}), "no results yet\n");
   EXPECT_EQ(RenderGridsMarkdown({}), "no results yet\n");
   EXPECT_EQ(RenderCellsCsv({}),
-            "model,device_kind,devices,precision,batch_size,median_images_per_second,min,max,runs\n");
+            "model,device_kind,devices,precision,batch_size,median_images_per_second,min,max,runs,"
+            "energy_per_image_j,images_per_second_per_watt,power_w,sm_clock_mhz,temperature_c\n");
 }
 
 TEST(GridTest, MissingCellIsNeverZero) {

@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/spec_names.h"
 #include "ctl/grid.h"
@@ -69,6 +71,31 @@ std::string Throughput(const JobStatus& job) {
   return job.has_throughput() ? FormatRate(job.images_per_second()) : "no data";
 }
 
+std::string EnergyText(const JobStatus& job) {
+  if (!job.has_energy_per_image_j()) return "no data";
+  std::string text = absl::StrFormat("%.4g J/image", job.energy_per_image_j());
+  if (job.has_images_per_second_per_watt()) {
+    absl::StrAppend(&text, absl::StrFormat(" (%.4g images/s per W)",
+                                           job.images_per_second_per_watt()));
+  }
+  return text;
+}
+
+// "p50 (p5-p95)" of a reading, or "no data".
+std::string Spread(const benchfleet::v1::Percentiles& p, const char* format) {
+  if (p.count() == 0) return "no data";
+  return absl::StrCat(absl::StrFormat(format, p.p50()), " (", absl::StrFormat(format, p.p5()),
+                      "-", absl::StrFormat(format, p.p95()), ")");
+}
+
+std::string Indent(const std::string& text) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    absl::StrAppend(&out, "  ", line, "\n");
+  }
+  return out;
+}
+
 std::string StateWithReason(const JobStatus& job) {
   std::string text = JobStateName(job.state());
   if (!job.reason().empty()) absl::StrAppend(&text, " (", job.reason(), ")");
@@ -113,7 +140,13 @@ std::string FormatJobText(const JobStatus& job) {
   line("samples", absl::StrCat(job.samples_stored(), " stored"));
   line("parameters", job.parameters() > 0 ? absl::StrCat(job.parameters()) : "unknown");
   line("images/s", Throughput(job));
+  line("energy", EnergyText(job));
+  if (!job.telemetry_note().empty()) line("telemetry", job.telemetry_note());
   line("created", FormatTime(job.created_unix_ms()));
+  if (job.gpu_telemetry_size() > 0) {
+    out += "gpus (measured window):\n";
+    out += Indent(FormatGpuTelemetryTable(job));
+  }
   out += "history:\n";
   if (job.history().empty()) out += "  -\n";
   for (const auto& transition : job.history()) {
@@ -123,6 +156,27 @@ std::string FormatJobText(const JobStatus& job) {
     out += "\n";
   }
   return out;
+}
+
+std::string FormatGpuTelemetryTable(const JobStatus& job) {
+  TextTable table;
+  table.header = {"RANK", "NODE",          "GPU",        "UUID",      "SAMPLES",
+                  "J/IMAGE", "POWER W p50 (p5-p95)", "SM MHz p50 (p5-p95)", "TEMP C p50",
+                  "THROTTLE"};
+  table.align = {Align::kRight, Align::kLeft,  Align::kRight, Align::kLeft, Align::kRight,
+                 Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft};
+  for (const auto& gpu : job.gpu_telemetry()) {
+    table.rows.push_back(
+        {absl::StrCat(gpu.rank()), gpu.agent(), absl::StrCat(gpu.gpu_index()), gpu.gpu_uuid(),
+         absl::StrCat(gpu.samples()),
+         gpu.has_energy_per_image_j() ? absl::StrFormat("%.4g", gpu.energy_per_image_j())
+                                      : "no data",
+         Spread(gpu.power_w(), "%.1f"), Spread(gpu.sm_clock_mhz(), "%.0f"),
+         gpu.temperature_c().count() > 0 ? absl::StrFormat("%.0f", gpu.temperature_c().p50())
+                                         : "no data",
+         gpu.throttle_reasons() == 0 ? "-" : absl::StrFormat("0x%x", gpu.throttle_reasons())});
+  }
+  return RenderPlainTable(table);
 }
 
 std::string FormatJobsTable(const std::vector<JobStatus>& jobs) {

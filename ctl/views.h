@@ -21,6 +21,9 @@ std::string DescribeDevices(const benchfleet::v1::AgentInventory& inventory);
 
 // `status`: one "key: value" line per field, then placements and history.
 std::string FormatJobText(const benchfleet::v1::JobStatus& job);
+// Per GPU of a finished job: energy per image and power / clock / temperature over
+// the measured window ("no data" where a figure is missing).
+std::string FormatGpuTelemetryTable(const benchfleet::v1::JobStatus& job);
 // `list`: an aligned table with one row per job, or "no jobs\n".
 std::string FormatJobsTable(const std::vector<benchfleet::v1::JobStatus>& jobs);
 // `agents`: an aligned table with one row per agent, or "no agents\n".

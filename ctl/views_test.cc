@@ -87,6 +87,34 @@ TEST(ViewsTest, JobText) {
   EXPECT_THAT(FormatJobText(done), HasSubstr("images/s:   9500.5\n"));
 }
 
+TEST(ViewsTest, JobTextShowsGpuTelemetryOrSaysThereIsNone) {
+  JobStatus job = RunningJob();
+  EXPECT_THAT(FormatJobText(job), HasSubstr("energy:     no data"));
+  job.set_telemetry_note("no GPU samples for rank 3");
+  job.set_energy_per_image_j(0.25);
+  job.set_images_per_second_per_watt(4);
+  auto* gpu = job.add_gpu_telemetry();
+  gpu->set_rank(0);
+  gpu->set_agent("node-a");
+  gpu->set_gpu_index(0);
+  gpu->set_gpu_uuid("GPU-fake-0");
+  gpu->set_samples(42);
+  gpu->set_energy_per_image_j(0.25);
+  gpu->mutable_power_w()->set_count(42);
+  gpu->mutable_power_w()->set_p5(290);
+  gpu->mutable_power_w()->set_p50(300);
+  gpu->mutable_power_w()->set_p95(310.25);
+  gpu->set_throttle_reasons(4);
+  std::string text = FormatJobText(job);
+  EXPECT_THAT(text, HasSubstr("energy:     0.25 J/image (4 images/s per W)"));
+  EXPECT_THAT(text, HasSubstr("telemetry:  no GPU samples for rank 3"));
+  EXPECT_THAT(text, HasSubstr("gpus (measured window):"));
+  EXPECT_THAT(text, HasSubstr("300.0 (290.0-310.2)"));
+  EXPECT_THAT(text, HasSubstr("GPU-fake-0"));
+  EXPECT_THAT(text, HasSubstr("0x4"));
+  EXPECT_THAT(FormatGpuTelemetryTable(job), HasSubstr("no data"));  // no clock readings
+}
+
 TEST(ViewsTest, JobsTable) {
   JobStatus done = RunningJob();
   done.set_id("j-8");
