@@ -59,9 +59,13 @@ absl::Status LoopbackCluster::StartBenchd() {
     absl::StatusOr<int> port = PickFreePort("127.0.0.1");
     if (!port.ok()) return port.status();
     grpc_port_ = *port;
+    absl::StatusOr<int> http = PickFreePort("127.0.0.1");
+    if (!http.ok()) return http.status();
+    http_port_ = *http;
   }
   SubprocessOptions options;
-  options.argv = {BENCHD_PATH, "--listen", server(), "--http", "127.0.0.1:0", "--db", db_path_};
+  options.argv = {BENCHD_PATH, "--listen", server(), "--http",
+                  absl::StrCat("127.0.0.1:", http_port_), "--db", db_path_};
   options.stdout_mode = SubprocessOptions::Output::kFile;
   options.stderr_mode = SubprocessOptions::Output::kFile;
   options.stdout_path = options.stderr_path = dir_ + "/benchd.log";
@@ -78,10 +82,19 @@ absl::Status LoopbackCluster::StartBenchd() {
 }
 
 absl::Status LoopbackCluster::StartAgent(const std::string& name, int cpu_slots) {
+  return StartAgent(name, cpu_slots, {});
+}
+
+absl::Status LoopbackCluster::StartAgent(const std::string& name, int cpu_slots,
+                                         const std::vector<std::string>& extra_args) {
   SubprocessOptions options;
-  options.argv = {BENCH_AGENT_PATH,   "--controller", server(),      "--name", name,
-                  "--cpu-slots",      absl::StrCat(cpu_slots),       "--address",
-                  "127.0.0.1",        "--bench-train", BENCH_TRAIN_PATH};
+  options.argv = {BENCH_AGENT_PATH, "--controller", server(), "--name", name, "--address",
+                  "127.0.0.1", "--bench-train", BENCH_TRAIN_PATH};
+  if (cpu_slots > 0) {
+    options.argv.push_back("--cpu-slots");
+    options.argv.push_back(absl::StrCat(cpu_slots));
+  }
+  options.argv.insert(options.argv.end(), extra_args.begin(), extra_args.end());
   options.stdout_mode = SubprocessOptions::Output::kFile;
   options.stderr_mode = SubprocessOptions::Output::kFile;
   options.stdout_path = options.stderr_path = absl::StrCat(dir_, "/agent-", name, ".log");

@@ -28,6 +28,9 @@ class LoopbackCluster {
   // SIGTERM to benchd; returns its exit code (0 for a graceful stop).
   int StopBenchd();
   absl::Status StartAgent(const std::string& name, int cpu_slots);
+  // An agent with `extra_args` after the usual ones (cpu_slots 0: no --cpu-slots).
+  absl::Status StartAgent(const std::string& name, int cpu_slots,
+                          const std::vector<std::string>& extra_args);
   // Waits until benchd lists `count` connected agents.
   absl::Status WaitForAgents(int count, int timeout_s = 60);
 
@@ -37,6 +40,8 @@ class LoopbackCluster {
   const std::string& db_path() const { return db_path_; }
   const std::string& dir() const { return dir_; }
   std::string server() const;
+  // benchd's web port (/healthz, /metrics), fixed at the first StartBenchd.
+  int http_port() const { return http_port_; }
   // The tail of a process's log (benchd.log, agent-NAME.log) for failure messages.
   std::string Log(const std::string& file) const;
 
@@ -44,6 +49,7 @@ class LoopbackCluster {
   std::string dir_;
   std::string db_path_;
   int grpc_port_ = 0;
+  int http_port_ = 0;
   std::unique_ptr<Subprocess> benchd_;
   std::vector<std::unique_ptr<Subprocess>> agents_;
 };
