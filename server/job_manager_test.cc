@@ -73,6 +73,7 @@ class JobManagerTest : public ::testing::Test {
   }
 
   std::string dir_;
+  LiveMetrics metrics_;  // outlives the managers that point at it
   std::unique_ptr<Store> store_;
   std::unique_ptr<JobManager> manager_;
 };
@@ -377,8 +378,8 @@ namespace {
 // A GPU job's NVML readings are joined to its iterations when it succeeds: per-GPU
 // energy per image over the measured window, stored, and still there after a restart.
 TEST_F(JobManagerTest, GpuSamplesAreJoinedToTheMeasuredWindowWhenTheJobEnds) {
-  LiveMetrics metrics;
-  manager_ = std::make_unique<JobManager>(store_.get(), JobManagerOptions{}, &metrics);
+  manager_.reset();
+  manager_ = std::make_unique<JobManager>(store_.get(), JobManagerOptions{}, &metrics_);
   ASSERT_TRUE(manager_->Recover().ok());
   FakeChannel a;
   AgentInventory inventory;
@@ -430,7 +431,7 @@ TEST_F(JobManagerTest, GpuSamplesAreJoinedToTheMeasuredWindowWhenTheJobEnds) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->stored, 5);
   EXPECT_EQ(result->gpu_stored, 21);
-  ASSERT_EQ(metrics.Take(absl::Now()).jobs.at(id).ranks.at(0).gpu->seq, 21);
+  ASSERT_EQ(metrics_.Take(absl::Now()).jobs.at(id).ranks.at(0).gpu->seq, 21);
 
   RankReport done = Succeeded(0, 4.0);
   done.summary->measured_images = 8;
@@ -452,7 +453,7 @@ TEST_F(JobManagerTest, GpuSamplesAreJoinedToTheMeasuredWindowWhenTheJobEnds) {
   EXPECT_DOUBLE_EQ(gpu.sm_clock_mhz.p50, 1980);
   EXPECT_EQ(job.telemetry_note, "");
   EXPECT_NEAR(*JobEnergyPerImage(job), 125, 1e-3);
-  EXPECT_NEAR(*metrics.Take(absl::Now()).jobs.at(id).energy_per_image_j, 125, 1e-3);
+  EXPECT_NEAR(*metrics_.Take(absl::Now()).jobs.at(id).energy_per_image_j, 125, 1e-3);
   auto means = store_->ReadIterationMeans(id, 1);
   ASSERT_TRUE(means.ok());
   EXPECT_NEAR(*means->at({0, 3}).power_w, 250, 1e-9);
