@@ -22,6 +22,9 @@
 //   FAKE_NVML_THROTTLE          clock throttle reason mask, decimal or 0x hex (default 0)
 //   FAKE_NVML_FAIL_INIT         "1": nvmlInit_v2 fails with NVML_ERROR_DRIVER_NOT_LOADED
 //
+//   FAKE_NVML_UUID_PREFIX       UUIDs are "<prefix>-<index>" (default "GPU-fake"), so
+//                               that several fake nodes can have distinct GPUs
+//
 // Fixed: GPU i is named "Fake GPU i", has UUID "GPU-fake-i" and (16 << 30) * (i + 1)
 // bytes of memory. The energy counter is consistent with the power:
 //   energy_mJ = power_W * 1000 * (seconds since the library was loaded, steady clock;
@@ -75,6 +78,7 @@ struct Config {
   std::vector<double> mem_used_mib{4096};
   unsigned long long throttle = 0;
   bool fail_init = false;
+  std::string uuid_prefix = "GPU-fake";
 };
 
 std::mutex mu;
@@ -124,6 +128,7 @@ Config ReadConfig() {
   if (const char* throttle = Env("FAKE_NVML_THROTTLE")) {
     c.throttle = std::strtoull(throttle, nullptr, 0);
   }
+  if (const char* prefix = Env("FAKE_NVML_UUID_PREFIX")) c.uuid_prefix = prefix;
   c.fail_init = Env("FAKE_NVML_FAIL_INIT") != nullptr &&
                 std::strcmp(Env("FAKE_NVML_FAIL_INIT"), "0") != 0;
   return c;
@@ -222,6 +227,18 @@ FAKE_NVML_EXPORT int nvmlSystemGetDriverVersion(char* version, unsigned length) 
   return kSuccess;
 }
 
+FAKE_NVML_EXPORT int nvmlSystemGetNVMLVersion(char* version, unsigned length) {
+  if (version == nullptr) return kErrorInvalidArgument;
+  std::snprintf(version, length, "12.550.fake");
+  return kSuccess;
+}
+
+FAKE_NVML_EXPORT int nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  if (version == nullptr) return kErrorInvalidArgument;
+  *version = 12040;  // CUDA 12.4
+  return kSuccess;
+}
+
 FAKE_NVML_EXPORT int nvmlDeviceGetCount_v2(unsigned* count) {
   std::lock_guard<std::mutex> lock(mu);
   if (init_count <= 0) return kErrorUninitialized;
@@ -263,7 +280,7 @@ FAKE_NVML_EXPORT int nvmlDeviceGetUUID(void* handle, char* uuid, unsigned length
   int rc;
   const Device* device = Check(handle, &rc);
   if (device == nullptr) return rc;
-  std::snprintf(uuid, length, "GPU-fake-%d", device->index);
+  std::snprintf(uuid, length, "%s-%d", config.uuid_prefix.c_str(), device->index);
   return kSuccess;
 }
 

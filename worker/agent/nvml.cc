@@ -99,6 +99,9 @@ struct Nvml::Api {
   nvmlReturn_t (*get_temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
   nvmlReturn_t (*get_utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
   nvmlReturn_t (*get_throttle_reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*get_driver_version)(char*, unsigned) = nullptr;
+  nvmlReturn_t (*get_nvml_version)(char*, unsigned) = nullptr;
+  nvmlReturn_t (*get_cuda_driver_version)(int*) = nullptr;
 
   std::string Error(nvmlReturn_t code) const {
     if (error_string != nullptr) {
@@ -141,6 +144,11 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(const std::string& library) {
   Resolve(handle, "nvmlDeviceGetClockInfo", &api->get_clock);
   Resolve(handle, "nvmlDeviceGetTemperature", &api->get_temperature);
   Resolve(handle, "nvmlDeviceGetUtilizationRates", &api->get_utilization);
+  Resolve(handle, "nvmlSystemGetDriverVersion", &api->get_driver_version);
+  Resolve(handle, "nvmlSystemGetNVMLVersion", &api->get_nvml_version);
+  if (!Resolve(handle, "nvmlSystemGetCudaDriverVersion_v2", &api->get_cuda_driver_version)) {
+    Resolve(handle, "nvmlSystemGetCudaDriverVersion", &api->get_cuda_driver_version);
+  }
   // Renamed in NVML 12.2 (driver 535); the old name stays exported.
   if (!Resolve(handle, "nvmlDeviceGetCurrentClocksEventReasons", &api->get_throttle_reasons)) {
     Resolve(handle, "nvmlDeviceGetCurrentClocksThrottleReasons", &api->get_throttle_reasons);
@@ -160,6 +168,26 @@ Nvml::Nvml(std::string library, void* handle, std::unique_ptr<Api> api)
 Nvml::~Nvml() {
   api_->shutdown();
   dlclose(handle_);
+}
+
+std::map<std::string, std::string> Nvml::SystemVersions() const {
+  std::map<std::string, std::string> versions;
+  char buffer[kNvmlStringBuffer] = {};
+  if (api_->get_driver_version != nullptr &&
+      api_->get_driver_version(buffer, sizeof(buffer)) == kNvmlSuccess && buffer[0] != '\0') {
+    versions["driver"] = buffer;
+  }
+  char nvml[kNvmlStringBuffer] = {};
+  if (api_->get_nvml_version != nullptr &&
+      api_->get_nvml_version(nvml, sizeof(nvml)) == kNvmlSuccess && nvml[0] != '\0') {
+    versions["nvml"] = nvml;
+  }
+  int cuda = 0;
+  if (api_->get_cuda_driver_version != nullptr &&
+      api_->get_cuda_driver_version(&cuda) == kNvmlSuccess && cuda > 0) {
+    versions["cuda_driver"] = absl::StrCat(cuda / 1000, ".", (cuda % 1000) / 10);
+  }
+  return versions;
 }
 
 absl::StatusOr<std::vector<GpuInfo>> Nvml::ListGpus() const {

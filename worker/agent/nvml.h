@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,10 @@ class Nvml : public GpuReader {
   // The GPUs NVML sees (index order, which is PCI bus order). UNAVAILABLE on an NVML
   // error; empty if there is no GPU.
   absl::StatusOr<std::vector<GpuInfo>> ListGpus() const;
+  // The system's versions where NVML gives them: "driver" (nvmlSystemGetDriverVersion),
+  // "nvml" (nvmlSystemGetNVMLVersion), "cuda_driver" ("12.4", from
+  // nvmlSystemGetCudaDriverVersion). Absent keys: not offered.
+  std::map<std::string, std::string> SystemVersions() const;
   // Every reading NVML offers for GPU `gpu_index`; all unset if there is no such GPU.
   GpuReading Read(int gpu_index) override;
 

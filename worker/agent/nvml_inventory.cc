@@ -29,7 +29,9 @@ benchfleet::v1::AgentInventory BuildInventory(const InventoryOptions& options) {
     inventory.set_cpu_slots(options.cpu_slots);
     return inventory;
   }
-  auto gpus = ListNvmlGpus(options.nvml_library);
+  auto nvml = Nvml::Open(options.nvml_library);
+  absl::StatusOr<std::vector<GpuInfo>> gpus =
+      nvml.ok() ? (*nvml)->ListGpus() : absl::StatusOr<std::vector<GpuInfo>>(nvml.status());
   if (!gpus.ok()) {
     AgentLog(absl::StrCat("no GPUs (", gpus.status().message(), "); offering 1 CPU slot"));
   } else if (gpus->empty()) {
@@ -38,6 +40,9 @@ benchfleet::v1::AgentInventory BuildInventory(const InventoryOptions& options) {
   if (!gpus.ok() || gpus->empty()) {
     inventory.set_cpu_slots(1);
     return inventory;
+  }
+  for (const auto& [key, value] : (*nvml)->SystemVersions()) {
+    (*inventory.mutable_versions())[key] = value;
   }
   for (const GpuInfo& info : *gpus) {
     benchfleet::v1::Gpu* gpu = inventory.add_gpus();

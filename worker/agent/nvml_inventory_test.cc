@@ -29,6 +29,18 @@ TEST(NvmlInventoryTest, ListsGpusOfAFakeNvml) {
   EXPECT_EQ((*gpus)[1].memory_bytes, 32LL << 30);
 }
 
+TEST(NvmlInventoryTest, InventoryCarriesTheDriverVersions) {
+  InventoryOptions options;
+  options.name = "dgx";
+  options.controller = "127.0.0.1:1";
+  options.nvml_library = FAKE_NVML_LIBRARY;
+  benchfleet::v1::AgentInventory inventory = BuildInventory(options);
+  ASSERT_EQ(inventory.gpus_size(), 2);
+  EXPECT_EQ(inventory.versions().at("driver"), "fake");
+  EXPECT_EQ(inventory.versions().at("nvml"), "12.550.fake");
+  EXPECT_EQ(inventory.versions().at("cuda_driver"), "12.4");
+}
+
 TEST(NvmlInventoryTest, FallsBackToOneCpuSlotWithoutNvml) {
   InventoryOptions options;
   options.controller = "127.0.0.1:7000";

@@ -246,6 +246,7 @@ void RankSupervisor::ReadStdout(Rank* rank) {
       }
       case TrainerEvent::Kind::kStart:
         rank->parameters = event->parameters;
+        rank->versions = std::move(event->versions);
         EchoLine(prefix, absl::StrCat("start: ", event->model, ", ", event->parameters,
                                       " parameters",
                                       event->precision.empty() ? "" : ", ", event->precision,
@@ -310,6 +311,7 @@ void RankSupervisor::Supervise(Rank* rank) {
   RankReport report = NewReport(rank->rank, benchfleet::v1::RANK_STATE_UNSPECIFIED);
   report.set_exit_code(exit_code);
   report.set_parameters(rank->parameters);
+  report.mutable_versions()->insert(rank->versions.begin(), rank->versions.end());
   {
     absl::MutexLock lock(&mu_);
     if (succeeded) {

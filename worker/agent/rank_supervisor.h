@@ -113,6 +113,7 @@ class RankSupervisor {
     bool saw_summary = false;
     benchfleet::v1::RankSummary summary;
     int64_t parameters = 0;
+    std::map<std::string, std::string> versions;  // from the start event
     std::string error_message;
     uint64_t last_sample_ticket = 0;
     // Written by the stderr reader; read by the waiter after joining it.

@@ -88,6 +88,12 @@ absl::StatusOr<TrainerEvent> ParseTrainerEvent(absl::string_view line) {
     out.model = String(object, "model");
     out.device = String(object, "device");
     out.precision = String(object, "precision");
+    const Value* versions = Field(object, "versions");
+    if (versions != nullptr && versions->kind_case() == Value::kStructValue) {
+      for (const auto& [key, value] : versions->struct_value().fields()) {
+        if (value.kind_case() == Value::kStringValue) out.versions[key] = value.string_value();
+      }
+    }
   } else if (out.name == "iter") {
     out.kind = TrainerEvent::Kind::kIter;
     int32_t iteration = Int32(object, "iteration");

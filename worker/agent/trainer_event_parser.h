@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -24,6 +25,7 @@ struct TrainerEvent {
   std::string model;
   std::string device;
   std::string precision;
+  std::map<std::string, std::string> versions;  // the "versions" object's string values
   // kIter: iteration, step_time_s, images, loss, data_time_s, elapsed_s, warmup.
   // job_id, attempt and rank are left for the caller, which knows them.
   benchfleet::v1::IterationSample sample;

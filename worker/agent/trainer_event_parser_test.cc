@@ -20,6 +20,8 @@ TEST(TrainerEventParserTest, Start) {
   EXPECT_EQ(event->model, "resnet50");
   EXPECT_EQ(event->device, "cpu");
   EXPECT_EQ(event->precision, "fp32");
+  EXPECT_EQ(event->versions, (std::map<std::string, std::string>{{"torch", "1.13.1"},
+                                                                 {"bench_train", "0.1.0"}}));
 }
 
 TEST(TrainerEventParserTest, Iter) {
