@@ -68,7 +68,7 @@ grpc::ServerWriteReactor<v1::JobStatus>* ControllerService::WatchJob(
 grpc::ServerUnaryReactor* ControllerService::Results(grpc::CallbackServerContext* context,
                                                      const v1::ResultsRequest* request,
                                                      v1::ResultsResponse* response) {
-  for (const ResultCell& cell : manager_->Results(request->model())) {
+  for (const ResultCell& cell : manager_->Results(FromProto(*request))) {
     ToProto(cell, response->add_cells());
   }
   return FinishNow(context, absl::OkStatus());
@@ -79,6 +79,51 @@ grpc::ServerUnaryReactor* ControllerService::ListAgents(grpc::CallbackServerCont
                                                         v1::ListAgentsResponse* response) {
   for (const AgentView& view : manager_->ListAgents()) ToProto(view, response->add_agents());
   return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* ControllerService::SetBaseline(grpc::CallbackServerContext* context,
+                                                         const v1::SetBaselineRequest* request,
+                                                         v1::Baseline* response) {
+  absl::StatusOr<Baseline> baseline = manager_->SetBaseline(
+      request->job_id(), request->lower_tolerance_pct(), request->upper_tolerance_pct());
+  if (baseline.ok()) ToProto(*baseline, response);
+  return FinishNow(context, baseline.status());
+}
+
+grpc::ServerUnaryReactor* ControllerService::ListBaselines(
+    grpc::CallbackServerContext* context, const v1::ListBaselinesRequest*,
+    v1::ListBaselinesResponse* response) {
+  for (const Baseline& baseline : manager_->ListBaselines()) {
+    ToProto(baseline, response->add_baselines());
+  }
+  return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* ControllerService::GpuVariability(
+    grpc::CallbackServerContext* context, const v1::GpuVariabilityRequest* request,
+    v1::GpuVariabilityResponse* response) {
+  double threshold = request->threshold_pct() == 0 ? 5 : request->threshold_pct();
+  absl::StatusOr<std::vector<bench::GpuVariability>> gpus =
+      manager_->GpuVariabilityReport(request->threshold_pct(), request->model());
+  if (gpus.ok()) {
+    for (const bench::GpuVariability& gpu : *gpus) ToProto(gpu, response->add_gpus());
+    response->set_threshold_pct(threshold);
+  }
+  return FinishNow(context, gpus.status());
+}
+
+grpc::ServerUnaryReactor* ControllerService::GetSamples(grpc::CallbackServerContext* context,
+                                                        const v1::GetSamplesRequest* request,
+                                                        v1::GetSamplesResponse* response) {
+  absl::StatusOr<SamplesView> samples =
+      manager_->GetSamples(request->job_id(), request->from_iteration());
+  if (samples.ok()) {
+    ToProto(samples->view, response->mutable_job());
+    for (const IterationSample& sample : samples->samples) {
+      ToProto(sample, response->add_samples());
+    }
+  }
+  return FinishNow(context, samples.status());
 }
 
 }  // namespace bench

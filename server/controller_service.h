@@ -32,6 +32,18 @@ class ControllerService final : public benchfleet::v1::Controller::CallbackServi
   grpc::ServerUnaryReactor* ListAgents(grpc::CallbackServerContext* context,
                                        const benchfleet::v1::ListAgentsRequest* request,
                                        benchfleet::v1::ListAgentsResponse* response) override;
+  grpc::ServerUnaryReactor* SetBaseline(grpc::CallbackServerContext* context,
+                                        const benchfleet::v1::SetBaselineRequest* request,
+                                        benchfleet::v1::Baseline* response) override;
+  grpc::ServerUnaryReactor* ListBaselines(grpc::CallbackServerContext* context,
+                                          const benchfleet::v1::ListBaselinesRequest* request,
+                                          benchfleet::v1::ListBaselinesResponse* response) override;
+  grpc::ServerUnaryReactor* GpuVariability(
+      grpc::CallbackServerContext* context, const benchfleet::v1::GpuVariabilityRequest* request,
+      benchfleet::v1::GpuVariabilityResponse* response) override;
+  grpc::ServerUnaryReactor* GetSamples(grpc::CallbackServerContext* context,
+                                       const benchfleet::v1::GetSamplesRequest* request,
+                                       benchfleet::v1::GetSamplesResponse* response) override;
 
  private:
   JobManager* const manager_;

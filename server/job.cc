@@ -1,5 +1,10 @@
 #include "server/job.h"
 
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_join.h"
+
 namespace bench {
 
 const char* JobStateText(JobState state) {
@@ -44,6 +49,29 @@ bool JobSpec::operator==(const JobSpec& o) const {
          warmup_iterations == o.warmup_iterations && image_size == o.image_size &&
          data == o.data && name == o.name && labels == o.labels &&
          request_id == o.request_id;
+}
+
+std::string GpuModelOf(const Job& job) {
+  std::set<std::string> names;
+  for (const RankDevice& device : job.rank_devices) {
+    if (!device.gpu_name.empty()) names.insert(device.gpu_name);
+  }
+  return absl::StrJoin(names, " + ");
+}
+
+bool Configuration::operator<(const Configuration& o) const {
+  return std::tie(model, devices, precision, batch_size, device_kind, gpu_model) <
+         std::tie(o.model, o.devices, o.precision, o.batch_size, o.device_kind, o.gpu_model);
+}
+
+bool Configuration::operator==(const Configuration& o) const {
+  return std::tie(model, devices, precision, batch_size, device_kind, gpu_model) ==
+         std::tie(o.model, o.devices, o.precision, o.batch_size, o.device_kind, o.gpu_model);
+}
+
+Configuration ConfigurationOf(const Job& job) {
+  return Configuration{job.spec.model,       job.spec.devices, job.spec.precision,
+                       job.spec.batch_size,  job.device_kind,  GpuModelOf(job)};
 }
 
 }  // namespace bench

@@ -84,6 +84,26 @@ struct GpuTelemetry {
   uint64_t throttle_reasons = 0;  // OR of the masks seen in the window
 };
 
+// Which device one rank ran on, recorded from the agent's inventory when the rank was
+// placed (a later inventory change does not rewrite it).
+struct RankDevice {
+  int rank = 0;
+  std::string agent;
+  std::string hostname;
+  int device_index = 0;  // GPU index or CPU slot
+  std::string gpu_uuid;  // "" on CPU slots (and for jobs placed before schema 3)
+  std::string gpu_name;
+};
+
+// The software and hardware a job ran on, merged over its ranks and agents
+// (environment.h).
+struct Environment {
+  std::map<std::string, std::string> versions;  // disagreeing values joined with " | "
+  std::vector<std::string> hostnames;           // of the agents that ran ranks, sorted
+};
+
+using Versions = std::map<std::string, std::string>;
+
 struct Job {
   std::string id;   // "job-000042"
   int64_t seq = 0;  // submission order, 1-based
@@ -100,7 +120,30 @@ struct Job {
   // Joined once the current attempt has ended (by rank); empty until then or if none.
   std::vector<GpuTelemetry> gpu_telemetry;
   std::string telemetry_note;  // why GPU telemetry is missing or partial; "" if not
+  // Current attempt, recorded at placement: one per rank, by rank.
+  std::vector<RankDevice> rank_devices;
+  // Current attempt: the agents' NVML versions (snapshot at placement) and the ranks'
+  // trainer versions (their start events). Empty where an older agent sent none.
+  std::map<std::string, Versions> agent_versions;  // by agent name
+  std::map<int, Versions> rank_versions;           // by rank
 };
+
+// The GPU model of a job's ranks: their GPU name, or the distinct names sorted and
+// joined with " + " when they differ; "" on CPU slots or before placement.
+std::string GpuModelOf(const Job& job);
+
+// What results are comparable across: a grid cell, and what a baseline is set for.
+struct Configuration {
+  std::string model;
+  int devices = 0;
+  Precision precision = Precision::kUnspecified;
+  int batch_size = 0;
+  DeviceKind device_kind = DeviceKind::kNone;  // kNone: not placed yet
+  std::string gpu_model;                       // GpuModelOf
+  bool operator<(const Configuration& o) const;
+  bool operator==(const Configuration& o) const;
+};
+Configuration ConfigurationOf(const Job& job);
 
 struct Gpu {
   int index = 0;
@@ -115,6 +158,7 @@ struct AgentInventory {
   std::string hostname;
   std::vector<Gpu> gpus;
   int cpu_slots = 0;
+  Versions versions;  // from NVML: driver, nvml, cuda_driver (empty from older agents)
 
   DeviceKind kind() const { return gpus.empty() ? DeviceKind::kCpu : DeviceKind::kCuda; }
   int device_count() const { return gpus.empty() ? cpu_slots : static_cast<int>(gpus.size()); }

@@ -1,6 +1,7 @@
 #include "server/job_manager.h"
 
 #include <algorithm>
+#include <cmath>
 #include <future>
 #include <utility>
 
@@ -53,7 +54,13 @@ JobManager::~JobManager() {
 absl::Status JobManager::Recover() {
   absl::StatusOr<std::vector<Job>> loaded = store_->LoadJobs();
   if (!loaded.ok()) return loaded.status();
+  absl::StatusOr<std::vector<Baseline>> baselines = store_->LoadBaselines();
+  if (!baselines.ok()) return baselines.status();
   absl::MutexLock lock(&mu_);
+  for (Baseline& baseline : *baselines) {
+    Configuration configuration = baseline.configuration;
+    baselines_[configuration] = std::move(baseline);
+  }
   for (Job& job : *loaded) {
     last_seq_ = std::max(last_seq_, job.seq);
     jobs_.push_back(std::move(job));
@@ -110,6 +117,10 @@ JobView JobManager::ViewOf(const Job& job) {
   }
   if (job.state == JobState::kSucceeded) {
     view.images_per_second = JobThroughput(job.summaries, job.spec.devices);
+    if (view.images_per_second) {
+      view.baseline =
+          CompareWithBaselines(*view.images_per_second, ConfigurationOf(job), baselines_);
+    }
   }
   return view;
 }
@@ -338,10 +349,121 @@ absl::StatusOr<JobView> JobManager::Cancel(const std::string& job_id) {
   return ViewOf(*job);
 }
 
-std::vector<ResultCell> JobManager::Results(const std::string& model_filter) {
+std::vector<ResultCell> JobManager::Results(const ResultsFilter& filter) {
+  std::vector<Job> jobs;
+  Baselines baselines;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const Job& job : jobs_) {
+      if (Matches(job, filter)) jobs.push_back(job);
+    }
+    baselines = baselines_;
+  }
+  return BuildResultCells(jobs, filter, baselines);
+}
+
+absl::StatusOr<Baseline> JobManager::SetBaseline(const std::string& job_id,
+                                                 double lower_tolerance_pct,
+                                                 double upper_tolerance_pct) {
+  absl::Status valid = NormalizeTolerances(lower_tolerance_pct, upper_tolerance_pct);
+  if (!valid.ok()) return valid;
+  Baseline baseline;
+  auto stored = std::make_shared<std::promise<absl::Status>>();
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return absl::UnavailableError("benchd is shutting down");
+    Job* job = FindJob(job_id);
+    if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+    if (job->state != JobState::kSucceeded) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(job_id, " is ", JobStateText(job->state),
+                       "; only a SUCCEEDED job can be a baseline"));
+    }
+    std::optional<double> throughput = JobThroughput(job->summaries, job->spec.devices);
+    if (!throughput) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          job_id, " has no throughput (not every rank reported measured images over a "
+                  "measured window), so it cannot be a baseline"));
+    }
+    baseline.configuration = ConfigurationOf(*job);
+    baseline.job_id = job_id;
+    baseline.images_per_second = *throughput;
+    baseline.lower_tolerance_pct = lower_tolerance_pct;
+    baseline.upper_tolerance_pct = upper_tolerance_pct;
+    baseline.set = absl::Now();
+    // Applied in the writer's commit order, so the latest stored baseline wins here too.
+    store_->PutBaselineAsync(baseline, [this, baseline, stored](absl::Status status) {
+      if (status.ok()) {
+        absl::MutexLock lock(&mu_);
+        baselines_[baseline.configuration] = baseline;
+      }
+      stored->set_value(status);
+    });
+  }
+  absl::Status status = stored->get_future().get();
+  if (!status.ok()) {
+    return absl::UnavailableError(absl::StrCat("could not store the baseline: ",
+                                               status.message()));
+  }
+  Log("baseline for ", baseline.configuration.model, " ", baseline.configuration.devices,
+      " devices ", PrecisionText(baseline.configuration.precision), " bs ",
+      baseline.configuration.batch_size, " is now ", job_id, " (",
+      baseline.images_per_second, " images/s)");
+  return baseline;
+}
+
+std::vector<Baseline> JobManager::ListBaselines() {
   absl::MutexLock lock(&mu_);
-  std::vector<Job> jobs(jobs_.begin(), jobs_.end());
-  return BuildResultCells(jobs, model_filter);
+  std::vector<Baseline> list;
+  for (const auto& [configuration, baseline] : baselines_) list.push_back(baseline);
+  return list;
+}
+
+absl::StatusOr<std::vector<GpuVariability>> JobManager::GpuVariabilityReport(
+    double threshold_pct, const std::string& model) {
+  if (!(threshold_pct >= 0) || !std::isfinite(threshold_pct)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "threshold_pct: ", threshold_pct, " must be >= 0 (0 means the default 5)"));
+  }
+  if (threshold_pct == 0) threshold_pct = 5;
+  std::vector<Job> jobs;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const Job& job : jobs_) {
+      if (job.state != JobState::kSucceeded || job.device_kind != DeviceKind::kCuda) continue;
+      if (!model.empty() && job.spec.model != model) continue;
+      jobs.push_back(job);
+    }
+  }
+  VariabilityBuilder builder;
+  for (const Job& job : jobs) {
+    absl::StatusOr<std::vector<IterationSample>> samples =
+        store_->ReadSamples(job.id, job.attempt);
+    if (!samples.ok()) return samples.status();
+    absl::StatusOr<std::vector<GpuSample>> gpu_samples =
+        store_->ReadGpuSamples(job.id, job.attempt);
+    if (!gpu_samples.ok()) return gpu_samples.status();
+    builder.AddJob(job, *samples, *gpu_samples);
+  }
+  return builder.Finish(threshold_pct);
+}
+
+absl::StatusOr<SamplesView> JobManager::GetSamples(const std::string& job_id,
+                                                   int from_iteration) {
+  SamplesView result;
+  {
+    absl::MutexLock lock(&mu_);
+    Job* job = FindJob(job_id);
+    if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+    result.view = ViewOf(*job);
+  }
+  const Job& job = result.view.job;
+  if (job.attempt < 1) return result;  // never placed: nothing stored
+  absl::StatusOr<std::vector<IterationSample>> samples =
+      store_->ReadSamples(job.id, job.attempt, from_iteration);
+  if (!samples.ok()) return samples.status();
+  result.samples = std::move(*samples);
+  return result;
 }
 
 absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id, WatchCallback on_update,
@@ -408,6 +530,30 @@ void JobManager::Schedule() {
     job.device_kind = plan->kind;
     job.placements = plan->placements;
     job.summaries.clear();
+    job.rank_devices.clear();
+    job.agent_versions.clear();
+    job.rank_versions.clear();
+    for (const Placement& placement : job.placements) {
+      const AgentInventory& inventory = agents_[placement.agent].inventory;
+      if (!inventory.versions.empty()) job.agent_versions[placement.agent] = inventory.versions;
+      for (size_t i = 0; i < placement.ranks.size(); ++i) {
+        RankDevice device;
+        device.rank = placement.ranks[i];
+        device.agent = placement.agent;
+        device.hostname = inventory.hostname;
+        device.device_index = placement.device_indices[i];
+        if (plan->kind == DeviceKind::kCuda) {
+          for (const Gpu& gpu : inventory.gpus) {
+            if (gpu.index != device.device_index) continue;
+            device.gpu_uuid = gpu.uuid;
+            device.gpu_name = gpu.name;
+          }
+        }
+        job.rank_devices.push_back(std::move(device));
+      }
+    }
+    std::sort(job.rank_devices.begin(), job.rank_devices.end(),
+              [](const RankDevice& a, const RankDevice& b) { return a.rank < b.rank; });
     for (const Placement& placement : job.placements) {
       AgentRecord& agent = agents_[placement.agent];
       for (int device : placement.device_indices) agent.busy[device] = job.id;
@@ -595,6 +741,12 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
     }
     if (!report.telemetry_note.empty()) {
       runtime.telemetry_notes.insert(absl::StrCat(agent_name, ": ", report.telemetry_note));
+    }
+    auto known = job->rank_versions.find(report.rank);
+    if (!report.versions.empty() &&
+        (known == job->rank_versions.end() || known->second != report.versions)) {
+      job->rank_versions[report.rank] = report.versions;
+      changed = true;
     }
     if (report.outcome == RankOutcome::kStarted) continue;
     if (metrics_ != nullptr) metrics_->RankEnded(job_id, report.rank);

@@ -27,6 +27,7 @@
 #include "server/live_metrics.h"
 #include "server/metrics_exporter.h"
 #include "server/results.h"
+#include "server/variability.h"
 #include "server/store.h"
 
 namespace bench {
@@ -72,6 +73,7 @@ struct RankReport {
   std::optional<RankSummary> summary;
   int64_t parameters = 0;
   std::string telemetry_note;  // why the agent cannot sample this rank's GPU, or ""
+  Versions versions;           // the trainer's start-event versions; empty if unknown
 };
 
 // A job as clients see it: the stored job plus live progress.
@@ -80,6 +82,15 @@ struct JobView {
   int iterations_done = 0;  // lowest count of stored iterations across ranks
   int64_t samples_stored = 0;
   std::optional<double> images_per_second;
+  // images_per_second against its configuration's baseline (SUCCEEDED jobs with a
+  // throughput whose configuration has one).
+  std::optional<BaselineComparison> baseline;
+};
+
+// A job's status with its stored iterations (for logs).
+struct SamplesView {
+  JobView view;
+  std::vector<IterationSample> samples;  // current attempt, by rank then iteration
 };
 
 struct AgentView {
@@ -123,7 +134,25 @@ class JobManager {
   // QUEUED or RUNNING → CANCELLED (ranks are told to stop); a finished job is
   // FAILED_PRECONDITION.
   absl::StatusOr<JobView> Cancel(const std::string& job_id);
-  std::vector<ResultCell> Results(const std::string& model_filter);
+  std::vector<ResultCell> Results(const ResultsFilter& filter);
+
+  // Makes the job's throughput the baseline of its configuration (ConfigurationOf),
+  // replacing an earlier one, once stored. Tolerances as NormalizeTolerances (0 → 5;
+  // INVALID_ARGUMENT otherwise); NOT_FOUND for an unknown job; FAILED_PRECONDITION
+  // unless it SUCCEEDED with a throughput; UNAVAILABLE if the store fails.
+  absl::StatusOr<Baseline> SetBaseline(const std::string& job_id, double lower_tolerance_pct,
+                                       double upper_tolerance_pct);
+  std::vector<Baseline> ListBaselines();  // sorted by configuration
+
+  // Per-GPU variability (variability.h) over the SUCCEEDED cuda jobs (of `model` if
+  // not empty); threshold 0 means 5, negative is INVALID_ARGUMENT. Reads every such
+  // job's samples from the store's reader, outside the manager's lock.
+  absl::StatusOr<std::vector<GpuVariability>> GpuVariabilityReport(double threshold_pct,
+                                                                   const std::string& model);
+
+  // The job's status and its current attempt's stored iterations >= from_iteration;
+  // NOT_FOUND for an unknown job.
+  absl::StatusOr<SamplesView> GetSamples(const std::string& job_id, int from_iteration);
 
   // Calls `on_update` now and on every change of the job until it ends (the last call
   // has final=true), or `on_close` if benchd shuts down first. Returns a handle for
@@ -243,7 +272,8 @@ class JobManager {
   int64_t next_watch_handle_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t dropped_samples_ ABSL_GUARDED_BY(mu_) = 0;
-  int joins_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // the destructor waits for them
+  int joins_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  Baselines baselines_ ABSL_GUARDED_BY(mu_);  // the destructor waits for them
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -1,5 +1,7 @@
 #include "server/proto_convert.h"
 
+#include "server/environment.h"
+
 namespace bench {
 namespace v1 = benchfleet::v1;
 namespace {
@@ -36,6 +38,24 @@ v1::JobState ToProto(JobState state) {
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
+void ToProto(const Percentiles& in, v1::Percentiles* out) {
+  out->set_count(in.count);
+  out->set_p5(in.p5);
+  out->set_p50(in.p50);
+  out->set_p95(in.p95);
+}
+
+void ToProto(const BaselineComparison& in, v1::BaselineComparison* out) {
+  switch (in.verdict) {
+    case BaselineVerdict::kWithin: out->set_verdict(v1::BASELINE_VERDICT_WITHIN); break;
+    case BaselineVerdict::kBelow: out->set_verdict(v1::BASELINE_VERDICT_BELOW); break;
+    case BaselineVerdict::kAbove: out->set_verdict(v1::BASELINE_VERDICT_ABOVE); break;
+  }
+  out->set_baseline_job_id(in.baseline_job_id);
+  out->set_baseline_images_per_second(in.baseline_images_per_second);
+  out->set_ratio(in.ratio);
+}
+
 }  // namespace
 
 JobSpec FromProto(const v1::JobSpec& proto) {
@@ -65,6 +85,7 @@ AgentInventory FromProto(const v1::AgentInventory& proto) {
   for (const v1::Gpu& gpu : proto.gpus()) {
     inventory.gpus.push_back({gpu.index(), gpu.name(), gpu.uuid(), gpu.memory_bytes()});
   }
+  inventory.versions.insert(proto.versions().begin(), proto.versions().end());
   return inventory;
 }
 
@@ -108,6 +129,17 @@ GpuSample FromProto(const v1::GpuSample& proto) {
   return sample;
 }
 
+ResultsFilter FromProto(const v1::ResultsRequest& proto) {
+  ResultsFilter filter;
+  filter.model = proto.model();
+  filter.gpu_model = proto.gpu_model();
+  filter.node = proto.node();
+  if (proto.since_unix_ms() != 0) filter.since = absl::FromUnixMillis(proto.since_unix_ms());
+  if (proto.until_unix_ms() != 0) filter.until = absl::FromUnixMillis(proto.until_unix_ms());
+  filter.labels.insert(proto.labels().begin(), proto.labels().end());
+  return filter;
+}
+
 RankReport FromProto(const v1::RankReport& proto) {
   RankReport report;
   report.rank = proto.rank();
@@ -122,6 +154,7 @@ RankReport FromProto(const v1::RankReport& proto) {
   report.stderr_tail = proto.stderr_tail();
   report.parameters = proto.parameters();
   report.telemetry_note = proto.telemetry_note();
+  report.versions.insert(proto.versions().begin(), proto.versions().end());
   if (proto.has_summary()) {
     RankSummary summary;
     summary.rank = proto.rank();
@@ -180,6 +213,22 @@ void ToProto(const JobView& view, v1::JobStatus* proto) {
     proto->set_energy_per_image_j(*energy);
     if (*energy > 0) proto->set_images_per_second_per_watt(1 / *energy);
   }
+  Environment environment = MergeEnvironment(job);
+  proto->mutable_environment()->mutable_versions()->insert(environment.versions.begin(),
+                                                           environment.versions.end());
+  for (const std::string& host : environment.hostnames) {
+    proto->mutable_environment()->add_hostnames(host);
+  }
+  for (const RankDevice& device : job.rank_devices) {
+    v1::RankDevice* out = proto->add_rank_devices();
+    out->set_rank(device.rank);
+    out->set_agent(device.agent);
+    out->set_hostname(device.hostname);
+    out->set_device_index(device.device_index);
+    out->set_gpu_uuid(device.gpu_uuid);
+    out->set_gpu_name(device.gpu_name);
+  }
+  if (view.baseline) ToProto(*view.baseline, proto->mutable_baseline());
 }
 
 void ToProto(const GpuTelemetry& gpu, v1::GpuTelemetry* proto) {
@@ -193,15 +242,9 @@ void ToProto(const GpuTelemetry& gpu, v1::GpuTelemetry* proto) {
   if (gpu.images_per_second_per_watt) {
     proto->set_images_per_second_per_watt(*gpu.images_per_second_per_watt);
   }
-  auto percentiles = [](const Percentiles& in, v1::Percentiles* out) {
-    out->set_count(in.count);
-    out->set_p5(in.p5);
-    out->set_p50(in.p50);
-    out->set_p95(in.p95);
-  };
-  percentiles(gpu.power_w, proto->mutable_power_w());
-  percentiles(gpu.sm_clock_mhz, proto->mutable_sm_clock_mhz());
-  percentiles(gpu.temperature_c, proto->mutable_temperature_c());
+  ToProto(gpu.power_w, proto->mutable_power_w());
+  ToProto(gpu.sm_clock_mhz, proto->mutable_sm_clock_mhz());
+  ToProto(gpu.temperature_c, proto->mutable_temperature_c());
   proto->set_throttle_reasons(gpu.throttle_reasons);
 }
 
@@ -211,6 +254,8 @@ void ToProto(const AgentView& view, v1::AgentStatus* proto) {
   inventory->set_address(view.inventory.address);
   inventory->set_hostname(view.inventory.hostname);
   inventory->set_cpu_slots(view.inventory.cpu_slots);
+  inventory->mutable_versions()->insert(view.inventory.versions.begin(),
+                                        view.inventory.versions.end());
   for (const Gpu& gpu : view.inventory.gpus) {
     v1::Gpu* out = inventory->add_gpus();
     out->set_index(gpu.index);
@@ -233,9 +278,20 @@ void ToProto(const ResultCell& cell, v1::ResultCell* proto) {
   proto->set_median_images_per_second(cell.median_images_per_second);
   proto->set_min_images_per_second(cell.min_images_per_second);
   proto->set_max_images_per_second(cell.max_images_per_second);
-  proto->set_runs(static_cast<int>(cell.job_ids.size()));
+  proto->set_runs(cell.runs());
   for (const std::string& id : cell.job_ids) proto->add_job_ids(id);
   proto->set_device_kind(DeviceKindText(cell.key.device_kind));
+  proto->set_gpu_model(cell.key.gpu_model);
+  // The wire has no field for finished jobs without a figure: they are failed
+  // measurements (results.h).
+  proto->set_failed_runs(cell.failed_runs + cell.unmeasured_runs);
+  proto->set_pending_runs(cell.pending_runs);
+  if (cell.ci95) {
+    proto->set_ci95_low_images_per_second(cell.ci95->low);
+    proto->set_ci95_high_images_per_second(cell.ci95->high);
+  }
+  if (cell.cv) proto->set_cv(*cell.cv);
+  if (cell.baseline) ToProto(*cell.baseline, proto->mutable_baseline());
   if (cell.median_energy_per_image_j) {
     proto->set_median_energy_per_image_j(*cell.median_energy_per_image_j);
   }
@@ -264,6 +320,51 @@ void ToProto(const CancelMessage& cancel, v1::CancelAssignment* proto) {
   proto->set_job_id(cancel.job_id);
   proto->set_attempt(cancel.attempt);
   proto->set_reason(cancel.reason);
+}
+
+void ToProto(const Baseline& baseline, v1::Baseline* proto) {
+  const Configuration& c = baseline.configuration;
+  proto->set_model(c.model);
+  proto->set_precision(ToProto(c.precision));
+  proto->set_batch_size(c.batch_size);
+  proto->set_devices(c.devices);
+  proto->set_gpu_model(c.gpu_model);
+  proto->set_device_kind(DeviceKindText(c.device_kind));
+  proto->set_job_id(baseline.job_id);
+  proto->set_images_per_second(baseline.images_per_second);
+  proto->set_lower_tolerance_pct(baseline.lower_tolerance_pct);
+  proto->set_upper_tolerance_pct(baseline.upper_tolerance_pct);
+  proto->set_set_unix_ms(absl::ToUnixMillis(baseline.set));
+}
+
+void ToProto(const GpuVariability& gpu, v1::GpuVariability* proto) {
+  proto->set_gpu_uuid(gpu.gpu_uuid);
+  proto->set_gpu_name(gpu.gpu_name);
+  proto->set_agent(gpu.agent);
+  proto->set_hostname(gpu.hostname);
+  proto->set_gpu_index(gpu.gpu_index);
+  proto->set_jobs(gpu.jobs);
+  proto->set_iterations(gpu.iterations);
+  proto->set_normalized_step_time(gpu.normalized_step_time);
+  proto->set_step_time_cv(gpu.step_time_cv.value_or(0));  // fewer than 2 iterations: 0
+  ToProto(gpu.sm_clock_mhz, proto->mutable_sm_clock_mhz());
+  ToProto(gpu.power_w, proto->mutable_power_w());
+  ToProto(gpu.temperature_c, proto->mutable_temperature_c());
+  proto->set_outlier(gpu.outlier);
+}
+
+void ToProto(const IterationSample& sample, v1::IterationSample* proto) {
+  proto->set_job_id(sample.job_id);
+  proto->set_attempt(sample.attempt);
+  proto->set_rank(sample.rank);
+  proto->set_iteration(sample.iteration);
+  proto->set_step_time_s(sample.step_time_s);
+  proto->set_images(sample.images);
+  proto->set_loss(sample.loss);
+  proto->set_data_time_s(sample.data_time_s);
+  proto->set_elapsed_s(sample.elapsed_s);
+  proto->set_warmup(sample.warmup);
+  proto->set_received_unix_ns(sample.received_unix_ns);
 }
 
 }  // namespace bench

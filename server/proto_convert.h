@@ -9,6 +9,7 @@
 #include "benchfleet/v1/types.pb.h"
 #include "server/job.h"
 #include "server/job_manager.h"
+#include "server/variability.h"
 #include "server/results.h"
 
 namespace bench {
@@ -18,6 +19,7 @@ AgentInventory FromProto(const benchfleet::v1::AgentInventory& proto);
 IterationSample FromProto(const benchfleet::v1::IterationSample& proto);
 RankReport FromProto(const benchfleet::v1::RankReport& proto);
 GpuSample FromProto(const benchfleet::v1::GpuSample& proto);
+ResultsFilter FromProto(const benchfleet::v1::ResultsRequest& proto);
 
 void ToProto(const JobSpec& spec, benchfleet::v1::JobSpec* proto);
 void ToProto(const JobView& view, benchfleet::v1::JobStatus* proto);
@@ -26,5 +28,8 @@ void ToProto(const AgentView& view, benchfleet::v1::AgentStatus* proto);
 void ToProto(const ResultCell& cell, benchfleet::v1::ResultCell* proto);
 void ToProto(const AssignmentMessage& assignment, benchfleet::v1::Assignment* proto);
 void ToProto(const CancelMessage& cancel, benchfleet::v1::CancelAssignment* proto);
+void ToProto(const Baseline& baseline, benchfleet::v1::Baseline* proto);
+void ToProto(const GpuVariability& gpu, benchfleet::v1::GpuVariability* proto);
+void ToProto(const IterationSample& sample, benchfleet::v1::IterationSample* proto);
 
 }  // namespace bench

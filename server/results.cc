@@ -23,17 +23,6 @@ std::optional<double> JobThroughput(const std::map<int, RankSummary>& summaries,
   return static_cast<double>(images) / window;
 }
 
-bool CellKey::operator<(const CellKey& o) const {
-  return std::tie(model, devices, precision, batch_size, device_kind) <
-         std::tie(o.model, o.devices, o.precision, o.batch_size, o.device_kind);
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
-}
-
 namespace {
 
 // Per job of one cell, the telemetry figures it has.
@@ -75,41 +64,76 @@ std::optional<double> MedianOrNone(const std::vector<double>& values) {
 
 }  // namespace
 
+bool Matches(const Job& job, const ResultsFilter& filter) {
+  if (!filter.model.empty() && job.spec.model != filter.model) return false;
+  if (!filter.gpu_model.empty() && GpuModelOf(job) != filter.gpu_model) return false;
+  if (!filter.node.empty() &&
+      std::none_of(job.placements.begin(), job.placements.end(),
+                   [&](const Placement& p) { return p.agent == filter.node; })) {
+    return false;
+  }
+  if (job.created < filter.since || job.created >= filter.until) return false;
+  for (const auto& [key, value] : filter.labels) {
+    auto it = job.spec.labels.find(key);
+    if (it == job.spec.labels.end() || it->second != value) return false;
+  }
+  return true;
+}
+
 std::vector<ResultCell> BuildResultCells(const std::vector<Job>& jobs,
                                          const std::string& model_filter) {
-  std::map<CellKey, std::vector<std::pair<double, std::string>>> grouped;
+  ResultsFilter filter;
+  filter.model = model_filter;
+  return BuildResultCells(jobs, filter);
+}
+
+std::vector<ResultCell> BuildResultCells(const std::vector<Job>& jobs,
+                                         const ResultsFilter& filter,
+                                         const Baselines& baselines) {
+  std::map<CellKey, ResultCell> cells;
+  std::map<CellKey, std::vector<double>> values;
   std::map<CellKey, TelemetryFigures> telemetry;
   for (const Job& job : jobs) {
-    if (job.state != JobState::kSucceeded) continue;
-    if (!model_filter.empty() && job.spec.model != model_filter) continue;
+    if (job.state == JobState::kCancelled || !Matches(job, filter)) continue;
+    CellKey key = ConfigurationOf(job);
+    ResultCell& cell = cells[key];
+    cell.key = key;
+    switch (job.state) {
+      case JobState::kQueued:
+      case JobState::kRunning: ++cell.pending_runs; continue;
+      case JobState::kFailed: ++cell.failed_runs; continue;
+      case JobState::kCancelled: continue;
+      case JobState::kSucceeded: break;
+    }
     std::optional<double> throughput = JobThroughput(job.summaries, job.spec.devices);
-    if (!throughput) continue;
-    CellKey key{job.spec.model, job.spec.devices, job.spec.precision, job.spec.batch_size,
-                job.device_kind};
-    grouped[key].emplace_back(*throughput, job.id);
+    if (!throughput) {
+      ++cell.unmeasured_runs;
+      continue;
+    }
+    values[key].push_back(*throughput);
+    cell.job_ids.push_back(job.id);
     AddTelemetry(job, telemetry[key]);
   }
-  std::vector<ResultCell> cells;
-  for (auto& [key, runs] : grouped) {
-    ResultCell cell;
-    cell.key = key;
-    std::vector<double> values;
-    for (const auto& [value, id] : runs) {
-      values.push_back(value);
-      cell.job_ids.push_back(id);
+  std::vector<ResultCell> out;
+  for (auto& [key, cell] : cells) {
+    const std::vector<double>& runs = values[key];
+    if (!runs.empty()) {
+      cell.median_images_per_second = Median(runs);
+      cell.min_images_per_second = *std::min_element(runs.begin(), runs.end());
+      cell.max_images_per_second = *std::max_element(runs.begin(), runs.end());
+      cell.ci95 = MedianCi95(runs);
+      cell.cv = CoefficientOfVariation(runs);
+      cell.baseline = CompareWithBaselines(cell.median_images_per_second, key, baselines);
     }
-    cell.median_images_per_second = Median(values);
-    cell.min_images_per_second = *std::min_element(values.begin(), values.end());
-    cell.max_images_per_second = *std::max_element(values.begin(), values.end());
     const TelemetryFigures& figures = telemetry[key];
     cell.median_energy_per_image_j = MedianOrNone(figures.energy_per_image_j);
     cell.median_images_per_second_per_watt = MedianOrNone(figures.images_per_second_per_watt);
     cell.median_power_w = MedianOrNone(figures.power_w);
     cell.median_sm_clock_mhz = MedianOrNone(figures.sm_clock_mhz);
     cell.median_temperature_c = MedianOrNone(figures.temperature_c);
-    cells.push_back(std::move(cell));
+    out.push_back(std::move(cell));
   }
-  return cells;
+  return out;
 }
 
 }  // namespace bench

@@ -1,4 +1,4 @@
-// Turns finished jobs into throughput figures and the results grid: pure functions.
+// Turns jobs into throughput figures and the results grid: pure functions.
 #pragma once
 
 #include <map>
@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "server/baseline.h"
 #include "server/job.h"
+#include "server/statistics.h"
 
 namespace bench {
 
@@ -17,35 +19,69 @@ namespace bench {
 std::optional<double> JobThroughput(const std::map<int, RankSummary>& summaries,
                                     int world_size);
 
-// The key of one grid cell.
-struct CellKey {
-  std::string model;
-  int devices = 0;
-  Precision precision = Precision::kUnspecified;
-  int batch_size = 0;
-  DeviceKind device_kind = DeviceKind::kNone;
-  bool operator<(const CellKey& o) const;
-};
+// The key of one grid cell: (model, devices, precision, batch size, device kind, GPU
+// model). A job not placed yet (QUEUED) has device kind kNone and GPU model "": its
+// hardware is not known, so it is counted in a cell of its own, never guessed into one.
+using CellKey = Configuration;
 
+// Which jobs the grid is built from; every filter given must match.
+struct ResultsFilter {
+  std::string model;      // exact; "" any
+  std::string gpu_model;  // exact match of GpuModelOf; "" any
+  std::string node;       // at least one rank placed on this agent; "" any
+  absl::Time since = absl::InfinitePast();   // created at or after
+  absl::Time until = absl::InfiniteFuture();  // created before
+  std::map<std::string, std::string> labels;  // each must be present with this value
+};
+bool Matches(const Job& job, const ResultsFilter& filter);
+
+// One configuration's jobs.
+//
+// The figures (median, min, max, ci95, cv) are over the SUCCEEDED jobs with a
+// throughput ("runs", listed in job_ids). A cell exists as soon as its configuration
+// has any job other than CANCELLED ones (cancelled on purpose: not a result), so a
+// configuration whose jobs all failed or are still pending has a cell with runs() == 0:
+// then median/min/max are 0 and must not be read as figures ("no data"), and ci95 and
+// cv are unset.
+//
+// Not counted in the figures, counted instead:
+//   failed_runs      FAILED jobs;
+//   unmeasured_runs  SUCCEEDED jobs without a throughput (a rank without a summary, or
+//                    zero measured images or window): finished, but no figure. Not a
+//                    run and not silently dropped (on the wire it is added to
+//                    failed_runs, which has no field of its own: a run that yields no
+//                    measurement is a failed measurement);
+//   pending_runs     QUEUED and RUNNING jobs.
 struct ResultCell {
   CellKey key;
   double median_images_per_second = 0;
   double min_images_per_second = 0;
   double max_images_per_second = 0;
-  std::vector<std::string> job_ids;
-  // Medians over the cell's jobs that have the figure (GPU telemetry); unset: no data.
+  std::vector<std::string> job_ids;  // the runs, in submission order
+  std::optional<Interval> ci95;      // distribution-free CI of the median, runs >= 6
+  std::optional<double> cv;          // of the runs' throughputs, runs >= 2
+  int failed_runs = 0;
+  int unmeasured_runs = 0;
+  int pending_runs = 0;
+  // The median against the configuration's baseline; unset without one or without runs.
+  std::optional<BaselineComparison> baseline;
+  // Medians over the cell's runs that have the figure (GPU telemetry); unset: no data.
   // A job's power, clock and temperature are the means of its GPUs' medians.
   std::optional<double> median_energy_per_image_j;
   std::optional<double> median_images_per_second_per_watt;
   std::optional<double> median_power_w;
   std::optional<double> median_sm_clock_mhz;
   std::optional<double> median_temperature_c;
+
+  int runs() const { return static_cast<int>(job_ids.size()); }
 };
 
-double Median(std::vector<double> values);  // values must not be empty
-
-// Groups the SUCCEEDED jobs that have a throughput into cells (optionally only those
-// of `model_filter`); each cell's figure is the median over its jobs. Sorted by key.
+// Groups the jobs that match `filter` into cells, as ResultCell describes, and compares
+// each median with its configuration's baseline. Sorted by key.
+std::vector<ResultCell> BuildResultCells(const std::vector<Job>& jobs,
+                                         const ResultsFilter& filter,
+                                         const Baselines& baselines = {});
+// The same with only a model filter.
 std::vector<ResultCell> BuildResultCells(const std::vector<Job>& jobs,
                                          const std::string& model_filter);
 

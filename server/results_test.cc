@@ -42,11 +42,6 @@ TEST(ResultsTest, NoThroughputWithoutEveryRank) {
   EXPECT_FALSE(JobThroughput({{0, Summary(0, 10, 0.0)}}, 1).has_value());
 }
 
-TEST(ResultsTest, MedianOfOddAndEvenCounts) {
-  EXPECT_DOUBLE_EQ(Median({3, 1, 2}), 2);
-  EXPECT_DOUBLE_EQ(Median({4, 1, 3, 2}), 2.5);
-}
-
 TEST(ResultsTest, CellsGroupRepeatsAndTakeTheMedian) {
   std::vector<Job> jobs = {
       Finished("a", 1, 128, Precision::kFp32, {Summary(0, 100, 1.0)}),   // 100

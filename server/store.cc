@@ -129,6 +129,35 @@ CREATE TABLE gpu_telemetry (
   PRIMARY KEY (job_id, attempt, rank)
 ) WITHOUT ROWID;
 )sql",
+    // 3: environment fingerprint, rank devices and baselines.
+    R"sql(
+ALTER TABLE job_ranks ADD COLUMN hostname TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_ranks ADD COLUMN gpu_uuid TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_ranks ADD COLUMN gpu_name TEXT NOT NULL DEFAULT '';
+CREATE TABLE job_versions (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  attempt INTEGER NOT NULL,
+  agent TEXT NOT NULL,     -- the reporting agent, or '' for a rank's versions
+  rank INTEGER NOT NULL,   -- the reporting rank, or -1 for an agent's versions
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (job_id, attempt, agent, rank, key)
+) WITHOUT ROWID;
+CREATE TABLE baselines (
+  model TEXT NOT NULL,
+  precision TEXT NOT NULL,
+  batch_size INTEGER NOT NULL,
+  devices INTEGER NOT NULL,
+  gpu_model TEXT NOT NULL,
+  device_kind TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  images_per_second REAL NOT NULL,
+  lower_tolerance_pct REAL NOT NULL,
+  upper_tolerance_pct REAL NOT NULL,
+  set_ms INTEGER NOT NULL,
+  PRIMARY KEY (model, precision, batch_size, devices, gpu_model, device_kind)
+) WITHOUT ROWID;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);
@@ -214,7 +243,11 @@ absl::Status WriteMutableJobState(Database& db, const Job& job) {
     RETURN_IF_ERROR(history->Run());
   }
   ASSIGN_OR_RETURN(Statement * rank,
-                   db.Prepare("INSERT OR IGNORE INTO job_ranks VALUES (?1, ?2, ?3, ?4, ?5)"));
+                   db.Prepare("INSERT OR IGNORE INTO job_ranks (job_id, attempt, rank, agent, "
+                              "device_index, hostname, gpu_uuid, gpu_name) VALUES (?1, ?2, ?3, "
+                              "?4, ?5, ?6, ?7, ?8)"));
+  std::map<int, const RankDevice*> devices;
+  for (const RankDevice& device : job.rank_devices) devices[device.rank] = &device;
   for (const Placement& placement : job.placements) {
     for (size_t i = 0; i < placement.ranks.size(); ++i) {
       rank->Reset();
@@ -223,8 +256,36 @@ absl::Status WriteMutableJobState(Database& db, const Job& job) {
       rank->Bind(3, int64_t{placement.ranks[i]});
       rank->Bind(4, placement.agent);
       rank->Bind(5, int64_t{placement.device_indices[i]});
+      auto device = devices.find(placement.ranks[i]);
+      bool known = device != devices.end();
+      rank->Bind(6, known ? device->second->hostname : std::string());
+      rank->Bind(7, known ? device->second->gpu_uuid : std::string());
+      rank->Bind(8, known ? device->second->gpu_name : std::string());
       RETURN_IF_ERROR(rank->Run());
     }
+  }
+  ASSIGN_OR_RETURN(Statement * version,
+                   db.Prepare("INSERT OR REPLACE INTO job_versions VALUES (?1, ?2, ?3, ?4, ?5, "
+                              "?6)"));
+  auto write_versions = [&](const std::string& agent, int rank_index,
+                            const Versions& versions) -> absl::Status {
+    for (const auto& [key, value] : versions) {
+      version->Reset();
+      version->Bind(1, job.id);
+      version->Bind(2, int64_t{job.attempt});
+      version->Bind(3, agent);
+      version->Bind(4, int64_t{rank_index});
+      version->Bind(5, key);
+      version->Bind(6, value);
+      RETURN_IF_ERROR(version->Run());
+    }
+    return absl::OkStatus();
+  };
+  for (const auto& [agent, versions] : job.agent_versions) {
+    RETURN_IF_ERROR(write_versions(agent, -1, versions));
+  }
+  for (const auto& [rank_index, versions] : job.rank_versions) {
+    RETURN_IF_ERROR(write_versions("", rank_index, versions));
   }
   ASSIGN_OR_RETURN(
       Statement * summary,
@@ -516,8 +577,8 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
         {ParseState(history->Text(1)), history->Text(2), FromMs(history->Int(3))});
   }
   ASSIGN_OR_RETURN(Statement * ranks,
-                   db.Prepare("SELECT job_id, attempt, rank, agent, device_index FROM job_ranks "
-                              "ORDER BY job_id, attempt, rank"));
+                   db.Prepare("SELECT job_id, attempt, rank, agent, device_index, hostname, "
+                              "gpu_uuid, gpu_name FROM job_ranks ORDER BY job_id, attempt, rank"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, ranks->Step());
     if (!row) break;
@@ -534,6 +595,26 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
     }
     placement->ranks.push_back(static_cast<int>(ranks->Int(2)));
     placement->device_indices.push_back(static_cast<int>(ranks->Int(4)));
+    job.rank_devices.push_back(RankDevice{static_cast<int>(ranks->Int(2)), agent,
+                                          ranks->Text(5), static_cast<int>(ranks->Int(4)),
+                                          ranks->Text(6), ranks->Text(7)});
+  }
+  ASSIGN_OR_RETURN(Statement * versions,
+                   db.Prepare("SELECT job_id, attempt, agent, rank, key, value FROM "
+                              "job_versions"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, versions->Step());
+    if (!row) break;
+    auto it = index.find(versions->Text(0));
+    if (it == index.end()) continue;
+    Job& job = jobs[it->second];
+    if (versions->Int(1) != job.attempt) continue;
+    int rank_index = static_cast<int>(versions->Int(3));
+    if (rank_index < 0) {
+      job.agent_versions[versions->Text(2)][versions->Text(4)] = versions->Text(5);
+    } else {
+      job.rank_versions[rank_index][versions->Text(4)] = versions->Text(5);
+    }
   }
   ASSIGN_OR_RETURN(Statement * summaries,
                    db.Prepare("SELECT job_id, attempt, rank, measured_iterations, "
@@ -558,6 +639,56 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
   return jobs;
 }
 
+void Store::PutBaselineAsync(const Baseline& baseline, Done done) {
+  Enqueue({[baseline](Database& db) -> absl::Status {
+             ASSIGN_OR_RETURN(Statement * insert,
+                              db.Prepare("INSERT OR REPLACE INTO baselines VALUES (?1, ?2, ?3, "
+                                         "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
+             const Configuration& c = baseline.configuration;
+             insert->Bind(1, c.model);
+             insert->Bind(2, PrecisionText(c.precision));
+             insert->Bind(3, int64_t{c.batch_size});
+             insert->Bind(4, int64_t{c.devices});
+             insert->Bind(5, c.gpu_model);
+             insert->Bind(6, DeviceKindText(c.device_kind));
+             insert->Bind(7, baseline.job_id);
+             insert->Bind(8, baseline.images_per_second);
+             insert->Bind(9, baseline.lower_tolerance_pct);
+             insert->Bind(10, baseline.upper_tolerance_pct);
+             insert->Bind(11, ToMs(baseline.set));
+             return insert->Run();
+           },
+           std::move(done)});
+}
+
+absl::StatusOr<std::vector<Baseline>> Store::LoadBaselines() {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  ASSIGN_OR_RETURN(Statement * select,
+                   reader_db_->Prepare("SELECT model, precision, batch_size, devices, "
+                                       "gpu_model, device_kind, job_id, images_per_second, "
+                                       "lower_tolerance_pct, upper_tolerance_pct, set_ms "
+                                       "FROM baselines"));
+  std::vector<Baseline> baselines;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    Baseline b;
+    b.configuration.model = select->Text(0);
+    b.configuration.precision = ParsePrecisionText(select->Text(1));
+    b.configuration.batch_size = static_cast<int>(select->Int(2));
+    b.configuration.devices = static_cast<int>(select->Int(3));
+    b.configuration.gpu_model = select->Text(4);
+    b.configuration.device_kind = ParseDeviceKind(select->Text(5));
+    b.job_id = select->Text(6);
+    b.images_per_second = select->Double(7);
+    b.lower_tolerance_pct = select->Double(8);
+    b.upper_tolerance_pct = select->Double(9);
+    b.set = FromMs(select->Int(10));
+    baselines.push_back(std::move(b));
+  }
+  return baselines;
+}
+
 absl::StatusOr<int64_t> Store::CountSamples(const std::string& job_id, int attempt) {
   std::lock_guard<std::mutex> lock(reader_mu_);
   ASSIGN_OR_RETURN(Statement * count,
@@ -571,20 +702,23 @@ absl::StatusOr<int64_t> Store::CountSamples(const std::string& job_id, int attem
 }
 
 absl::StatusOr<std::vector<IterationSample>> Store::ReadSamples(const std::string& job_id,
-                                                                int attempt) {
+                                                                int attempt,
+                                                                int from_iteration) {
   std::lock_guard<std::mutex> lock(reader_mu_);
-  return SelectSamples(*reader_db_, job_id, attempt);
+  return SelectSamples(*reader_db_, job_id, attempt, from_iteration);
 }
 
 absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db,
                                                            const std::string& job_id,
-                                                           int attempt) {
+                                                           int attempt, int from_iteration) {
   ASSIGN_OR_RETURN(Statement * select,
                    db.Prepare("SELECT rank, iteration, step_time_s, images, loss, "
                               "data_time_s, elapsed_s, warmup, received_unix_ns FROM samples "
-                              "WHERE job_id=?1 AND attempt=?2 ORDER BY rank, iteration"));
+                              "WHERE job_id=?1 AND attempt=?2 AND iteration>=?3 "
+                              "ORDER BY rank, iteration"));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
+  select->Bind(3, int64_t{from_iteration});
   std::vector<IterationSample> samples;
   while (true) {
     ASSIGN_OR_RETURN(bool row, select->Step());

@@ -1,5 +1,6 @@
 // The controller's durable state in one SQLite file: jobs (spec, state, history,
-// placements, rank summaries) and every iteration sample of every rank.
+// placements and rank devices, rank summaries, reported versions), every iteration
+// sample of every rank, GPU telemetry, and baselines.
 //
 // Writes go through one writer thread that owns the write connection: operations queue
 // up and are committed in batched transactions, each operation inside its own savepoint
@@ -24,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/baseline.h"
 #include "server/job.h"
 #include "server/telemetry.h"
 
@@ -42,7 +44,7 @@ struct AppendResult {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens or creates the database at `path` and migrates it to kSchemaVersion. A file
   // that is not a database, or whose schema is newer than this build, is an error
@@ -61,7 +63,8 @@ class Store {
   void InsertJobAsync(const Job& job, Done done);
   absl::Status InsertJob(const Job& job);  // waits for the commit
   // Persists the job's mutable fields: state, reason, attempt, device kind, parameters,
-  // history, the current attempt's placements and rank summaries. Idempotent, so the
+  // history, the current attempt's placements with their rank devices (written once per
+  // attempt), versions and rank summaries. Idempotent, so the
   // latest call wins whatever failed before it.
   void UpdateJobAsync(const Job& job, Done done);
   absl::Status UpdateJob(const Job& job);  // waits for the commit
@@ -91,11 +94,18 @@ class Store {
   using TelemetryDone = std::function<void(absl::StatusOr<JoinedTelemetry>)>;
   bool JoinTelemetryAsync(TelemetryRequest request, TelemetryDone done);
 
+  // Stores `baseline`, replacing the one of the same configuration; `done` runs as
+  // above.
+  void PutBaselineAsync(const Baseline& baseline, Done done);
+  absl::StatusOr<std::vector<Baseline>> LoadBaselines();
+
   // Every job, ordered by submission.
   absl::StatusOr<std::vector<Job>> LoadJobs();
   absl::StatusOr<int64_t> CountSamples(const std::string& job_id, int attempt);
+  // By rank, then iteration; only iterations >= from_iteration.
   absl::StatusOr<std::vector<IterationSample>> ReadSamples(const std::string& job_id,
-                                                           int attempt);
+                                                           int attempt,
+                                                           int from_iteration = 0);
   absl::StatusOr<std::vector<GpuSample>> ReadGpuSamples(const std::string& job_id, int attempt);
   // Per (rank, iteration): the joined mean power and SM clock (unset where not joined).
   struct IterationMeans {

@@ -17,7 +17,8 @@ class Database;
 
 absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db,
                                                            const std::string& job_id,
-                                                           int attempt);
+                                                           int attempt,
+                                                           int from_iteration = 0);
 absl::StatusOr<std::vector<GpuSample>> SelectGpuSamples(Database& db, const std::string& job_id,
                                                          int attempt);
 // INSERT OR IGNORE; counts into result->gpu_stored / gpu_duplicates.

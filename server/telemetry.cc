@@ -72,19 +72,55 @@ namespace {
 
 constexpr double kNsPerSecond = 1e9;
 
-// The reading that stands for a GPU's power: instantaneous where NVML gives it.
-std::optional<double> PowerOf(const GpuSample& s) {
-  return s.power_w ? s.power_w : s.power_average_w;
-}
-
 struct RankWindow {
   double origin_s = 0;        // wall clock (s since epoch) of the rank's iteration 1 start
   double measured_from_s = 0;
   double measured_to_s = 0;
-  int64_t measured_images = 0;
+  int64_t measured_images = 0;  // counted from the iterations
 };
 
+// One rank's window from its iterations; nullopt if none carries a receive time.
+std::optional<RankWindow> WindowOf(const std::vector<const IterationSample*>& iterations) {
+  double origin = std::numeric_limits<double>::infinity();
+  for (const IterationSample* s : iterations) {
+    if (s->received_unix_ns <= 0) continue;
+    origin = std::min(origin, s->received_unix_ns / kNsPerSecond - s->elapsed_s);
+  }
+  if (!std::isfinite(origin)) return std::nullopt;
+  RankWindow window;
+  window.origin_s = origin;
+  double last_warmup_elapsed = 0;
+  double last_elapsed = 0;
+  for (const IterationSample* s : iterations) {
+    if (s->warmup) {
+      last_warmup_elapsed = std::max(last_warmup_elapsed, s->elapsed_s);
+    } else {
+      window.measured_images += s->images;
+    }
+    last_elapsed = std::max(last_elapsed, s->elapsed_s);
+  }
+  window.measured_from_s = origin + last_warmup_elapsed;
+  window.measured_to_s = origin + last_elapsed;
+  return window;
+}
+
 }  // namespace
+
+std::optional<double> PowerOf(const GpuSample& s) {
+  return s.power_w ? s.power_w : s.power_average_w;
+}
+
+std::map<int, MeasuredWindow> MeasuredWindows(const std::vector<IterationSample>& samples) {
+  std::map<int, std::vector<const IterationSample*>> by_rank;
+  for (const IterationSample& s : samples) by_rank[s.rank].push_back(&s);
+  std::map<int, MeasuredWindow> windows;
+  for (const auto& [rank, iterations] : by_rank) {
+    if (std::optional<RankWindow> w = WindowOf(iterations)) {
+      windows[rank] = MeasuredWindow{w->measured_from_s, w->measured_to_s};
+    }
+  }
+  return windows;
+}
 
 JoinedTelemetry JoinTelemetry(const std::vector<IterationSample>& samples,
                               const std::vector<GpuSample>& gpu_samples,
@@ -115,33 +151,15 @@ JoinedTelemetry JoinTelemetry(const std::vector<IterationSample>& samples,
     });
 
     // Where the rank's iterations lie on the wall clock.
-    double origin = std::numeric_limits<double>::infinity();
-    for (const IterationSample* s : iterations) {
-      if (s->received_unix_ns <= 0) continue;
-      origin = std::min(origin, s->received_unix_ns / kNsPerSecond - s->elapsed_s);
-    }
-    if (!std::isfinite(origin)) {
+    std::optional<RankWindow> found = WindowOf(iterations);
+    if (!found) {
       problems.push_back(absl::StrCat("rank ", rank, ": iterations carry no receive time"));
       continue;
     }
-    RankWindow window;
-    window.origin_s = origin;
-    double last_warmup_elapsed = 0;
-    double last_elapsed = 0;
-    int64_t images = 0;
-    for (const IterationSample* s : iterations) {
-      if (s->warmup) {
-        last_warmup_elapsed = std::max(last_warmup_elapsed, s->elapsed_s);
-      } else {
-        images += s->images;
-      }
-      last_elapsed = std::max(last_elapsed, s->elapsed_s);
-    }
-    window.measured_from_s = origin + last_warmup_elapsed;
-    window.measured_to_s = origin + last_elapsed;
+    RankWindow window = *found;
+    double origin = window.origin_s;
     auto summary = summaries.find(rank);
-    window.measured_images =
-        summary != summaries.end() ? summary->second.measured_images : images;
+    if (summary != summaries.end()) window.measured_images = summary->second.measured_images;
 
     LinearSignal power, clock, energy;
     GpuTelemetry gpu;

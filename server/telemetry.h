@@ -46,6 +46,20 @@ class LinearSignal {
   std::vector<double> values_;
 };
 
+// The reading that stands for a GPU's power: instantaneous where NVML gives it, else
+// the driver-averaged one.
+std::optional<double> PowerOf(const GpuSample& sample);
+
+// Where one rank's measured window (after warm-up) lies on the agent's wall clock, in
+// seconds since the epoch, as described above.
+struct MeasuredWindow {
+  double from_s = 0;
+  double to_s = 0;
+};
+// Per rank of `samples` (one attempt); ranks whose iterations carry no receive time
+// are absent.
+std::map<int, MeasuredWindow> MeasuredWindows(const std::vector<IterationSample>& samples);
+
 struct IterationTelemetry {
   int rank = 0;
   int iteration = 0;
