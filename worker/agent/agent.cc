@@ -236,6 +236,10 @@ void Agent::OnAssign(const benchfleet::v1::Assignment& assignment) {
     options.gpu_sampler = telemetry_.sampler.get();
     options.gpu_uuids = gpu_uuids_;
     options.telemetry_note = telemetry_.note;
+    if (options_.gpu_ranks_on_cpu && options.telemetry_note.empty()) {
+      // The readings are real but of GPUs that did not run the work: say so.
+      options.telemetry_note = kGpuRanksOnCpuNote;
+    }
     auto owned = std::make_unique<RankSupervisor>(assignment, std::move(options),
                                                   uploader_.get(), reporter_.get());
     supervisor = owned.get();

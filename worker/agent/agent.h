@@ -47,6 +47,11 @@ struct AgentOptions {
   absl::Duration shutdown_flush_timeout = absl::Seconds(5);
 };
 
+// The telemetry note of every GPU rank of an agent run with --gpu-ranks-on-cpu.
+inline constexpr char kGpuRanksOnCpuNote[] =
+    "ranks ran on the CPU (--gpu-ranks-on-cpu, a test mode): the GPU readings are of GPUs "
+    "that did not run them";
+
 // The trainer next to this executable (/proc/self/exe's directory) if it exists and is
 // executable, else "bench-train" (looked up on PATH).
 std::string DefaultBenchTrainPath();

@@ -390,7 +390,7 @@ TEST_F(AgentTest, SamplesTheGpusOfItsRanksThroughNvml) {
   absl::MutexLock lock(&controller_.mu_);
   for (int rank : {0, 1}) {
     SCOPED_TRACE(rank);
-    EXPECT_EQ(controller_.LatestLocked("job-5", rank).telemetry_note(), "");
+    EXPECT_EQ(controller_.LatestLocked("job-5", rank).telemetry_note(), kGpuRanksOnCpuNote);
     EXPECT_EQ((controller_.gpu_samples_at_final_[{"job-5", rank}]),
               (controller_.gpu_samples_per_rank_[{"job-5", rank}]));
   }
