@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -280,6 +281,173 @@ INSERT INTO samples VALUES ('job-000001', 1, 0, 2, 1.0, 4, 6.8, 0, 2.0, 0);
   // And the migrated file takes new rows of both kinds.
   Job job = MakeJob(2);
   EXPECT_TRUE((*store)->InsertJob(job).ok());
+}
+
+}  // namespace
+}  // namespace bench
+
+namespace bench {
+namespace {
+
+// A database written by schema 2 (before rank devices, versions and baselines) opens,
+// migrates, and keeps its jobs: their ranks get devices with what schema 2 knew (agent
+// and device index), no UUIDs.
+TEST_F(StoreTest, ASchemaTwoDatabaseIsMigratedWithNothingLost) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* v2 = R"sql(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (1);
+INSERT INTO schema_version VALUES (2);
+CREATE TABLE jobs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, request_id TEXT UNIQUE,
+  model TEXT NOT NULL, devices INTEGER NOT NULL, precision TEXT NOT NULL,
+  batch_size INTEGER NOT NULL, iterations INTEGER NOT NULL,
+  warmup_iterations INTEGER NOT NULL, image_size INTEGER NOT NULL, data TEXT NOT NULL,
+  name TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL, attempt INTEGER NOT NULL,
+  device_kind TEXT NOT NULL, parameters INTEGER NOT NULL, created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL, telemetry_note TEXT NOT NULL DEFAULT '');
+CREATE TABLE job_labels (job_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+  PRIMARY KEY (job_id, key)) WITHOUT ROWID;
+CREATE TABLE job_history (job_id TEXT NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL,
+  reason TEXT NOT NULL, time_ms INTEGER NOT NULL, PRIMARY KEY (job_id, seq)) WITHOUT ROWID;
+CREATE TABLE job_ranks (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL,
+  agent TEXT NOT NULL, device_index INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+CREATE TABLE rank_summaries (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, measured_iterations INTEGER NOT NULL,
+  measured_images INTEGER NOT NULL, window_s REAL NOT NULL, step_time_median_s REAL NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+CREATE TABLE samples (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL,
+  iteration INTEGER NOT NULL, step_time_s REAL NOT NULL, images INTEGER NOT NULL,
+  loss REAL NOT NULL, data_time_s REAL NOT NULL, elapsed_s REAL NOT NULL,
+  warmup INTEGER NOT NULL, received_unix_ns INTEGER NOT NULL DEFAULT 0, power_w_mean REAL,
+  sm_clock_mhz_mean REAL, PRIMARY KEY (job_id, attempt, rank, iteration)) WITHOUT ROWID;
+CREATE TABLE gpu_samples (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, seq INTEGER NOT NULL, gpu_uuid TEXT NOT NULL,
+  gpu_index INTEGER NOT NULL, time_unix_ns INTEGER NOT NULL, power_w REAL,
+  power_average_w REAL, energy_j REAL, sm_clock_mhz REAL, memory_clock_mhz REAL,
+  temperature_c REAL, gpu_utilization_pct REAL, memory_utilization_pct REAL,
+  memory_used_bytes INTEGER, throttle_reasons INTEGER,
+  PRIMARY KEY (job_id, attempt, rank, seq)) WITHOUT ROWID;
+CREATE TABLE gpu_telemetry (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, agent TEXT NOT NULL, gpu_index INTEGER NOT NULL,
+  gpu_uuid TEXT NOT NULL, samples INTEGER NOT NULL, energy_j REAL, energy_per_image_j REAL,
+  images_per_second_per_watt REAL,
+  power_count INTEGER NOT NULL, power_p5 REAL, power_p50 REAL, power_p95 REAL,
+  sm_clock_count INTEGER NOT NULL, sm_clock_p5 REAL, sm_clock_p50 REAL, sm_clock_p95 REAL,
+  temperature_count INTEGER NOT NULL, temperature_p5 REAL, temperature_p50 REAL,
+  temperature_p95 REAL, throttle_reasons INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+INSERT INTO jobs VALUES ('job-000001', 1, NULL, 'resnet50', 1, 'amp', 4, 3, 1, 64,
+  'synthetic', '', 'SUCCEEDED', 'all 1 ranks finished', 1, 'cuda', 25557032, 1700000000000,
+  1700000000000, '');
+INSERT INTO job_ranks VALUES ('job-000001', 1, 0, 'dgx', 3);
+INSERT INTO rank_summaries VALUES ('job-000001', 1, 0, 2, 8, 2.0, 1.0);
+INSERT INTO samples (job_id, attempt, rank, iteration, step_time_s, images, loss,
+  data_time_s, elapsed_s, warmup, received_unix_ns) VALUES
+  ('job-000001', 1, 0, 1, 1.0, 4, 6.9, 0, 1.0, 1, 5);
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, v2, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  const Job& job = (*jobs)[0];
+  EXPECT_EQ(job.state, JobState::kSucceeded);
+  ASSERT_EQ(job.placements.size(), 1u);
+  ASSERT_EQ(job.rank_devices.size(), 1u);
+  EXPECT_EQ(job.rank_devices[0].agent, "dgx");
+  EXPECT_EQ(job.rank_devices[0].device_index, 3);
+  EXPECT_EQ(job.rank_devices[0].gpu_uuid, "") << "unknown before schema 3";
+  EXPECT_TRUE(job.rank_versions.empty());
+  EXPECT_EQ((*store)->ReadSamples("job-000001", 1)->size(), 1u);
+  EXPECT_TRUE((*store)->LoadBaselines()->empty());
+  // The migrated file takes baselines and new jobs.
+  Baseline baseline;
+  baseline.configuration = ConfigurationOf(job);
+  baseline.job_id = job.id;
+  baseline.images_per_second = 4;
+  std::promise<absl::Status> put;
+  (*store)->PutBaselineAsync(baseline, [&](absl::Status s) { put.set_value(s); });
+  EXPECT_TRUE(put.get_future().get().ok());
+  EXPECT_TRUE((*store)->InsertJob(MakeJob(2)).ok());
+}
+
+TEST_F(StoreTest, RankDevicesVersionsAndBaselinesSurviveReopen) {
+  {
+    auto store = std::move(Store::Open(path_)).value();
+    Job job = MakeJob(1);
+    ASSERT_TRUE(store->InsertJob(job).ok());
+    job.attempt = 1;
+    job.device_kind = DeviceKind::kCuda;
+    job.placements = {{"dgx", {0, 1}, {2, 5}}};
+    job.rank_devices = {{0, "dgx", "dgx-01", 2, "GPU-aaa", "NVIDIA H100 80GB HBM3"},
+                        {1, "dgx", "dgx-01", 5, "GPU-bbb", "NVIDIA H100 80GB HBM3"}};
+    job.agent_versions["dgx"] = {{"driver", "550.54.15"}};
+    job.rank_versions[0] = {{"torch", "2.3.0"}};
+    job.rank_versions[1] = {{"torch", "2.3.1"}};
+    ASSERT_TRUE(store->UpdateJob(job).ok());
+    // A later write of the same attempt does not rewrite the devices recorded at placement.
+    Job later = job;
+    later.rank_devices[0].gpu_uuid = "GPU-rewritten";
+    ASSERT_TRUE(store->UpdateJob(later).ok());
+
+    for (double ips : {100.0, 200.0}) {  // the second replaces the first
+      Baseline baseline;
+      baseline.configuration = ConfigurationOf(job);
+      baseline.job_id = ips == 100 ? "job-1" : "job-9";
+      baseline.images_per_second = ips;
+      baseline.lower_tolerance_pct = 3;
+      baseline.upper_tolerance_pct = 7;
+      baseline.set = absl::FromUnixMillis(1700000000123);
+      std::promise<absl::Status> put;
+      store->PutBaselineAsync(baseline, [&](absl::Status s) { put.set_value(s); });
+      ASSERT_TRUE(put.get_future().get().ok());
+    }
+  }
+  auto store = std::move(Store::Open(path_)).value();
+  auto jobs = store->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  const Job& job = jobs->at(0);
+  ASSERT_EQ(job.rank_devices.size(), 2u);
+  EXPECT_EQ(job.rank_devices[0].gpu_uuid, "GPU-aaa");
+  EXPECT_EQ(job.rank_devices[1].device_index, 5);
+  EXPECT_EQ(job.rank_devices[1].hostname, "dgx-01");
+  EXPECT_EQ(job.rank_devices[1].gpu_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(job.agent_versions.at("dgx").at("driver"), "550.54.15");
+  EXPECT_EQ(job.rank_versions.at(1).at("torch"), "2.3.1");
+  EXPECT_EQ(GpuModelOf(job), "NVIDIA H100 80GB HBM3");
+
+  auto baselines = store->LoadBaselines();
+  ASSERT_TRUE(baselines.ok()) << baselines.status();
+  ASSERT_EQ(baselines->size(), 1u);
+  const Baseline& b = baselines->at(0);
+  EXPECT_EQ(b.job_id, "job-9");
+  EXPECT_DOUBLE_EQ(b.images_per_second, 200);
+  EXPECT_DOUBLE_EQ(b.lower_tolerance_pct, 3);
+  EXPECT_DOUBLE_EQ(b.upper_tolerance_pct, 7);
+  EXPECT_EQ(b.configuration, ConfigurationOf(job));
+  EXPECT_EQ(b.set, absl::FromUnixMillis(1700000000123));
+}
+
+TEST_F(StoreTest, ReadSamplesFromAnIteration) {
+  auto store = std::move(Store::Open(path_)).value();
+  ASSERT_TRUE(store->InsertJob(MakeJob(1)).ok());
+  std::vector<IterationSample> batch;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int it = 1; it <= 4; ++it) batch.push_back(Sample("job-1", rank, it));
+  }
+  ASSERT_TRUE(store->AppendSamplesSync(batch).ok());
+  auto from3 = store->ReadSamples("job-1", 1, 3);
+  ASSERT_TRUE(from3.ok());
+  ASSERT_EQ(from3->size(), 4u);
+  EXPECT_EQ((*from3)[0].rank, 0);
+  EXPECT_EQ((*from3)[0].iteration, 3);
+  EXPECT_EQ((*from3)[3].rank, 1);
+  EXPECT_EQ((*from3)[3].iteration, 4);
 }
 
 }  // namespace
