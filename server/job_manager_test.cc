@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "server/environment.h"
+
 namespace bench {
 namespace {
 
@@ -476,6 +478,215 @@ TEST_F(JobManagerTest, ACpuJobSaysWhyItHasNoGpuTelemetry) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   EXPECT_THAT(manager_->Get(submitted->job_id)->job.telemetry_note, HasSubstr("CPU slots"));
+}
+
+}  // namespace
+}  // namespace bench
+
+namespace bench {
+namespace {
+
+class JobManagerGpuTest : public JobManagerTest {
+ protected:
+  void AddGpuAgent(const std::string& name, int gpus, FakeChannel* channel,
+                   Versions versions = {}, const std::string& uuid_prefix = "GPU-") {
+    AgentInventory inventory;
+    inventory.name = name;
+    inventory.hostname = name + ".example";
+    inventory.address = "127.0.0.1";
+    for (int i = 0; i < gpus; ++i) {
+      inventory.gpus.push_back({i, "NVIDIA H100 80GB HBM3",
+                                uuid_prefix + name + "-" + std::to_string(i), 80LL << 30});
+    }
+    inventory.versions = std::move(versions);
+    ASSERT_TRUE(manager_->RegisterAgent(inventory).ok());
+    ASSERT_TRUE(manager_->AttachChannel(name, channel).ok());
+  }
+  // Runs a job of `devices` ranks on the agent's GPUs to success; rank r's median step
+  // time is step_times[r] (window 2 s, 8 images each).
+  std::string RunToSuccess(const std::string& agent, int devices,
+                           const std::vector<double>& step_times) {
+    auto submitted = manager_->Submit(Spec(devices));
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    std::vector<RankReport> reports;
+    for (int r = 0; r < devices; ++r) {
+      RankReport report = Succeeded(r, 2.0);
+      report.summary->step_time_median_s = step_times[r];
+      reports.push_back(report);
+    }
+    EXPECT_TRUE(manager_->ReportStatus(agent, submitted->job_id, 1, 29500, reports).ok());
+    EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kSucceeded);
+    return submitted->job_id;
+  }
+};
+
+TEST_F(JobManagerGpuTest, RankDevicesAreRecordedAtPlacementAndVersionsMerged) {
+  FakeChannel a, b;
+  AddGpuAgent("dgx-a", 1, &a, {{"driver", "550.54.15"}, {"cuda_driver", "12.4"}});
+  AddGpuAgent("dgx-b", 1, &b, {{"driver", "535.104.05"}, {"cuda_driver", "12.4"}});
+  auto submitted = manager_->Submit(Spec(2));
+  ASSERT_TRUE(submitted.ok());
+  const std::string id = submitted->job_id;
+  RankReport started0;
+  started0.rank = 0;
+  started0.versions = {{"torch", "2.3.0"}, {"nccl", "2.20.5"}, {"bench_train", "abc"}};
+  ASSERT_TRUE(manager_->ReportStatus("dgx-a", id, 1, 29500, {started0}).ok());
+  RankReport started1 = started0;
+  started1.rank = 1;
+  started1.versions["nccl"] = "2.18.1";
+  ASSERT_TRUE(manager_->ReportStatus("dgx-b", id, 1, 0, {started1}).ok());
+
+  // The agent re-registers with another GPU in slot 0: history is not rewritten.
+  FakeChannel a2;
+  AddGpuAgent("dgx-a", 1, &a2, {{"driver", "999"}}, "GPU-new-");
+
+  auto check = [&](const Job& job) {
+    ASSERT_EQ(job.rank_devices.size(), 2u);
+    EXPECT_EQ(job.rank_devices[0].agent, "dgx-a");
+    EXPECT_EQ(job.rank_devices[0].hostname, "dgx-a.example");
+    EXPECT_EQ(job.rank_devices[0].gpu_uuid, "GPU-dgx-a-0");
+    EXPECT_EQ(job.rank_devices[1].gpu_uuid, "GPU-dgx-b-0");
+    EXPECT_EQ(job.rank_devices[1].gpu_name, "NVIDIA H100 80GB HBM3");
+    Environment env = MergeEnvironment(job);
+    EXPECT_EQ(env.versions.at("driver"), "535.104.05 | 550.54.15");
+    EXPECT_EQ(env.versions.at("cuda_driver"), "12.4");
+    EXPECT_EQ(env.versions.at("nccl"), "2.18.1 | 2.20.5");
+    EXPECT_EQ(env.versions.at("torch"), "2.3.0");
+    EXPECT_EQ(env.hostnames, (std::vector<std::string>{"dgx-a.example", "dgx-b.example"}));
+  };
+  check(manager_->Get(id)->job);
+  Reopen();  // the job fails on recovery (it was running) but keeps what was recorded
+  check(manager_->Get(id)->job);
+}
+
+TEST_F(JobManagerGpuTest, BaselinesAreValidatedComparedAndSurviveRestart) {
+  FakeChannel a;
+  AddGpuAgent("dgx", 1, &a);
+  EXPECT_EQ(manager_->SetBaseline("job-424242", 0, 0).status().code(),
+            absl::StatusCode::kNotFound);
+  std::string first = RunToSuccess("dgx", 1, {0.1});  // 8 images / 2 s = 4 img/s
+  EXPECT_EQ(manager_->SetBaseline(first, -1, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(manager_->SetBaseline(first, 100, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(manager_->SetBaseline(first, 0, -3).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto running = manager_->Submit(Spec(1));
+  ASSERT_TRUE(running.ok());
+  auto refused = manager_->SetBaseline(running->job_id, 0, 0);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("RUNNING"));
+  // A job that succeeded without a throughput (its rank measured no images).
+  RankReport empty = Succeeded(0, 2.0);
+  empty.summary->measured_images = 0;
+  ASSERT_TRUE(manager_->ReportStatus("dgx", running->job_id, 1, 29500, {empty}).ok());
+  ASSERT_EQ(manager_->Get(running->job_id)->job.state, JobState::kSucceeded);
+  refused = manager_->SetBaseline(running->job_id, 0, 0);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("no throughput"));
+
+  auto baseline = manager_->SetBaseline(first, 0, 10);
+  ASSERT_TRUE(baseline.ok()) << baseline.status();
+  EXPECT_EQ(baseline->lower_tolerance_pct, 5);
+  EXPECT_EQ(baseline->upper_tolerance_pct, 10);
+  EXPECT_DOUBLE_EQ(baseline->images_per_second, 4);
+  EXPECT_EQ(baseline->configuration.gpu_model, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(baseline->configuration.device_kind, DeviceKind::kCuda);
+
+  // A later, slower run of the same configuration: 8 images / 2.5 s = 3.2 img/s, 0.8×.
+  auto slower = manager_->Submit(Spec(1));
+  ASSERT_TRUE(slower.ok());
+  ASSERT_TRUE(
+      manager_->ReportStatus("dgx", slower->job_id, 1, 29500, {Succeeded(0, 2.5)}).ok());
+  auto check = [&] {
+    JobView view = *manager_->Get(slower->job_id);
+    ASSERT_TRUE(view.baseline.has_value());
+    EXPECT_EQ(view.baseline->verdict, BaselineVerdict::kBelow);
+    EXPECT_DOUBLE_EQ(view.baseline->ratio, 0.8);
+    EXPECT_EQ(view.baseline->baseline_job_id, first);
+    EXPECT_FALSE(manager_->Get(running->job_id)->baseline.has_value()) << "no throughput";
+    std::vector<ResultCell> cells = manager_->Results(ResultsFilter{});
+    ASSERT_EQ(cells.size(), 1u);
+    EXPECT_EQ(cells[0].runs(), 2);
+    EXPECT_EQ(cells[0].unmeasured_runs, 1);
+    ASSERT_TRUE(cells[0].baseline.has_value());
+    EXPECT_EQ(cells[0].baseline->verdict, BaselineVerdict::kBelow);  // median 3.6 < 3.8
+    ASSERT_EQ(manager_->ListBaselines().size(), 1u);
+    EXPECT_EQ(manager_->ListBaselines()[0].job_id, first);
+  };
+  check();
+  Reopen();
+  check();
+
+  // Setting the slower run as the baseline replaces the first.
+  ASSERT_TRUE(manager_->SetBaseline(slower->job_id, 0, 0).ok());
+  ASSERT_EQ(manager_->ListBaselines().size(), 1u);
+  EXPECT_EQ(manager_->ListBaselines()[0].job_id, slower->job_id);
+  EXPECT_EQ(manager_->Get(first)->baseline->verdict, BaselineVerdict::kAbove);  // 1.25×
+}
+
+TEST_F(JobManagerGpuTest, VariabilityFlagsTheGpuWhoseRanksAreSlower) {
+  FakeChannel a;
+  AddGpuAgent("dgx", 4, &a);
+  // GPU 3's ranks take 1.5× the others' step time in both jobs.
+  RunToSuccess("dgx", 4, {0.1, 0.1, 0.1, 0.15});
+  RunToSuccess("dgx", 4, {0.1, 0.1, 0.1, 0.15});
+  auto gpus = manager_->GpuVariabilityReport(0, "");
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  ASSERT_EQ(gpus->size(), 4u);
+  EXPECT_EQ((*gpus)[0].gpu_uuid, "GPU-dgx-3");
+  EXPECT_NEAR((*gpus)[0].normalized_step_time, 1.5, 1e-12);
+  EXPECT_TRUE((*gpus)[0].outlier);
+  EXPECT_EQ((*gpus)[0].jobs, 2);
+  EXPECT_EQ((*gpus)[0].hostname, "dgx.example");
+  EXPECT_EQ((*gpus)[0].gpu_index, 3);
+  for (size_t i = 1; i < gpus->size(); ++i) {
+    EXPECT_DOUBLE_EQ((*gpus)[i].normalized_step_time, 1.0);
+    EXPECT_FALSE((*gpus)[i].outlier) << (*gpus)[i].gpu_uuid;
+  }
+  EXPECT_TRUE(manager_->GpuVariabilityReport(0, "resnet18")->empty());
+  EXPECT_EQ(manager_->GpuVariabilityReport(-1, "").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(JobManagerTest, GetSamplesReturnsTheStoredIterationsOfTheCurrentAttempt) {
+  EXPECT_EQ(manager_->GetSamples("job-000404", 0).status().code(),
+            absl::StatusCode::kNotFound);
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  auto queued_first = manager_->Submit(Spec(1));
+  ASSERT_TRUE(queued_first.ok());
+  std::vector<IterationSample> samples;
+  for (int it = 1; it <= 4; ++it) {
+    IterationSample s;
+    s.job_id = queued_first->job_id;
+    s.attempt = 1;
+    s.iteration = it;
+    s.step_time_s = 0.1 * it;
+    s.warmup = it == 1;
+    samples.push_back(s);
+  }
+  std::promise<absl::StatusOr<AppendResult>> uploaded;
+  manager_->UploadSamples("a", samples,
+                          [&](absl::StatusOr<AppendResult> r) { uploaded.set_value(r); });
+  ASSERT_TRUE(uploaded.get_future().get().ok());
+  auto all = manager_->GetSamples(queued_first->job_id, 0);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->view.job.state, JobState::kRunning);
+  ASSERT_EQ(all->samples.size(), 4u);
+  EXPECT_TRUE(all->samples[0].warmup);
+  auto later = manager_->GetSamples(queued_first->job_id, 3);
+  ASSERT_TRUE(later.ok());
+  ASSERT_EQ(later->samples.size(), 2u);
+  EXPECT_EQ(later->samples[0].iteration, 3);
+  EXPECT_DOUBLE_EQ(later->samples[1].step_time_s, 0.4);
+  // A job never placed has nothing stored.
+  auto waiting = manager_->Submit(Spec(1));
+  ASSERT_TRUE(waiting.ok());
+  auto none = manager_->GetSamples(waiting->job_id, 0);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->view.job.state, JobState::kQueued);
+  EXPECT_TRUE(none->samples.empty());
 }
 
 }  // namespace
