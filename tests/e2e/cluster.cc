@@ -85,9 +85,11 @@ absl::Status LoopbackCluster::StartAgent(const std::string& name, int cpu_slots)
   return StartAgent(name, cpu_slots, {});
 }
 
-absl::Status LoopbackCluster::StartAgent(const std::string& name, int cpu_slots,
-                                         const std::vector<std::string>& extra_args) {
+absl::Status LoopbackCluster::StartAgent(
+    const std::string& name, int cpu_slots, const std::vector<std::string>& extra_args,
+    const std::vector<std::pair<std::string, std::string>>& env) {
   SubprocessOptions options;
+  options.env = env;
   options.argv = {BENCH_AGENT_PATH, "--controller", server(), "--name", name, "--address",
                   "127.0.0.1", "--bench-train", BENCH_TRAIN_PATH};
   if (cpu_slots > 0) {

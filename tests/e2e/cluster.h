@@ -28,9 +28,11 @@ class LoopbackCluster {
   // SIGTERM to benchd; returns its exit code (0 for a graceful stop).
   int StopBenchd();
   absl::Status StartAgent(const std::string& name, int cpu_slots);
-  // An agent with `extra_args` after the usual ones (cpu_slots 0: no --cpu-slots).
+  // An agent with `extra_args` after the usual ones (cpu_slots 0: no --cpu-slots) and
+  // `env` on top of this process's environment (its ranks inherit it).
   absl::Status StartAgent(const std::string& name, int cpu_slots,
-                          const std::vector<std::string>& extra_args);
+                          const std::vector<std::string>& extra_args,
+                          const std::vector<std::pair<std::string, std::string>>& env = {});
   // Waits until benchd lists `count` connected agents.
   absl::Status WaitForAgents(int count, int timeout_s = 60);
 
