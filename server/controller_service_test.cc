@@ -154,5 +154,188 @@ TEST_F(ControllerServiceTest, UnknownJobIsNotFound) {
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// A GPU job run to success through the agent protocol, then the results, baseline,
+// variability and samples RPCs on it.
+TEST_F(ControllerServiceTest, BaselinesVariabilitySamplesAndEnvironmentOverGrpc) {
+  {
+    grpc::ClientContext context;
+    v1::RegisterRequest request;
+    v1::AgentInventory* inventory = request.mutable_inventory();
+    inventory->set_name("dgx");
+    inventory->set_hostname("dgx.example");
+    inventory->set_address("127.0.0.1");
+    v1::Gpu* gpu = inventory->add_gpus();
+    gpu->set_index(0);
+    gpu->set_name("NVIDIA H100 80GB HBM3");
+    gpu->set_uuid("GPU-0000");
+    (*inventory->mutable_versions())["driver"] = "550.54.15";
+    v1::RegisterResponse response;
+    ASSERT_TRUE(agents_->Register(&context, request, &response).ok());
+  }
+  grpc::ClientContext stream_context;
+  v1::StreamAssignmentsRequest stream_request;
+  stream_request.set_agent("dgx");
+  auto stream = agents_->StreamAssignments(&stream_context, stream_request);
+  v1::SubmitJobResponse submitted;
+  v1::JobSpec spec = Spec();
+  (*spec.mutable_labels())["sweep"] = "s1";
+  ASSERT_TRUE(Submit(spec, &submitted).ok());
+  const std::string id = submitted.job_id();
+  v1::AssignmentEvent event;
+  ASSERT_TRUE(stream->Read(&event));  // placed once the stream is attached
+  ASSERT_EQ(event.assign().job_id(), id);
+  {
+    grpc::ClientContext context;
+    v1::UploadSamplesRequest request;
+    request.set_agent("dgx");
+    for (int it = 1; it <= 5; ++it) {
+      v1::IterationSample* s = request.add_samples();
+      s->set_job_id(id);
+      s->set_attempt(1);
+      s->set_iteration(it);
+      s->set_step_time_s(0.5);
+      s->set_images(2);
+      s->set_warmup(it == 1);
+    }
+    v1::UploadSamplesResponse response;
+    ASSERT_TRUE(agents_->UploadSamples(&context, request, &response).ok());
+    ASSERT_EQ(response.stored(), 5);
+  }
+  {
+    grpc::ClientContext context;
+    v1::ReportStatusRequest request;
+    request.set_agent("dgx");
+    request.set_job_id(id);
+    request.set_attempt(1);
+    request.set_master_port(29500);
+    v1::RankReport* rank = request.add_ranks();
+    rank->set_rank(0);
+    rank->set_state(v1::RANK_STATE_SUCCEEDED);
+    rank->mutable_summary()->set_measured_iterations(4);
+    rank->mutable_summary()->set_measured_images(8);
+    rank->mutable_summary()->set_window_s(2.0);
+    rank->mutable_summary()->set_step_time_median_s(0.5);
+    (*rank->mutable_versions())["torch"] = "2.3.0";
+    v1::ReportStatusResponse response;
+    ASSERT_TRUE(agents_->ReportStatus(&context, request, &response).ok());
+  }
+
+  v1::JobStatus job;
+  {
+    grpc::ClientContext context;
+    v1::GetJobRequest request;
+    request.set_job_id(id);
+    ASSERT_TRUE(controller_->GetJob(&context, request, &job).ok());
+  }
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job.environment().versions().at("driver"), "550.54.15");
+  EXPECT_EQ(job.environment().versions().at("torch"), "2.3.0");
+  ASSERT_EQ(job.environment().hostnames_size(), 1);
+  EXPECT_EQ(job.environment().hostnames(0), "dgx.example");
+  ASSERT_EQ(job.rank_devices_size(), 1);
+  EXPECT_EQ(job.rank_devices(0).gpu_uuid(), "GPU-0000");
+  EXPECT_EQ(job.rank_devices(0).gpu_name(), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(job.baseline().verdict(), v1::BASELINE_VERDICT_UNSPECIFIED);
+
+  auto set_baseline = [&](const std::string& job_id, double lower, double upper,
+                          v1::Baseline* out) {
+    grpc::ClientContext context;
+    v1::SetBaselineRequest request;
+    request.set_job_id(job_id);
+    request.set_lower_tolerance_pct(lower);
+    request.set_upper_tolerance_pct(upper);
+    return controller_->SetBaseline(&context, request, out);
+  };
+  v1::Baseline baseline;
+  grpc::Status status = set_baseline("job-999999", 0, 0, &baseline);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("job-999999"));
+  status = set_baseline(id, 120, 0, &baseline);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("lower_tolerance_pct"));
+  ASSERT_TRUE(set_baseline(id, 0, 0, &baseline).ok());
+  EXPECT_EQ(baseline.job_id(), id);
+  EXPECT_DOUBLE_EQ(baseline.images_per_second(), 4);
+  EXPECT_EQ(baseline.gpu_model(), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(baseline.device_kind(), "cuda");
+  EXPECT_EQ(baseline.lower_tolerance_pct(), 5);
+  {
+    grpc::ClientContext context;
+    v1::ListBaselinesResponse response;
+    ASSERT_TRUE(controller_->ListBaselines(&context, v1::ListBaselinesRequest(), &response).ok());
+    ASSERT_EQ(response.baselines_size(), 1);
+    EXPECT_EQ(response.baselines(0).job_id(), id);
+  }
+
+  auto results = [&](const v1::ResultsRequest& request) {
+    grpc::ClientContext context;
+    v1::ResultsResponse response;
+    EXPECT_TRUE(controller_->Results(&context, request, &response).ok());
+    return response;
+  };
+  v1::ResultsRequest by_gpu;
+  by_gpu.set_gpu_model("NVIDIA H100 80GB HBM3");
+  (*by_gpu.mutable_labels())["sweep"] = "s1";
+  v1::ResultsResponse cells = results(by_gpu);
+  ASSERT_EQ(cells.cells_size(), 1);
+  const v1::ResultCell& cell = cells.cells(0);
+  EXPECT_EQ(cell.runs(), 1);
+  EXPECT_EQ(cell.gpu_model(), "NVIDIA H100 80GB HBM3");
+  EXPECT_DOUBLE_EQ(cell.median_images_per_second(), 4);
+  EXPECT_FALSE(cell.has_cv());
+  EXPECT_FALSE(cell.has_ci95_low_images_per_second());
+  EXPECT_EQ(cell.baseline().verdict(), v1::BASELINE_VERDICT_WITHIN);
+  EXPECT_DOUBLE_EQ(cell.baseline().ratio(), 1);
+  v1::ResultsRequest other_node;
+  other_node.set_node("elsewhere");
+  EXPECT_EQ(results(other_node).cells_size(), 0);
+
+  {
+    grpc::ClientContext context;
+    v1::GpuVariabilityRequest request;
+    v1::GpuVariabilityResponse response;
+    ASSERT_TRUE(controller_->GpuVariability(&context, request, &response).ok());
+    EXPECT_EQ(response.threshold_pct(), 5);
+    ASSERT_EQ(response.gpus_size(), 1);
+    EXPECT_EQ(response.gpus(0).gpu_uuid(), "GPU-0000");
+    EXPECT_DOUBLE_EQ(response.gpus(0).normalized_step_time(), 1);
+    EXPECT_EQ(response.gpus(0).iterations(), 4);
+    EXPECT_FALSE(response.gpus(0).outlier());
+  }
+  {
+    grpc::ClientContext context;
+    v1::GpuVariabilityRequest request;
+    request.set_threshold_pct(-2);
+    v1::GpuVariabilityResponse response;
+    grpc::Status bad = controller_->GpuVariability(&context, request, &response);
+    EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(bad.error_message(), HasSubstr("threshold_pct"));
+  }
+  {
+    grpc::ClientContext context;
+    v1::GetSamplesRequest request;
+    request.set_job_id(id);
+    request.set_from_iteration(4);
+    v1::GetSamplesResponse response;
+    ASSERT_TRUE(controller_->GetSamples(&context, request, &response).ok());
+    EXPECT_EQ(response.job().id(), id);
+    ASSERT_EQ(response.samples_size(), 2);
+    EXPECT_EQ(response.samples(0).iteration(), 4);
+    EXPECT_DOUBLE_EQ(response.samples(1).step_time_s(), 0.5);
+  }
+  {
+    grpc::ClientContext context;
+    v1::GetSamplesRequest request;
+    request.set_job_id("job-999999");
+    v1::GetSamplesResponse response;
+    EXPECT_EQ(controller_->GetSamples(&context, request, &response).error_code(),
+              grpc::StatusCode::NOT_FOUND);
+  }
+  stream_context.TryCancel();
+  while (stream->Read(&event)) {
+  }
+  stream->Finish().IgnoreError();
+}
+
 }  // namespace
 }  // namespace bench
