@@ -1,11 +1,14 @@
 #include "ctl/args.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <set>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/spec_names.h"
 
@@ -21,11 +24,24 @@ struct CommandName {
 constexpr CommandName kCommands[] = {
     {"help", Command::kHelp},     {"submit", Command::kSubmit}, {"status", Command::kStatus},
     {"list", Command::kList},     {"cancel", Command::kCancel}, {"agents", Command::kAgents},
-    {"results", Command::kResults},
+    {"results", Command::kResults}, {"sweep", Command::kSweep},   {"gpus", Command::kGpus},
+    {"baseline", Command::kBaseline}, {"baselines", Command::kBaselines},
+    {"compare", Command::kCompare}, {"logs", Command::kLogs},
 };
 
 bool IsBooleanFlag(Command command, absl::string_view name) {
-  return command == Command::kSubmit && (name == "amp" || name == "wait");
+  switch (command) {
+    case Command::kSubmit:
+      return name == "amp" || name == "wait";
+    case Command::kSweep:
+      return name == "wait" || name == "again";
+    case Command::kGpus:
+      return name == "outliers";
+    case Command::kLogs:
+      return name == "follow";
+    default:
+      return false;
+  }
 }
 
 bool IsValueFlag(Command command, absl::string_view name) {
@@ -35,12 +51,24 @@ bool IsValueFlag(Command command, absl::string_view name) {
       return name == "gpus" || name == "precision" || name == "bs" || name == "model" ||
              name == "iters" || name == "warmup" || name == "image-size" || name == "name" ||
              name == "label" || name == "request-id";
+    case Command::kSweep:
+      return name == "gpus" || name == "precision" || name == "bs" || name == "repeat" ||
+             name == "model" || name == "iters" || name == "warmup" || name == "image-size" ||
+             name == "name" || name == "label";
     case Command::kStatus:
     case Command::kList:
     case Command::kAgents:
+    case Command::kBaselines:
+    case Command::kCompare:
+    case Command::kLogs:
       return name == "format";
     case Command::kResults:
-      return name == "model" || name == "format" || name == "metric";
+      return name == "model" || name == "format" || name == "metric" || name == "gpu-model" ||
+             name == "node" || name == "since" || name == "until" || name == "label";
+    case Command::kGpus:
+      return name == "threshold" || name == "model" || name == "format";
+    case Command::kBaseline:
+      return name == "lower" || name == "upper";
     default:
       return false;
   }
@@ -62,6 +90,86 @@ absl::Status ParseInt(absl::string_view flag, absl::string_view value, int32_t* 
   return absl::OkStatus();
 }
 
+absl::Status ParseDouble(absl::string_view flag, absl::string_view value, double* out) {
+  if (!absl::SimpleAtod(value, out)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": expected a number, got \"", value, "\""));
+  }
+  return absl::OkStatus();
+}
+
+// "1,8,32": every item an integer, none empty, none repeated.
+absl::Status ParseIntList(absl::string_view flag, absl::string_view value,
+                          std::vector<int>* out) {
+  for (absl::string_view item : absl::StrSplit(value, ',')) {
+    if (item.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": empty item in \"", value, "\""));
+    }
+    int32_t n = 0;
+    if (!absl::SimpleAtoi(item, &n)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": expected integers, got \"", item, "\""));
+    }
+    if (std::find(out->begin(), out->end(), n) != out->end()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", n, " given twice"));
+    }
+    out->push_back(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParsePrecisionList(absl::string_view value,
+                                std::vector<benchfleet::v1::Precision>* out) {
+  for (absl::string_view item : absl::StrSplit(value, ',')) {
+    if (item.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--precision: empty item in \"", value, "\""));
+    }
+    absl::StatusOr<benchfleet::v1::Precision> precision = ParsePrecision(item);
+    if (!precision.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--precision: expected fp32, tf32, amp or bf16, got \"", item, "\""));
+    }
+    if (std::find(out->begin(), out->end(), *precision) != out->end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--precision: ", item, " given twice"));
+    }
+    out->push_back(*precision);
+  }
+  return absl::OkStatus();
+}
+
+// RFC3339 ("2026-11-21T10:00:00Z") or a duration ago ("24h", "90m", "7d").
+absl::Status ParseTimeBound(absl::string_view flag, absl::string_view value, TimeBound* out) {
+  absl::Time at;
+  std::string error;
+  if (absl::ParseTime(absl::RFC3339_full, value, &at, &error)) {
+    out->at = at;
+    out->ago.reset();
+    return absl::OkStatus();
+  }
+  absl::Duration ago;
+  bool parsed = false;
+  if (value.size() > 1 && value.back() == 'd') {
+    int32_t days = 0;
+    if (absl::SimpleAtoi(value.substr(0, value.size() - 1), &days)) {
+      ago = absl::Hours(24) * days;
+      parsed = true;
+    }
+  } else {
+    parsed = absl::ParseDuration(value, &ago);
+  }
+  if (!parsed || ago < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, ": expected an RFC3339 time (2026-11-21T10:00:00Z) or a duration ago "
+        "(24h, 7d), got \"", value, "\""));
+  }
+  out->ago = ago;
+  out->at.reset();
+  return absl::OkStatus();
+}
+
 absl::Status ParseBool(absl::string_view flag, absl::string_view value, bool* out) {
   if (value == "true" || value == "1") {
     *out = true;
@@ -75,6 +183,19 @@ absl::Status ParseBool(absl::string_view flag, absl::string_view value, bool* ou
 }
 
 absl::Status ParseFormat(Command command, absl::string_view value, OutputFormat* out) {
+  if (command == Command::kLogs) {
+    if (value == "dllogger") {
+      *out = OutputFormat::kDllogger;
+    } else if (value == "mllog") {
+      *out = OutputFormat::kMllog;
+    } else if (value == "jsonl") {
+      *out = OutputFormat::kJsonl;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--format: unknown format \"", value, "\" (expected dllogger, mllog or jsonl)"));
+    }
+    return absl::OkStatus();
+  }
   if (command == Command::kResults) {
     if (value == "table") {
       *out = OutputFormat::kTable;
@@ -123,7 +244,9 @@ class Parser {
     }
     for (size_t i = 0; i < args.size(); ++i) {
       absl::string_view arg = args[i];
-      if (arg.size() > 1 && arg[0] == '-') {
+      if (arg == "-f" && command_ == Command::kLogs) {
+        options_.follow = true;
+      } else if (arg.size() > 1 && arg[0] == '-') {
         absl::Status status = Flag(args, &i);
         if (!status.ok()) return status;
       } else if (!command_) {
@@ -142,6 +265,7 @@ class Parser {
       if (name == c.name) {
         command_ = c.command;
         if (c.command == Command::kResults) options_.format = OutputFormat::kTable;
+        if (c.command == Command::kLogs) options_.format = OutputFormat::kDllogger;
         return absl::OkStatus();
       }
     }
@@ -169,6 +293,14 @@ class Parser {
       }
       return Boolean(name, on);
     }
+    if (command == Command::kSweep && name == "amp") {
+      return absl::InvalidArgumentError(
+          "--amp is not allowed in sweep: use --precision (e.g. --precision fp32,amp)");
+    }
+    if (command == Command::kSweep && name == "request-id") {
+      return absl::InvalidArgumentError(
+          "--request-id is not allowed in sweep: each job's id is derived from the sweep");
+    }
     if (!IsValueFlag(command, name)) {
       if (const char* label = CommandLabel(command_); label && command != Command::kHelp) {
         return absl::InvalidArgumentError(
@@ -186,6 +318,18 @@ class Parser {
   }
 
   absl::Status Boolean(const std::string& name, bool on) {
+    if (command_ == Command::kSweep) {
+      (name == "again" ? options_.sweep.again : options_.sweep.wait) = on;
+      return absl::OkStatus();
+    }
+    if (name == "outliers") {
+      options_.outliers = on;
+      return absl::OkStatus();
+    }
+    if (name == "follow") {
+      options_.follow = on;
+      return absl::OkStatus();
+    }
     if (name == "amp") {
       if (!on) return absl::OkStatus();
       return SetPrecision("--amp", benchfleet::v1::PRECISION_AMP);
@@ -203,9 +347,55 @@ class Parser {
     return absl::OkStatus();
   }
 
+  absl::Status SweepValue(const std::string& name, const std::string& value) {
+    SweepOptions& sweep = options_.sweep;
+    if (name == "gpus") return ParseIntList(name, value, &sweep.gpus);
+    if (name == "bs") return ParseIntList(name, value, &sweep.batch_sizes);
+    if (name == "precision") return ParsePrecisionList(value, &sweep.precisions);
+    if (name == "repeat") {
+      int32_t n = 0;
+      absl::Status status = ParseInt(name, value, &n);
+      if (!status.ok()) return status;
+      if (n < 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--repeat: must be at least 1, got ", n));
+      }
+      sweep.repeat = n;
+      return absl::OkStatus();
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Value(const std::string& name, const std::string& value) {
     JobSpec& spec = options_.submit.spec;
     int32_t n = 0;
+    const Command command = command_.value_or(Command::kHelp);
+    if (command == Command::kSweep &&
+        (name == "gpus" || name == "bs" || name == "precision" || name == "repeat")) {
+      return SweepValue(name, value);
+    }
+    if (command == Command::kResults && name == "label") {
+      size_t eq = value.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--label: expected key=value, got \"", value, "\""));
+      }
+      options_.filter.labels[value.substr(0, eq)] = value.substr(eq + 1);
+      return absl::OkStatus();
+    }
+    if (name == "gpu-model") {
+      options_.filter.gpu_model = value;
+      return absl::OkStatus();
+    }
+    if (name == "node") {
+      options_.filter.node = value;
+      return absl::OkStatus();
+    }
+    if (name == "since") return ParseTimeBound(name, value, &options_.filter.since);
+    if (name == "until") return ParseTimeBound(name, value, &options_.filter.until);
+    if (name == "threshold") return ParseDouble(name, value, &options_.threshold_pct);
+    if (name == "lower") return ParseDouble(name, value, &options_.lower_pct);
+    if (name == "upper") return ParseDouble(name, value, &options_.upper_pct);
     if (name == "server") {
       if (value.empty()) return absl::InvalidArgumentError("--server: empty address");
       options_.server = value;
@@ -267,8 +457,36 @@ class Parser {
         if (!have_gpus_) return absl::InvalidArgumentError("submit: --gpus is required");
         if (!have_bs_) return absl::InvalidArgumentError("submit: --bs is required");
         break;
+      case Command::kSweep: {
+        if (options_.sweep.gpus.empty()) {
+          return absl::InvalidArgumentError("sweep: --gpus is required");
+        }
+        if (options_.sweep.batch_sizes.empty()) {
+          return absl::InvalidArgumentError("sweep: --bs is required");
+        }
+        if (options_.sweep.precisions.empty()) {
+          options_.sweep.precisions.push_back(benchfleet::v1::PRECISION_FP32);
+        }
+        JobSpec base = options_.submit.spec;
+        base.clear_devices();
+        base.clear_batch_size();
+        base.clear_precision();
+        base.clear_request_id();
+        options_.sweep.base = std::move(base);
+        break;
+      }
+      case Command::kCompare:
+        want = 2;
+        if (positionals_.size() < 2) {
+          return absl::InvalidArgumentError("compare: expected two job ids (JOB_A JOB_B)");
+        }
+        options_.job_id = positionals_[0];
+        options_.job_id_b = positionals_[1];
+        break;
       case Command::kStatus:
       case Command::kCancel:
+      case Command::kBaseline:
+      case Command::kLogs:
         want = 1;
         if (positionals_.empty()) {
           return absl::InvalidArgumentError(
@@ -296,6 +514,12 @@ class Parser {
 
 }  // namespace
 
+int64_t ResolveTimeBound(const TimeBound& bound, absl::Time now) {
+  if (bound.at) return absl::ToUnixMillis(*bound.at);
+  if (bound.ago) return absl::ToUnixMillis(now - *bound.ago);
+  return 0;
+}
+
 absl::StatusOr<CliOptions> ParseArgs(const std::vector<std::string>& args,
                                      const std::string& env_server) {
   return Parser(env_server).Parse(args);
@@ -322,10 +546,32 @@ std::string UsageText() {
       "  cancel JOB     cancel a job; prints its resulting state\n"
       "  agents [--format text|json]\n"
       "                 worker nodes, their devices and what runs on them\n"
-      "  results [--model M] [--format table|markdown|csv|json] [--metric M]\n"
-      "                 median images/s by device count, precision and batch size;\n"
+      "  sweep --gpus 1,8,32 --bs 128,256 [--precision fp32,amp] [--repeat N (1)]\n"
+      "         [--model M] [--iters N] [--warmup N] [--image-size N] [--name S]\n"
+      "         [--label k=v ...] [--again] [--wait]\n"
+      "                 submit every combination, each N times. Re-running the same sweep\n"
+      "                 keeps its finished and running jobs and resubmits failed or\n"
+      "                 cancelled ones; --again submits fresh jobs. With --wait, shows\n"
+      "                 overall progress and exits 0 only if every job succeeded.\n"
+      "  results [--model M] [--gpu-model NAME] [--node AGENT] [--since T] [--until T]\n"
+      "          [--label k=v ...] [--format table|markdown|csv|json] [--metric M]\n"
+      "                 median images/s by device count, precision and batch size, with\n"
+      "                 the spread (min-max, or a 95% CI with 6+ runs), run counts,\n"
+      "                 speedup and scaling efficiency vs 1 device and baseline verdicts;\n"
+      "                 T is RFC3339 (2026-11-21T10:00:00Z) or a time ago (24h, 7d);\n"
       "                 --metric energy_per_image|images_per_watt|power|sm_clock|temperature\n"
       "                 fills the grid with GPU telemetry instead (csv/json carry all)\n"
+      "  gpus [--outliers] [--threshold PCT (5)] [--model M] [--format text|json]\n"
+      "                 GPUs ranked slowest first against the fleet; SLOW beyond PCT\n"
+      "  baseline JOB [--lower PCT (5)] [--upper PCT (5)]\n"
+      "                 make a finished job the baseline of its configuration\n"
+      "  baselines [--format text|json]\n"
+      "                 all baselines\n"
+      "  compare JOB_A JOB_B [--format text|json]\n"
+      "                 two jobs side by side: spec, throughput (B/A), environment\n"
+      "  logs JOB [--format dllogger|mllog|jsonl] [-f]\n"
+      "                 a job's iterations as DLLogger (DLLL) or MLPerf (:::MLLOG) lines,\n"
+      "                 or JSON lines of every rank; -f follows until the job ends\n"
       "  help           this text\n"
       "\n"
       "exit status: 0 ok, 1 error (or a --wait job that did not succeed), 2 usage error\n");

@@ -4,13 +4,17 @@
 // Flags take "--flag value" or "--flag=value"; boolean flags take no value (or
 // "=true"/"=false"). Only syntax is checked here (unknown flags, missing values,
 // non-integers, missing or extra positional arguments); ranges are the server's to
-// judge, so "--gpus 0" parses fine and is sent as is.
+// judge, so "--gpus 0" parses fine and is sent as is. Sweep lists are checked here (empty
+// items, non-numbers, duplicates), as is --repeat >= 1, since they shape what is sent.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "benchfleet/v1/types.pb.h"
 #include "ctl/grid.h"
 
@@ -18,23 +22,63 @@ namespace bench::ctl {
 
 inline constexpr char kDefaultServer[] = "127.0.0.1:7600";
 
-enum class Command { kHelp, kSubmit, kStatus, kList, kCancel, kAgents, kResults };
+enum class Command {
+  kHelp, kSubmit, kStatus, kList, kCancel, kAgents, kResults,
+  kSweep, kGpus, kBaseline, kBaselines, kCompare, kLogs,
+};
 
-enum class OutputFormat { kText, kJson, kTable, kMarkdown, kCsv };
+enum class OutputFormat { kText, kJson, kTable, kMarkdown, kCsv, kDllogger, kMllog, kJsonl };
 
 struct SubmitOptions {
   benchfleet::v1::JobSpec spec;  // devices, precision, batch_size, ... as typed
   bool wait = false;
 };
 
+// `sweep`: every combination of the lists, each `repeat` times.
+struct SweepOptions {
+  benchfleet::v1::JobSpec base;  // model, iterations, ... (devices/precision/batch unset)
+  std::vector<int> gpus;                                // --gpus 1,8,32
+  std::vector<benchfleet::v1::Precision> precisions;    // --precision fp32,amp (fp32)
+  std::vector<int> batch_sizes;                         // --bs 128,256
+  int repeat = 1;                                       // --repeat N
+  bool wait = false;                                    // --wait
+  bool again = false;                                   // --again: fresh jobs
+};
+
+// --since / --until: an absolute time (RFC3339) or "that long ago" (24h, 7d).
+struct TimeBound {
+  std::optional<absl::Time> at;
+  std::optional<absl::Duration> ago;
+};
+// Unix milliseconds of `bound` seen at `now`; 0 (no bound) when unset.
+int64_t ResolveTimeBound(const TimeBound& bound, absl::Time now);
+
+// `results` filters beyond --model (sent in ResultsRequest).
+struct ResultsFilter {
+  std::string gpu_model;  // --gpu-model
+  std::string node;       // --node
+  TimeBound since;        // --since
+  TimeBound until;        // --until
+  std::map<std::string, std::string> labels;  // --label k=v (repeatable)
+};
+
 struct CliOptions {
   Command command = Command::kHelp;
   std::string server = kDefaultServer;  // --server, else BENCH_SERVER, else the default
   SubmitOptions submit;                 // kSubmit
-  std::string job_id;                   // kStatus, kCancel
-  std::string model;                    // kResults: --model filter ("" = all)
+  SweepOptions sweep;                   // kSweep
+  std::string job_id;                   // kStatus, kCancel, kBaseline, kLogs; kCompare: A
+  std::string job_id_b;                 // kCompare: B
+  std::string model;                    // kResults, kGpus: --model filter ("" = all)
+  ResultsFilter filter;                 // kResults
   GridMetric metric = GridMetric::kImagesPerSecond;  // kResults: --metric
-  // kStatus/kList/kAgents: kText or kJson; kResults: kTable, kMarkdown, kCsv or kJson.
+  bool outliers = false;                // kGpus: --outliers
+  double threshold_pct = 0;             // kGpus: --threshold (0: the server's default, 5)
+  double lower_pct = 0;                 // kBaseline: --lower (0: the server's default, 5)
+  double upper_pct = 0;                 // kBaseline: --upper (0: the server's default, 5)
+  bool follow = false;                  // kLogs: -f / --follow
+  // kStatus/kList/kAgents/kGpus/kBaselines/kCompare: kText or kJson; kResults: kTable,
+  // kMarkdown, kCsv or kJson; kLogs: kDllogger (default), kMllog or kJsonl.
   OutputFormat format = OutputFormat::kText;
 };
 

@@ -1,16 +1,24 @@
 #include "ctl/commands.h"
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <vector>
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/spec_names.h"
 #include "common/status_macros.h"
+#include "ctl/compare.h"
+#include "ctl/fleet_views.h"
 #include "ctl/grid.h"
+#include "ctl/job_logs.h"
 #include "ctl/json_output.h"
 #include "ctl/progress.h"
+#include "ctl/sweep.h"
 #include "ctl/views.h"
 #include <grpcpp/client_context.h>
 
@@ -34,6 +42,62 @@ absl::StatusOr<v1::JobStatus> GetJob(const std::string& job_id, const CommandCon
   if (!status.ok()) return RpcError(status, context.server);
   return job;
 }
+
+absl::StatusOr<v1::SubmitJobResponse> Submit(const v1::JobSpec& spec,
+                                             const CommandContext& context) {
+  grpc::ClientContext rpc;
+  SetDeadline(&rpc, context);
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = spec;
+  v1::SubmitJobResponse response;
+  grpc::Status status = context.stub->SubmitJob(&rpc, request, &response);
+  if (!status.ok()) return RpcError(status, context.server);
+  return response;
+}
+
+absl::StatusOr<std::vector<v1::JobStatus>> ListJobs(const CommandContext& context) {
+  grpc::ClientContext rpc;
+  SetDeadline(&rpc, context);
+  v1::ListJobsResponse response;
+  grpc::Status status = context.stub->ListJobs(&rpc, v1::ListJobsRequest(), &response);
+  if (!status.ok()) return RpcError(status, context.server);
+  return std::vector<v1::JobStatus>(response.jobs().begin(), response.jobs().end());
+}
+
+bool FailedOrCancelled(v1::JobState state) {
+  return state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED;
+}
+
+// A sweep job's outcome: the job and how it came to be.
+struct SweepSubmitted {
+  std::string job_id;
+  const char* how;  // "new", "existing", "resubmitted"
+};
+
+constexpr int kMaxSweepRetries = 100;
+
+absl::StatusOr<SweepSubmitted> SubmitSweepJob(const SweepJob& job,
+                                              const CommandContext& context) {
+  for (int retry = 0; retry <= kMaxSweepRetries; ++retry) {
+    v1::JobSpec spec = job.spec;
+    spec.set_request_id(RetryRequestId(job.spec.request_id(), retry));
+    ASSIGN_OR_RETURN(v1::SubmitJobResponse response, Submit(spec, context));
+    if (!response.existing()) {
+      return SweepSubmitted{response.job_id(), retry == 0 ? "new" : "resubmitted"};
+    }
+    ASSIGN_OR_RETURN(v1::JobStatus existing, GetJob(response.job_id(), context));
+    if (!FailedOrCancelled(existing.state())) return SweepSubmitted{response.job_id(), "existing"};
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "cell ", job.cell, ": more than ", kMaxSweepRetries,
+      " failed or cancelled attempts; not resubmitting (use --again for fresh jobs)"));
+}
+
+std::string SweepNonce() {
+  return absl::StrCat(absl::ToUnixNanos(absl::Now()), "-", getpid());
+}
+
+void SleepFor(const CommandContext& context) { absl::SleepFor(context.poll_interval); }
 
 }  // namespace
 
@@ -151,18 +215,27 @@ absl::StatusOr<int> RunAgents(OutputFormat format, const CommandContext& context
   return 0;
 }
 
-absl::StatusOr<int> RunResults(const std::string& model, OutputFormat format, GridMetric metric,
-                            const CommandContext& context) {
+absl::StatusOr<int> RunResults(const std::string& model, const ResultsFilter& filter,
+                               OutputFormat format, GridMetric metric,
+                               const CommandContext& context) {
   grpc::ClientContext rpc;
   SetDeadline(&rpc, context);
   v1::ResultsRequest request;
   request.set_model(model);
+  request.set_gpu_model(filter.gpu_model);
+  request.set_node(filter.node);
+  const absl::Time now = context.now.value_or(absl::Now());
+  request.set_since_unix_ms(ResolveTimeBound(filter.since, now));
+  request.set_until_unix_ms(ResolveTimeBound(filter.until, now));
+  for (const auto& [key, value] : filter.labels) (*request.mutable_labels())[key] = value;
   v1::ResultsResponse response;
   grpc::Status status = context.stub->Results(&rpc, request, &response);
   if (!status.ok()) return RpcError(status, context.server);
   std::vector<v1::ResultCell> cells;
   for (const v1::ResultCell& cell : response.cells()) {
-    if (model.empty() || cell.model() == model) cells.push_back(cell);
+    if (!model.empty() && cell.model() != model) continue;
+    if (!filter.gpu_model.empty() && cell.gpu_model() != filter.gpu_model) continue;
+    cells.push_back(cell);
   }
   switch (format) {
     case OutputFormat::kCsv:
@@ -178,12 +251,163 @@ absl::StatusOr<int> RunResults(const std::string& model, OutputFormat format, Gr
         *context.out << "no results yet for model " << model << "\n";
         break;
       }
+      if (cells.empty() && request.ByteSizeLong() > 0) {
+        *context.out << "no results match the filters\n";
+        break;
+      }
       const auto grids = BuildGrids(cells, metric);
       *context.out << (format == OutputFormat::kMarkdown ? RenderGridsMarkdown(grids)
                                                          : RenderGridsTable(grids));
     }
   }
   return 0;
+}
+
+absl::StatusOr<int> RunSweep(const SweepOptions& options, const CommandContext& context) {
+  const std::vector<SweepJob> sweep = ExpandSweep(options, options.again ? SweepNonce() : "");
+  std::vector<std::string> ids;
+  for (const SweepJob& job : sweep) {
+    ASSIGN_OR_RETURN(SweepSubmitted submitted, SubmitSweepJob(job, context));
+    *context.out << submitted.job_id << "  " << job.cell << "  " << submitted.how << "\n"
+                 << std::flush;
+    ids.push_back(submitted.job_id);
+  }
+  if (!options.wait) return 0;
+  std::string last_line;
+  bool drawn = false;
+  std::vector<v1::JobStatus> jobs;
+  while (true) {
+    ASSIGN_OR_RETURN(std::vector<v1::JobStatus> all, ListJobs(context));
+    std::map<std::string, v1::JobStatus> by_id;
+    for (v1::JobStatus& job : all) by_id[job.id()] = std::move(job);
+    jobs.clear();
+    bool all_done = true;
+    for (const std::string& id : ids) {
+      auto it = by_id.find(id);
+      if (it == by_id.end()) {
+        ASSIGN_OR_RETURN(v1::JobStatus job, GetJob(id, context));
+        by_id[id] = job;
+        it = by_id.find(id);
+      }
+      jobs.push_back(it->second);
+      if (!IsTerminal(it->second.state())) all_done = false;
+    }
+    const std::string line = SweepProgressLine(jobs);
+    if (context.err_is_terminal) {
+      *context.err << "\r" << line << "\x1b[K" << std::flush;
+      drawn = true;
+    } else if (line != last_line) {
+      *context.err << line << "\n" << std::flush;
+    }
+    last_line = line;
+    if (all_done) break;
+    SleepFor(context);
+  }
+  if (drawn) *context.err << "\n" << std::flush;
+  *context.out << SweepSummary(sweep, jobs) << std::flush;
+  for (const v1::JobStatus& job : jobs) {
+    if (job.state() != v1::JOB_STATE_SUCCEEDED) return 1;
+  }
+  return 0;
+}
+
+absl::StatusOr<int> RunGpus(const std::string& model, double threshold_pct, bool outliers_only,
+                            OutputFormat format, const CommandContext& context) {
+  grpc::ClientContext rpc;
+  SetDeadline(&rpc, context);
+  v1::GpuVariabilityRequest request;
+  request.set_model(model);
+  request.set_threshold_pct(threshold_pct);
+  v1::GpuVariabilityResponse response;
+  grpc::Status status = context.stub->GpuVariability(&rpc, request, &response);
+  if (!status.ok()) return RpcError(status, context.server);
+  if (format == OutputFormat::kJson) {
+    if (outliers_only) {
+      v1::GpuVariabilityResponse kept = response;
+      kept.clear_gpus();
+      for (const auto& gpu : response.gpus()) {
+        if (gpu.outlier()) *kept.add_gpus() = gpu;
+      }
+      *context.out << ToJson(kept);
+    } else {
+      *context.out << ToJson(response);
+    }
+    return 0;
+  }
+  *context.out << FormatGpuVariability(response, outliers_only);
+  return 0;
+}
+
+absl::StatusOr<int> RunBaseline(const std::string& job_id, double lower_pct, double upper_pct,
+                                const CommandContext& context) {
+  grpc::ClientContext rpc;
+  SetDeadline(&rpc, context);
+  v1::SetBaselineRequest request;
+  request.set_job_id(job_id);
+  request.set_lower_tolerance_pct(lower_pct);
+  request.set_upper_tolerance_pct(upper_pct);
+  v1::Baseline baseline;
+  grpc::Status status = context.stub->SetBaseline(&rpc, request, &baseline);
+  if (!status.ok()) return RpcError(status, context.server);
+  *context.out << FormatBaselineSet(baseline);
+  return 0;
+}
+
+absl::StatusOr<int> RunBaselines(OutputFormat format, const CommandContext& context) {
+  grpc::ClientContext rpc;
+  SetDeadline(&rpc, context);
+  v1::ListBaselinesResponse response;
+  grpc::Status status =
+      context.stub->ListBaselines(&rpc, v1::ListBaselinesRequest(), &response);
+  if (!status.ok()) return RpcError(status, context.server);
+  std::vector<v1::Baseline> baselines(response.baselines().begin(), response.baselines().end());
+  *context.out << (format == OutputFormat::kJson ? ToJsonArray(baselines)
+                                                 : FormatBaselinesTable(baselines));
+  return 0;
+}
+
+absl::StatusOr<int> RunCompare(const std::string& job_a, const std::string& job_b,
+                               OutputFormat format, const CommandContext& context) {
+  ASSIGN_OR_RETURN(v1::JobStatus a, GetJob(job_a, context));
+  ASSIGN_OR_RETURN(v1::JobStatus b, GetJob(job_b, context));
+  *context.out << (format == OutputFormat::kJson ? ComparisonJson(a, b) : FormatComparison(a, b));
+  return 0;
+}
+
+absl::StatusOr<int> RunLogs(const std::string& job_id, OutputFormat format, bool follow,
+                            const CommandContext& context) {
+  JobLogWriter writer(format);
+  int from = 0;
+  bool begun = false;
+  while (true) {
+    grpc::ClientContext rpc;
+    SetDeadline(&rpc, context);
+    v1::GetSamplesRequest request;
+    request.set_job_id(job_id);
+    request.set_from_iteration(from);
+    v1::GetSamplesResponse response;
+    grpc::Status status = context.stub->GetSamples(&rpc, request, &response);
+    if (!status.ok()) return RpcError(status, context.server);
+    const v1::JobStatus& job = response.job();
+    if (!begun) {
+      *context.out << writer.Begin(job);
+      begun = true;
+    }
+    std::vector<v1::IterationSample> samples(response.samples().begin(),
+                                             response.samples().end());
+    *context.out << writer.Add(job, samples) << std::flush;
+    if (IsTerminal(job.state())) {
+      *context.out << writer.End(job) << std::flush;
+      return 0;
+    }
+    if (!follow) {
+      *context.err << "benchctl: job " << job_id << " is " << JobStateName(job.state())
+                   << "; the log is not finished (-f follows it)\n";
+      return 0;
+    }
+    from = writer.NextFromIteration(job);
+    SleepFor(context);
+  }
 }
 
 int RunCommand(const CliOptions& options, const CommandContext& context) {
@@ -208,7 +432,26 @@ int RunCommand(const CliOptions& options, const CommandContext& context) {
       result = RunAgents(options.format, context);
       break;
     case Command::kResults:
-      result = RunResults(options.model, options.format, options.metric, context);
+      result = RunResults(options.model, options.filter, options.format, options.metric, context);
+      break;
+    case Command::kSweep:
+      result = RunSweep(options.sweep, context);
+      break;
+    case Command::kGpus:
+      result = RunGpus(options.model, options.threshold_pct, options.outliers, options.format,
+                       context);
+      break;
+    case Command::kBaseline:
+      result = RunBaseline(options.job_id, options.lower_pct, options.upper_pct, context);
+      break;
+    case Command::kBaselines:
+      result = RunBaselines(options.format, context);
+      break;
+    case Command::kCompare:
+      result = RunCompare(options.job_id, options.job_id_b, options.format, context);
+      break;
+    case Command::kLogs:
+      result = RunLogs(options.job_id, options.format, options.follow, context);
       break;
   }
   if (!result.ok()) {

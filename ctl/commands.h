@@ -3,6 +3,7 @@
 // to `err`. Not thread-safe: one command at a time per context.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -22,6 +23,9 @@ struct CommandContext {
   std::ostream* err = nullptr;             // not owned
   bool err_is_terminal = false;            // draw the --wait progress bar in place
   absl::Duration rpc_timeout = absl::Seconds(10);  // deadline of each unary call
+  absl::Duration poll_interval = absl::Seconds(1);  // sweep --wait and logs -f
+  // "Now" for relative --since/--until; absl::Now when unset.
+  std::optional<absl::Time> now;
 };
 
 // Runs `options.command` and returns the process exit code: 0 on success; 1 after an
@@ -40,7 +44,24 @@ absl::StatusOr<int> RunStatus(const std::string& job_id, OutputFormat format,
 absl::StatusOr<int> RunList(OutputFormat format, const CommandContext& context);
 absl::StatusOr<int> RunCancel(const std::string& job_id, const CommandContext& context);
 absl::StatusOr<int> RunAgents(OutputFormat format, const CommandContext& context);
-absl::StatusOr<int> RunResults(const std::string& model, OutputFormat format, GridMetric metric,
+absl::StatusOr<int> RunResults(const std::string& model, const ResultsFilter& filter,
+                               OutputFormat format, GridMetric metric,
+                               const CommandContext& context);
+// Submits every job of the sweep (see ctl/sweep.h for request ids), printing one line per
+// job: "<job id>  <cell>  new|existing|resubmitted". With wait, polls until every job is
+// terminal, showing "sweep: 5/12 done (...)" on err, then prints SweepSummary to out;
+// returns 0 only if every job SUCCEEDED.
+absl::StatusOr<int> RunSweep(const SweepOptions& options, const CommandContext& context);
+absl::StatusOr<int> RunGpus(const std::string& model, double threshold_pct, bool outliers_only,
+                            OutputFormat format, const CommandContext& context);
+absl::StatusOr<int> RunBaseline(const std::string& job_id, double lower_pct, double upper_pct,
+                                const CommandContext& context);
+absl::StatusOr<int> RunBaselines(OutputFormat format, const CommandContext& context);
+absl::StatusOr<int> RunCompare(const std::string& job_a, const std::string& job_b,
+                               OutputFormat format, const CommandContext& context);
+// One GetSamples and the log as it stands; with follow, polls every poll_interval for new
+// iterations until the job is terminal, then prints the closing lines.
+absl::StatusOr<int> RunLogs(const std::string& job_id, OutputFormat format, bool follow,
                             const CommandContext& context);
 
 // A failed RPC as benchctl reports it: UNAVAILABLE and DEADLINE_EXCEEDED become

@@ -5,7 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -33,12 +35,40 @@ class FakeController final : public v1::Controller::Service {
     if (request->spec().batch_size() <= 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "batch_size: must be > 0");
     }
-    response->set_job_id("j-42");
+    const std::string& request_id = request->spec().request_id();
+    if (request_id.empty()) {
+      response->set_job_id("j-42");
+      return grpc::Status::OK;
+    }
+    submitted_ids_.push_back(request_id);
+    if (auto it = by_request_.find(request_id); it != by_request_.end()) {
+      response->set_job_id(it->second);
+      response->set_existing(true);
+      return grpc::Status::OK;
+    }
+    const std::string id = "s-" + std::to_string(++next_job_);
+    by_request_[request_id] = id;
+    v1::JobStatus job = Job(v1::JOB_STATE_QUEUED, 0);
+    job.set_id(id);
+    *job.mutable_spec() = request->spec();
+    sweep_jobs_[id] = job;
+    response->set_job_id(id);
     return grpc::Status::OK;
   }
 
   grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest* request,
                       v1::JobStatus* response) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (auto it = sweep_jobs_.find(request->job_id()); it != sweep_jobs_.end()) {
+        *response = it->second;
+        return grpc::Status::OK;
+      }
+      if (auto it = extra_jobs_.find(request->job_id()); it != extra_jobs_.end()) {
+        *response = it->second;
+        return grpc::Status::OK;
+      }
+    }
     if (request->job_id() != "j-42") {
       return grpc::Status(grpc::StatusCode::NOT_FOUND,
                           "job_id: no job \"" + request->job_id() + "\"");
@@ -50,6 +80,24 @@ class FakeController final : public v1::Controller::Service {
   grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,
                         v1::ListJobsResponse* response) override {
     *response->add_jobs() = Job(v1::JOB_STATE_RUNNING, 45);
+    absl::MutexLock lock(&mu_);
+    // Sweep jobs move on one step per listing: QUEUED, RUNNING, then their final state.
+    for (auto& [id, job] : sweep_jobs_) {
+      if (job.state() == v1::JOB_STATE_QUEUED) {
+        job.set_state(v1::JOB_STATE_RUNNING);
+      } else if (job.state() == v1::JOB_STATE_RUNNING) {
+        const bool fail = !fail_precision_.empty() &&
+                          job.spec().request_id().find(fail_precision_) != std::string::npos;
+        job.set_state(fail ? v1::JOB_STATE_FAILED : v1::JOB_STATE_SUCCEEDED);
+        if (!fail) {
+          job.set_has_throughput(true);
+          job.set_images_per_second(100.0 * job.spec().devices());
+        } else {
+          job.set_reason("rank 0: exited with status 1");
+        }
+      }
+      *response->add_jobs() = job;
+    }
     return grpc::Status::OK;
   }
 
@@ -75,8 +123,12 @@ class FakeController final : public v1::Controller::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Results(grpc::ServerContext*, const v1::ResultsRequest*,
+  grpc::Status Results(grpc::ServerContext*, const v1::ResultsRequest* request,
                        v1::ResultsResponse* response) override {
+    {
+      absl::MutexLock lock(&mu_);
+      last_results_ = *request;
+    }
     if (!with_results_) return grpc::Status::OK;
     for (int devices : {1, 8}) {
       auto* cell = response->add_cells();
@@ -94,6 +146,8 @@ class FakeController final : public v1::Controller::Service {
     cell->set_precision(v1::PRECISION_FP32);
     cell->set_batch_size(256);
     cell->set_median_images_per_second(384.72);
+    cell->set_min_images_per_second(380.1);
+    cell->set_max_images_per_second(389.3);
     cell->set_runs(2);
     cell->set_device_kind("cuda");
     return grpc::Status::OK;
@@ -111,9 +165,117 @@ class FakeController final : public v1::Controller::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status GpuVariability(grpc::ServerContext*, const v1::GpuVariabilityRequest* request,
+                              v1::GpuVariabilityResponse* response) override {
+    response->set_threshold_pct(request->threshold_pct() > 0 ? request->threshold_pct() : 5);
+    if (!with_results_) return grpc::Status::OK;
+    const double normalized[] = {1.52, 1.01, 0.97};
+    for (int i = 0; i < 3; ++i) {
+      auto* gpu = response->add_gpus();
+      gpu->set_gpu_uuid("GPU-" + std::to_string(i));
+      gpu->set_gpu_name("NVIDIA H100 80GB HBM3");
+      gpu->set_agent("dgx-1");
+      gpu->set_hostname("dgx-1.example");
+      gpu->set_gpu_index(i);
+      gpu->set_jobs(4);
+      gpu->set_iterations(400);
+      gpu->set_normalized_step_time(normalized[i]);
+      gpu->set_step_time_cv(0.021);
+      gpu->set_outlier(normalized[i] > 1 + response->threshold_pct() / 100);
+      gpu->mutable_sm_clock_mhz()->set_count(10);
+      gpu->mutable_sm_clock_mhz()->set_p5(1700);
+      gpu->mutable_sm_clock_mhz()->set_p50(1755);
+      gpu->mutable_sm_clock_mhz()->set_p95(1980);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status SetBaseline(grpc::ServerContext*, const v1::SetBaselineRequest* request,
+                           v1::Baseline* response) override {
+    if (request->job_id() != "j-42") {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "job_id: job \"" + request->job_id() + "\" has no throughput");
+    }
+    *response = MakeBaseline();
+    response->set_lower_tolerance_pct(request->lower_tolerance_pct());
+    response->set_upper_tolerance_pct(request->upper_tolerance_pct());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListBaselines(grpc::ServerContext*, const v1::ListBaselinesRequest*,
+                             v1::ListBaselinesResponse* response) override {
+    if (with_results_) *response->add_baselines() = MakeBaseline();
+    return grpc::Status::OK;
+  }
+
+  // j-42 runs 2 ranks; the first call sees iterations 1-3 RUNNING, later calls 1-5 and
+  // SUCCEEDED. Honours from_iteration.
+  grpc::Status GetSamples(grpc::ServerContext*, const v1::GetSamplesRequest* request,
+                          v1::GetSamplesResponse* response) override {
+    if (request->job_id() != "j-42") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "job_id: no job");
+    }
+    int calls;
+    {
+      absl::MutexLock lock(&mu_);
+      calls = ++samples_calls_;
+      from_iterations_.push_back(request->from_iteration());
+    }
+    const int last = calls == 1 ? 3 : 5;
+    v1::JobStatus job = Job(calls == 1 ? v1::JOB_STATE_RUNNING : v1::JOB_STATE_SUCCEEDED, last);
+    job.mutable_spec()->set_iterations(5);
+    job.mutable_spec()->set_warmup_iterations(1);
+    job.set_created_unix_ms(1700000000000);
+    if (calls > 1) {
+      job.set_has_throughput(true);
+      job.set_images_per_second(640.5);
+    }
+    *response->mutable_job() = job;
+    for (int rank = 0; rank < 2; ++rank) {
+      for (int it = std::max(1, request->from_iteration()); it <= last; ++it) {
+        auto* sample = response->add_samples();
+        sample->set_job_id("j-42");
+        sample->set_rank(rank);
+        sample->set_iteration(it);
+        sample->set_step_time_s(0.1);
+        sample->set_images(32);
+        sample->set_loss(6.9 - it * 0.01);
+        sample->set_elapsed_s(0.1 * it);
+        sample->set_warmup(it == 1);
+      }
+    }
+    return grpc::Status::OK;
+  }
+
   v1::JobSpec last_spec() {
     absl::MutexLock lock(&mu_);
     return last_spec_;
+  }
+  v1::ResultsRequest last_results() {
+    absl::MutexLock lock(&mu_);
+    return last_results_;
+  }
+  std::vector<std::string> submitted_ids() {
+    absl::MutexLock lock(&mu_);
+    return submitted_ids_;
+  }
+  std::vector<int> from_iterations() {
+    absl::MutexLock lock(&mu_);
+    return from_iterations_;
+  }
+  // Sweep jobs whose request id contains `text` end FAILED.
+  void set_fail_precision(const std::string& text) {
+    absl::MutexLock lock(&mu_);
+    fail_precision_ = text;
+  }
+  // Ends a sweep job as `state` now.
+  void FinishSweepJob(const std::string& id, v1::JobState state) {
+    absl::MutexLock lock(&mu_);
+    sweep_jobs_[id].set_state(state);
+  }
+  void AddJob(const v1::JobStatus& job) {
+    absl::MutexLock lock(&mu_);
+    extra_jobs_[job.id()] = job;
   }
   void set_final_state(v1::JobState state) { final_state_ = state; }
   void set_with_results(bool with) { with_results_ = with; }
@@ -131,7 +293,29 @@ class FakeController final : public v1::Controller::Service {
     return job;
   }
 
+  static v1::Baseline MakeBaseline() {
+    v1::Baseline baseline;
+    baseline.set_model("resnet50");
+    baseline.set_precision(v1::PRECISION_AMP);
+    baseline.set_batch_size(256);
+    baseline.set_devices(8);
+    baseline.set_gpu_model("NVIDIA H100 80GB HBM3");
+    baseline.set_device_kind("cuda");
+    baseline.set_job_id("j-42");
+    baseline.set_images_per_second(10000);
+    return baseline;
+  }
+
   absl::Mutex mu_;
+  v1::ResultsRequest last_results_;
+  std::map<std::string, std::string> by_request_;
+  std::map<std::string, v1::JobStatus> sweep_jobs_;
+  std::map<std::string, v1::JobStatus> extra_jobs_;
+  std::vector<std::string> submitted_ids_;
+  std::vector<int> from_iterations_;
+  std::string fail_precision_;
+  int next_job_ = 0;
+  int samples_calls_ = 0;
   v1::JobSpec last_spec_;
   std::atomic<v1::JobState> final_state_{v1::JOB_STATE_SUCCEEDED};
   std::atomic<bool> with_results_{true};
@@ -168,6 +352,8 @@ class CommandsTest : public ::testing::Test {
     context.out = &out_;
     context.err = &err_;
     context.err_is_terminal = terminal;
+    context.poll_interval = absl::Milliseconds(1);
+    context.now = absl::FromUnixSeconds(1800000000);
     return RunCommand(*options, context);
   }
 
@@ -241,14 +427,21 @@ TEST_F(CommandsTest, Results) {
   EXPECT_EQ(Run({"results"}), 0);
   EXPECT_EQ(out_.str(),
             "resnet50 (cuda): median images/s\n"
-            "GPUs  FP32 bs256  AMP bs256\n"
-            "   1       384.7     1400.0\n"
-            "   8     no data    11200.0\n");
+            "GPUs                FP32 bs256      AMP bs256\n"
+            "   1  384.7 (380.1–389.3, n=2)   1400.0 (n=1)\n"
+            "   8                   no data  11200.0 (n=1)\n"
+            "\n"
+            "resnet50 (cuda): speedup and scaling efficiency vs 1 GPU\n"
+            "GPUs  FP32 bs256       AMP bs256\n"
+            "   8     no data  8.00x (100.0%)\n");
   EXPECT_EQ(Run({"results", "--format", "markdown"}), 0);
-  EXPECT_THAT(out_.str(), HasSubstr("| GPUs | FP32 bs256 | AMP bs256 |\n"
-                                    "|-----:|-----------:|----------:|\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("| GPUs |               FP32 bs256 |     AMP bs256 |\n"
+                                    "|-----:|-------------------------:|--------------:|\n"));
   EXPECT_EQ(Run({"results", "--format", "csv"}), 0);
-  EXPECT_THAT(out_.str(), HasSubstr("resnet50,cuda,1,fp32,256,384.7,0.0,0.0,2,,,,,\n"));
+  EXPECT_THAT(out_.str(),
+              HasSubstr("resnet50,cuda,1,fp32,256,384.7,380.1,389.3,2,,,,,,0,0,,,,,,,,\n"));
+  EXPECT_THAT(out_.str(),
+              HasSubstr("resnet50,cuda,8,amp,256,11200.0,0.0,0.0,1,,,,,,0,0,,,,8.000,1.000,,,\n"));
   EXPECT_EQ(Run({"results", "--format", "json"}), 0);
   EXPECT_THAT(out_.str(), HasSubstr("\"median_images_per_second\":11200"));
   service_.set_with_results(false);

@@ -39,9 +39,9 @@ std::vector<ResultCell> SortedCells(const std::vector<ResultCell>& cells) {
   std::vector<ResultCell> sorted = cells;
   std::stable_sort(sorted.begin(), sorted.end(), [](const ResultCell& a, const ResultCell& b) {
     return std::make_tuple(a.model(), a.devices(), PrecisionRank(a.precision()),
-                           a.batch_size(), a.device_kind()) <
+                           a.batch_size(), a.device_kind(), a.gpu_model()) <
            std::make_tuple(b.model(), b.devices(), PrecisionRank(b.precision()),
-                           b.batch_size(), b.device_kind());
+                           b.batch_size(), b.device_kind(), b.gpu_model());
   });
   return sorted;
 }
@@ -58,17 +58,63 @@ const char* MetricTitle(GridMetric metric) {
   return "";
 }
 
-std::string GridTitle(const Grid& grid) {
+std::string GridName(const Grid& grid) {
   std::string title = grid.model.empty() ? "(no model)" : grid.model;
-  if (!grid.device_kind.empty()) absl::StrAppend(&title, " (", grid.device_kind, ")");
-  return absl::StrCat(title, ": ", MetricTitle(grid.metric));
+  std::vector<std::string> where;
+  if (!grid.device_kind.empty()) where.push_back(grid.device_kind);
+  if (!grid.gpu_model.empty()) where.push_back(grid.gpu_model);
+  if (!where.empty()) absl::StrAppend(&title, " (", absl::StrJoin(where, ", "), ")");
+  return title;
 }
 
-std::string OptionalField(GridMetric metric, const std::optional<double>& value) {
-  return value ? FormatMetricValue(metric, *value) : "";
+std::string GridTitle(const Grid& grid) {
+  return absl::StrCat(GridName(grid), ": ", MetricTitle(grid.metric));
 }
 
-TextTable GridTable(const Grid& grid) {
+std::string ScalingTitle(const Grid& grid) {
+  return absl::StrCat(GridName(grid), ": speedup and scaling efficiency vs 1 ",
+                      grid.device_kind == "cpu" ? "CPU slot" : "GPU");
+}
+
+std::string BaselineTitle(const Grid& grid) {
+  return absl::StrCat(GridName(grid), ": median vs baseline");
+}
+
+bool HasScaling(const Grid& grid) {
+  if (grid.metric != GridMetric::kImagesPerSecond) return false;
+  for (const GridRow& row : grid.rows) {
+    if (row.devices > 1) return true;
+  }
+  return false;
+}
+
+bool HasOneDeviceRow(const Grid& grid) {
+  for (const GridRow& row : grid.rows) {
+    if (row.devices == 1) return true;
+  }
+  return false;
+}
+
+std::string NoScalingLine(const Grid& grid) {
+  return absl::StrCat(ScalingTitle(grid), ": no data (no 1-",
+                      grid.device_kind == "cpu" ? "CPU slot" : "GPU", " cell)\n");
+}
+
+bool HasBaseline(const benchfleet::v1::ResultCell& cell) {
+  return cell.baseline().verdict() != benchfleet::v1::BASELINE_VERDICT_UNSPECIFIED ||
+         cell.baseline().has_ratio();
+}
+
+bool HasBaselines(const Grid& grid) {
+  for (const GridRow& row : grid.rows) {
+    for (const auto& cell : row.cells) {
+      if (cell && HasBaseline(*cell)) return true;
+    }
+  }
+  return false;
+}
+
+TextTable BaseTable(const Grid& grid) {
   TextTable table;
   table.header.push_back(DevicesHeader(grid.device_kind));
   table.align.push_back(Align::kRight);
@@ -76,14 +122,72 @@ TextTable GridTable(const Grid& grid) {
     table.header.push_back(column.header);
     table.align.push_back(Align::kRight);
   }
+  return table;
+}
+
+TextTable ScalingTable(const Grid& grid) {
+  TextTable table = BaseTable(grid);
+  for (const GridRow& row : grid.rows) {
+    if (row.devices <= 1) continue;
+    std::vector<std::string> line = {absl::StrCat(row.devices)};
+    for (const auto& scaling : row.scaling) line.push_back(FormatScaling(scaling));
+    table.rows.push_back(std::move(line));
+  }
+  return table;
+}
+
+TextTable BaselineTable(const Grid& grid) {
+  TextTable table = BaseTable(grid);
   for (const GridRow& row : grid.rows) {
     std::vector<std::string> line = {absl::StrCat(row.devices)};
-    for (const auto& median : row.median) {
-      line.push_back(median ? FormatMetricValue(grid.metric, *median) : "no data");
+    for (const auto& cell : row.cells) {
+      line.push_back(cell ? FormatBaselineComparison(cell->baseline()) : "-");
     }
     table.rows.push_back(std::move(line));
   }
   return table;
+}
+
+std::string OptionalField(GridMetric metric, const std::optional<double>& value) {
+  return value ? FormatMetricValue(metric, *value) : "";
+}
+
+TextTable GridTable(const Grid& grid) {
+  TextTable table = BaseTable(grid);
+  for (const GridRow& row : grid.rows) {
+    std::vector<std::string> line = {absl::StrCat(row.devices)};
+    for (size_t c = 0; c < row.median.size(); ++c) {
+      if (grid.metric == GridMetric::kImagesPerSecond && c < row.cells.size() && row.cells[c]) {
+        line.push_back(FormatCellText(*row.cells[c]));
+      } else {
+        line.push_back(row.median[c] ? FormatMetricValue(grid.metric, *row.median[c])
+                                     : "no data");
+      }
+    }
+    table.rows.push_back(std::move(line));
+  }
+  return table;
+}
+
+using ScalingKey = std::tuple<std::string, std::string, std::string, int, int>;
+ScalingKey ScalingKeyOf(const ResultCell& cell) {
+  return {cell.model(), cell.device_kind(), cell.gpu_model(), static_cast<int>(cell.precision()),
+          cell.batch_size()};
+}
+
+std::optional<Scaling> ScalingBetween(const ResultCell& cell, const ResultCell* one) {
+  if (one == nullptr || cell.devices() <= 1 || cell.runs() <= 0 || one->runs() <= 0 ||
+      one->median_images_per_second() <= 0) {
+    return std::nullopt;
+  }
+  Scaling scaling;
+  scaling.speedup = cell.median_images_per_second() / one->median_images_per_second();
+  scaling.efficiency = scaling.speedup / cell.devices();
+  return scaling;
+}
+
+std::string Fixed(const char* format, const std::optional<double>& value) {
+  return value ? absl::StrFormat(format, *value) : "";
 }
 
 std::string CsvField(const std::string& text) {
@@ -164,41 +268,114 @@ std::string DevicesHeader(const std::string& device_kind) {
   return device_kind == "cpu" ? "CPU slots" : "GPUs";
 }
 
+std::optional<Scaling> ScalingOf(const ResultCell& cell, const std::vector<ResultCell>& cells) {
+  const ResultCell* one = nullptr;
+  const ScalingKey key = ScalingKeyOf(cell);
+  for (const ResultCell& other : cells) {
+    if (other.devices() == 1 && ScalingKeyOf(other) == key) one = &other;
+  }
+  return ScalingBetween(cell, one);
+}
+
+std::string FormatCellText(const ResultCell& cell) {
+  std::vector<std::string> notes;
+  if (cell.failed_runs() > 0) notes.push_back(absl::StrCat(cell.failed_runs(), " failed"));
+  if (cell.pending_runs() > 0) notes.push_back(absl::StrCat(cell.pending_runs(), " pending"));
+  if (cell.runs() <= 0) {
+    if (notes.empty()) return "no data";
+    return absl::StrCat("no data (", absl::StrJoin(notes, ", "), ")");
+  }
+  std::string spread;
+  if (cell.has_ci95_low_images_per_second() && cell.has_ci95_high_images_per_second()) {
+    spread = absl::StrCat("95% CI ", FormatRate(cell.ci95_low_images_per_second()), "\u2013",
+                          FormatRate(cell.ci95_high_images_per_second()), ", ");
+  } else if (cell.runs() >= 2) {
+    spread = absl::StrCat(FormatRate(cell.min_images_per_second()), "\u2013",
+                          FormatRate(cell.max_images_per_second()), ", ");
+  }
+  std::string text = absl::StrCat(FormatRate(cell.median_images_per_second()), " (", spread,
+                                  "n=", cell.runs());
+  for (const std::string& note : notes) absl::StrAppend(&text, "; ", note);
+  text += ")";
+  switch (cell.baseline().verdict()) {
+    case benchfleet::v1::BASELINE_VERDICT_BELOW: text += " REGRESSION"; break;
+    case benchfleet::v1::BASELINE_VERDICT_ABOVE: text += " ABOVE"; break;
+    default: break;
+  }
+  return text;
+}
+
+std::string FormatScaling(const std::optional<Scaling>& scaling) {
+  if (!scaling) return "no data";
+  return absl::StrFormat("%.2fx (%.1f%%)", scaling->speedup, scaling->efficiency * 100);
+}
+
+std::string BaselineVerdictName(benchfleet::v1::BaselineVerdict verdict) {
+  switch (verdict) {
+    case benchfleet::v1::BASELINE_VERDICT_WITHIN: return "within";
+    case benchfleet::v1::BASELINE_VERDICT_BELOW: return "below";
+    case benchfleet::v1::BASELINE_VERDICT_ABOVE: return "above";
+    default: return "";
+  }
+}
+
+std::string FormatBaselineComparison(const benchfleet::v1::BaselineComparison& baseline) {
+  const char* flag = nullptr;
+  switch (baseline.verdict()) {
+    case benchfleet::v1::BASELINE_VERDICT_WITHIN: flag = "within"; break;
+    case benchfleet::v1::BASELINE_VERDICT_BELOW: flag = "REGRESSION"; break;
+    case benchfleet::v1::BASELINE_VERDICT_ABOVE: flag = "ABOVE"; break;
+    default: break;
+  }
+  if (!baseline.has_ratio()) return flag ? flag : "-";
+  std::string text = absl::StrFormat("%.2fx", baseline.ratio());
+  if (flag) absl::StrAppend(&text, " ", flag);
+  return text;
+}
+
 std::vector<Grid> BuildGrids(const std::vector<ResultCell>& cells, GridMetric metric) {
   using ColumnKey = std::pair<int, int>;  // (precision rank, batch size)
   struct Building {
     std::map<ColumnKey, Precision> columns;
-    std::map<int, std::map<ColumnKey, double>> rows;  // devices -> column -> median
+    std::map<int, std::map<ColumnKey, ResultCell>> rows;  // devices -> column -> cell
   };
-  std::map<std::pair<std::string, std::string>, Building> by_grid;
+  std::map<std::tuple<std::string, std::string, std::string>, Building> by_grid;
   for (const ResultCell& cell : cells) {
-    Building& building = by_grid[{cell.model(), cell.device_kind()}];
+    Building& building = by_grid[{cell.model(), cell.device_kind(), cell.gpu_model()}];
     ColumnKey key{PrecisionRank(cell.precision()), cell.batch_size()};
     building.columns[key] = cell.precision();
-    std::optional<double> value = CellValue(cell, metric);
-    auto& row = building.rows[cell.devices()];
-    if (value) {
-      row[key] = *value;
-    } else {
-      row.erase(key);  // a later cell with the same key replaces an earlier one
-    }
+    building.rows[cell.devices()][key] = cell;  // a later cell replaces an earlier one
   }
   std::vector<Grid> grids;
   for (const auto& [grid_key, building] : by_grid) {
     Grid grid;
     grid.metric = metric;
-    grid.model = grid_key.first;
-    grid.device_kind = grid_key.second;
+    grid.model = std::get<0>(grid_key);
+    grid.device_kind = std::get<1>(grid_key);
+    grid.gpu_model = std::get<2>(grid_key);
     for (const auto& [key, precision] : building.columns) {
       grid.columns.push_back(
           {precision, key.second, absl::StrCat(PrecisionHeader(precision), " bs", key.second)});
     }
-    for (const auto& [devices, medians] : building.rows) {
-      GridRow row{devices, {}};
+    const auto one_row = building.rows.find(1);
+    for (const auto& [devices, by_column] : building.rows) {
+      GridRow row{devices, {}, {}, {}};
       for (const auto& [key, precision] : building.columns) {
-        auto it = medians.find(key);
-        row.median.push_back(it == medians.end() ? std::nullopt
-                                                 : std::optional<double>(it->second));
+        auto it = by_column.find(key);
+        if (it == by_column.end()) {
+          row.median.push_back(std::nullopt);
+          row.cells.push_back(std::nullopt);
+          row.scaling.push_back(std::nullopt);
+          continue;
+        }
+        row.median.push_back(CellValue(it->second, metric));
+        row.cells.push_back(it->second);
+        const ResultCell* one = nullptr;
+        if (one_row != building.rows.end()) {
+          auto one_it = one_row->second.find(key);
+          if (one_it != one_row->second.end()) one = &one_it->second;
+        }
+        row.scaling.push_back(ScalingBetween(it->second, one));
       }
       grid.rows.push_back(std::move(row));
     }
@@ -212,6 +389,16 @@ std::string RenderGridsTable(const std::vector<Grid>& grids) {
   std::vector<std::string> parts;
   for (const Grid& grid : grids) {
     parts.push_back(absl::StrCat(GridTitle(grid), "\n", RenderPlainTable(GridTable(grid))));
+    if (HasScaling(grid) && !HasOneDeviceRow(grid)) {
+      parts.back() += NoScalingLine(grid);
+    } else if (HasScaling(grid)) {
+      parts.push_back(
+          absl::StrCat(ScalingTitle(grid), "\n", RenderPlainTable(ScalingTable(grid))));
+    }
+    if (HasBaselines(grid)) {
+      parts.push_back(
+          absl::StrCat(BaselineTitle(grid), "\n", RenderPlainTable(BaselineTable(grid))));
+    }
   }
   return absl::StrJoin(parts, "\n");
 }
@@ -222,6 +409,16 @@ std::string RenderGridsMarkdown(const std::vector<Grid>& grids) {
   for (const Grid& grid : grids) {
     parts.push_back(
         absl::StrCat("### ", GridTitle(grid), "\n\n", RenderMarkdownTable(GridTable(grid))));
+    if (HasScaling(grid) && !HasOneDeviceRow(grid)) {
+      parts.back() += absl::StrCat("\n", NoScalingLine(grid));
+    } else if (HasScaling(grid)) {
+      parts.push_back(absl::StrCat("### ", ScalingTitle(grid), "\n\n",
+                                   RenderMarkdownTable(ScalingTable(grid))));
+    }
+    if (HasBaselines(grid)) {
+      parts.push_back(absl::StrCat("### ", BaselineTitle(grid), "\n\n",
+                                   RenderMarkdownTable(BaselineTable(grid))));
+    }
   }
   return absl::StrJoin(parts, "\n");
 }
@@ -229,32 +426,65 @@ std::string RenderGridsMarkdown(const std::vector<Grid>& grids) {
 std::string RenderCellsCsv(const std::vector<ResultCell>& cells) {
   std::string out =
       "model,device_kind,devices,precision,batch_size,median_images_per_second,min,max,runs,"
-      "energy_per_image_j,images_per_second_per_watt,power_w,sm_clock_mhz,temperature_c\n";
+      "energy_per_image_j,images_per_second_per_watt,power_w,sm_clock_mhz,temperature_c,"
+      "failed_runs,pending_runs,ci95_low,ci95_high,cv,speedup,scaling_efficiency,"
+      "baseline_ratio,baseline_verdict,gpu_model\n";
   for (const ResultCell& cell : SortedCells(cells)) {
-    absl::StrAppend(&out, CsvField(cell.model()), ",", CsvField(cell.device_kind()), ",",
-                    cell.devices(), ",",
-                    PrecisionName(cell.precision()), ",", cell.batch_size(), ",",
-                    FormatRate(cell.median_images_per_second()), ",",
-                    FormatRate(cell.min_images_per_second()), ",",
-                    FormatRate(cell.max_images_per_second()), ",", cell.runs(), ",",
-                    OptionalField(GridMetric::kEnergyPerImage,
-                                  CellValue(cell, GridMetric::kEnergyPerImage)),
-                    ",",
-                    OptionalField(GridMetric::kImagesPerWatt,
-                                  CellValue(cell, GridMetric::kImagesPerWatt)),
-                    ",", OptionalField(GridMetric::kPower, CellValue(cell, GridMetric::kPower)),
-                    ",",
-                    OptionalField(GridMetric::kSmClock, CellValue(cell, GridMetric::kSmClock)),
-                    ",",
-                    OptionalField(GridMetric::kTemperature,
-                                  CellValue(cell, GridMetric::kTemperature)),
-                    "\n");
+    const bool data = cell.runs() > 0;
+    auto rate = [data](double value) { return data ? FormatRate(value) : std::string(); };
+    auto optional = [](bool has, double value) {
+      return has ? std::optional<double>(value) : std::nullopt;
+    };
+    const std::optional<Scaling> scaling = ScalingOf(cell, cells);
+    std::vector<std::string> fields = {
+        CsvField(cell.model()),
+        CsvField(cell.device_kind()),
+        absl::StrCat(cell.devices()),
+        PrecisionName(cell.precision()),
+        absl::StrCat(cell.batch_size()),
+        rate(cell.median_images_per_second()),
+        rate(cell.min_images_per_second()),
+        rate(cell.max_images_per_second()),
+        absl::StrCat(cell.runs()),
+        OptionalField(GridMetric::kEnergyPerImage, CellValue(cell, GridMetric::kEnergyPerImage)),
+        OptionalField(GridMetric::kImagesPerWatt, CellValue(cell, GridMetric::kImagesPerWatt)),
+        OptionalField(GridMetric::kPower, CellValue(cell, GridMetric::kPower)),
+        OptionalField(GridMetric::kSmClock, CellValue(cell, GridMetric::kSmClock)),
+        OptionalField(GridMetric::kTemperature, CellValue(cell, GridMetric::kTemperature)),
+        absl::StrCat(cell.failed_runs()),
+        absl::StrCat(cell.pending_runs()),
+        Fixed("%.1f", optional(cell.has_ci95_low_images_per_second(),
+                               cell.ci95_low_images_per_second())),
+        Fixed("%.1f", optional(cell.has_ci95_high_images_per_second(),
+                               cell.ci95_high_images_per_second())),
+        Fixed("%.4f", optional(cell.has_cv(), cell.cv())),
+        Fixed("%.3f", scaling ? std::optional<double>(scaling->speedup) : std::nullopt),
+        Fixed("%.3f", scaling ? std::optional<double>(scaling->efficiency) : std::nullopt),
+        Fixed("%.3f", optional(cell.baseline().has_ratio(), cell.baseline().ratio())),
+        BaselineVerdictName(cell.baseline().verdict()),
+        CsvField(cell.gpu_model()),
+    };
+    absl::StrAppend(&out, absl::StrJoin(fields, ","), "\n");
   }
   return out;
 }
 
 std::string RenderCellsJson(const std::vector<ResultCell>& cells) {
-  return ToJsonArray(SortedCells(cells));
+  const std::vector<ResultCell> sorted = SortedCells(cells);
+  if (sorted.empty()) return "[]\n";
+  std::string out = "[\n";
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    std::string item = ToJson(sorted[i]);
+    item.pop_back();  // '\n'
+    item.pop_back();  // '}'
+    const std::optional<Scaling> scaling = ScalingOf(sorted[i], cells);
+    absl::StrAppend(&item, ",\"speedup\":",
+                    scaling ? JsonNumber(scaling->speedup) : std::string("null"),
+                    ",\"scaling_efficiency\":",
+                    scaling ? JsonNumber(scaling->efficiency) : std::string("null"), "}");
+    out += "  " + item + (i + 1 < sorted.size() ? ",\n" : "\n");
+  }
+  return out + "]\n";
 }
 
 }  // namespace bench::ctl

@@ -1,4 +1,4 @@
-// The results grid: ResultCells (one per model, devices, precision, batch size) arranged
+// The results grid: ResultCells (one per model, devices, precision, batch size, GPU model) arranged
 // like published throughput tables, and rendered as text, markdown, CSV or JSON.
 // Pure functions, no I/O.
 #pragma once
@@ -35,23 +35,38 @@ struct GridColumn {
   std::string header;  // "FP32 bs128", "AMP bs256"
 };
 
+// Speedup and scaling efficiency of an N-device cell against the 1-device cell of the
+// same (model, device kind, GPU model, precision, batch size), as DLPerf and NVIDIA's
+// tables show them: speedup = median_N / median_1, efficiency = speedup / N.
+struct Scaling {
+  double speedup = 0;
+  double efficiency = 0;  // a fraction: 0.92 is 92%
+};
+// nullopt: no data (either cell has no successful run, or there is no 1-device cell).
+std::optional<Scaling> ScalingOf(const benchfleet::v1::ResultCell& cell,
+                                 const std::vector<benchfleet::v1::ResultCell>& cells);
+
 struct GridRow {
   int devices;
-  std::vector<std::optional<double>> median;  // per column; nullopt: no cell ("no data")
+  std::vector<std::optional<double>> median;  // per column; nullopt: no figure ("no data")
+  // Per column: the cell itself (nullopt: no cell at all), for spreads, counts and verdicts.
+  std::vector<std::optional<benchfleet::v1::ResultCell>> cells;
+  // Per column, images/s grids only: against the 1-device row of the same column.
+  std::vector<std::optional<Scaling>> scaling;
 };
 
-// One grid per (model, device kind); a model is measured on one kind in practice.
+// One grid per (model, device kind, GPU model).
 struct Grid {
   GridMetric metric = GridMetric::kImagesPerSecond;
   std::string model;
   std::string device_kind;  // "cuda", "cpu" or "" (unknown)
+  std::string gpu_model;    // "" on CPU slots or when unknown
   std::vector<GridColumn> columns;  // FP32 before AMP (then others), each by batch ascending
   std::vector<GridRow> rows;        // devices ascending
 };
 
-// Grids ordered by model then device kind. A later cell with the same key replaces an
-// earlier one.
-// Cells without the metric's figure read "no data".
+// Grids ordered by model, device kind, GPU model. A later cell with the same key replaces
+// an earlier one. Cells without the metric's figure read "no data".
 std::vector<Grid> BuildGrids(const std::vector<benchfleet::v1::ResultCell>& cells,
                              GridMetric metric = GridMetric::kImagesPerSecond);
 
@@ -60,19 +75,38 @@ std::string FormatRate(double images_per_second);
 // The first column's header: "GPUs" (cuda or unknown) or "CPU slots" (cpu).
 std::string DevicesHeader(const std::string& device_kind);
 
-// Each grid under a title line ("resnet50 (cuda): median images/s"), grids separated by
-// a blank line; missing cells read "no data". Without cells: "no results yet\n".
+// One images/s cell as the grid shows it:
+//   "1412.0 (n=1)", "1412.0 (1400.1–1420.3, n=3)", "1412.0 (95% CI 1400.1–1420.3, n=8)",
+//   "1412.0 (1400.1–1420.3, n=3; 1 failed; 1 pending)", then " REGRESSION" when the
+//   baseline verdict is BELOW and " ABOVE" when ABOVE; without a successful run
+//   "no data", "no data (1 failed)", "no data (2 pending)". Never a made-up zero.
+std::string FormatCellText(const benchfleet::v1::ResultCell& cell);
+// "7.39x (92.4%)", or "no data".
+std::string FormatScaling(const std::optional<Scaling>& scaling);
+// "0.93x REGRESSION", "1.01x within", "1.08x ABOVE"; "-" without a baseline.
+std::string FormatBaselineComparison(const benchfleet::v1::BaselineComparison& baseline);
+// "below", "within", "above", or "" (no baseline).
+std::string BaselineVerdictName(benchfleet::v1::BaselineVerdict verdict);
+
+// Each grid under a title line ("resnet50 (cuda): median images/s"), then for images/s
+// grids with multi-device rows a speedup / scaling-efficiency table, and where any cell
+// has a baseline a "vs baseline" table; grids separated by a blank line; missing cells read
+// "no data". Without cells: "no results yet\n".
 std::string RenderGridsTable(const std::vector<Grid>& grids);
 // The same as GitHub markdown, numeric columns right-aligned, titles as "### " headings.
 std::string RenderGridsMarkdown(const std::vector<Grid>& grids);
 
 // Long form, one line per cell, ordered by model, devices, precision, batch size:
 // model,device_kind,devices,precision,batch_size,median_images_per_second,min,max,runs,
-// energy_per_image_j,images_per_second_per_watt,power_w,sm_clock_mhz,temperature_c
-// (precision as "fp32"/"amp"; rates with one decimal; a telemetry field is empty where
-// there is no data). Header only when empty.
+// energy_per_image_j,images_per_second_per_watt,power_w,sm_clock_mhz,temperature_c,
+// failed_runs,pending_runs,ci95_low,ci95_high,cv,speedup,scaling_efficiency,
+// baseline_ratio,baseline_verdict,gpu_model
+// (precision as "fp32"/"amp"; rates with one decimal; a field is empty where there is no
+// data, median/min/max included when the cell has no successful run). Header only when
+// empty.
 std::string RenderCellsCsv(const std::vector<benchfleet::v1::ResultCell>& cells);
-// A JSON array of the cells (proto JSON, proto field names, all fields), same order.
+// A JSON array of the cells (proto JSON, proto field names, all fields), same order, each
+// with "speedup" and "scaling_efficiency" added (null where there is no data).
 std::string RenderCellsJson(const std::vector<benchfleet::v1::ResultCell>& cells);
 
 }  // namespace bench::ctl

@@ -1,5 +1,10 @@
 #include "ctl/json_output.h"
 
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace bench::ctl {
@@ -12,5 +17,57 @@ std::string ToJson(const google::protobuf::Message& message) {
   (void)google::protobuf::util::MessageToJsonString(message, &json, options);
   return json + "\n";
 }
+
+std::string JsonQuote(absl::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          absl::StrAppend(&out, absl::StrFormat("\\u%04x", static_cast<int>(c)));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonNumber(double value) {
+  if (!std::isfinite(value)) return "null";
+  return absl::StrFormat("%.10g", value);
+}
+
+JsonObject& JsonObject::Add(absl::string_view key, absl::string_view text) {
+  return AddRaw(key, JsonQuote(text));
+}
+
+JsonObject& JsonObject::Add(absl::string_view key, double value) {
+  return AddRaw(key, JsonNumber(value));
+}
+
+JsonObject& JsonObject::Add(absl::string_view key, int64_t value) {
+  return AddRaw(key, absl::StrCat(value));
+}
+
+JsonObject& JsonObject::Add(absl::string_view key, bool value) {
+  return AddRaw(key, value ? "true" : "false");
+}
+
+JsonObject& JsonObject::AddRaw(absl::string_view key, absl::string_view json) {
+  fields_.push_back(absl::StrCat(JsonQuote(key), ": ", json));
+  return *this;
+}
+
+JsonObject& JsonObject::AddOptional(absl::string_view key, const std::optional<double>& value) {
+  return AddRaw(key, value ? JsonNumber(*value) : "null");
+}
+
+std::string JsonObject::Build() const { return absl::StrCat("{", absl::StrJoin(fields_, ", "), "}"); }
 
 }  // namespace bench::ctl

@@ -3,9 +3,12 @@
 // int64 fields are JSON strings, enums their names, as the mapping defines.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
 
 namespace bench::ctl {
@@ -25,5 +28,36 @@ std::string ToJsonArray(const std::vector<M>& messages) {
   }
   return out + "]\n";
 }
+
+// `text` as a JSON string literal, quotes included.
+std::string JsonQuote(absl::string_view text);
+// A number as JSON: up to 10 significant digits; NaN and infinities become null.
+std::string JsonNumber(double value);
+
+// Builds one JSON object with its keys in insertion order (log formats read best with
+// "timestamp" first). Keys are not checked for duplicates.
+class JsonObject {
+ public:
+  JsonObject& Add(absl::string_view key, absl::string_view text);
+  JsonObject& Add(absl::string_view key, const char* text) {
+    return Add(key, absl::string_view(text));
+  }
+  JsonObject& Add(absl::string_view key, double value);
+  JsonObject& Add(absl::string_view key, int64_t value);
+  JsonObject& Add(absl::string_view key, int value) {
+    return Add(key, static_cast<int64_t>(value));
+  }
+  JsonObject& Add(absl::string_view key, bool value);
+  // `json` must already be valid JSON (an object, array, number or literal).
+  JsonObject& AddRaw(absl::string_view key, absl::string_view json);
+  // null when nullopt.
+  JsonObject& AddOptional(absl::string_view key, const std::optional<double>& value);
+  bool empty() const { return fields_.empty(); }
+  // "{...}" without a newline.
+  std::string Build() const;
+
+ private:
+  std::vector<std::string> fields_;
+};
 
 }  // namespace bench::ctl

@@ -11,9 +11,19 @@ Align AlignOf(const TextTable& table, size_t column) {
   return column < table.align.size() ? table.align[column] : Align::kLeft;
 }
 
+// Width on screen: UTF-8 continuation bytes take no column ("–" is one column).
+size_t DisplayWidth(const std::string& text) {
+  size_t width = 0;
+  for (char c : text) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++width;
+  }
+  return width;
+}
+
 std::string Pad(const std::string& text, size_t width, Align align) {
-  if (text.size() >= width) return text;
-  std::string fill(width - text.size(), ' ');
+  const size_t size = DisplayWidth(text);
+  if (size >= width) return text;
+  std::string fill(width - size, ' ');
   return align == Align::kRight ? fill + text : text + fill;
 }
 
@@ -36,7 +46,7 @@ std::vector<std::vector<std::string>> AllRows(const TextTable& table, bool escap
 std::vector<size_t> Widths(const std::vector<std::vector<std::string>>& rows, size_t minimum) {
   std::vector<size_t> widths(rows.empty() ? 0 : rows[0].size(), minimum);
   for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], DisplayWidth(row[c]));
   }
   return widths;
 }

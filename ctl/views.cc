@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -65,6 +66,57 @@ std::string DescribeDevices(const benchfleet::v1::AgentInventory& inventory) {
   return absl::StrJoin(parts, ", ");
 }
 
+std::string FormatPercentiles(const benchfleet::v1::Percentiles& p, const char* format) {
+  if (p.count() == 0) return "no data";
+  auto parsed = absl::ParsedFormat<'f'>::New(format);
+  if (!parsed) return "no data";
+  return absl::StrCat(absl::StrFormat(*parsed, p.p50()), " (", absl::StrFormat(*parsed, p.p5()),
+                      "-", absl::StrFormat(*parsed, p.p95()), ")");
+}
+
+std::string FormatBaselineVerdict(const benchfleet::v1::BaselineComparison& baseline) {
+  const char* verdict = nullptr;
+  switch (baseline.verdict()) {
+    case benchfleet::v1::BASELINE_VERDICT_WITHIN: verdict = "within bounds"; break;
+    case benchfleet::v1::BASELINE_VERDICT_BELOW: verdict = "REGRESSION (below the lower bound)"; break;
+    case benchfleet::v1::BASELINE_VERDICT_ABOVE: verdict = "ABOVE (faster than the upper bound)"; break;
+    default: break;
+  }
+  if (!verdict && !baseline.has_ratio()) return "";
+  std::string text;
+  if (baseline.has_ratio()) text = absl::StrFormat("%.3fx", baseline.ratio());
+  if (baseline.has_baseline_images_per_second()) {
+    absl::StrAppend(&text, text.empty() ? "" : " of ",
+                    FormatRate(baseline.baseline_images_per_second()), " images/s");
+  }
+  if (!baseline.baseline_job_id().empty()) {
+    absl::StrAppend(&text, text.empty() ? "" : " ", "(job ", baseline.baseline_job_id(), ")");
+  }
+  if (verdict) absl::StrAppend(&text, text.empty() ? "" : ": ", verdict);
+  return text;
+}
+
+std::string FormatVersions(const benchfleet::v1::Environment& environment) {
+  if (environment.versions().empty()) return "-";
+  std::map<std::string, std::string> sorted(environment.versions().begin(),
+                                            environment.versions().end());
+  return absl::StrJoin(sorted, ", ", absl::PairFormatter("="));
+}
+
+std::string FormatRankDevicesTable(const JobStatus& job) {
+  TextTable table;
+  table.header = {"RANK", "NODE", "HOST", "DEVICE", "GPU", "UUID"};
+  table.align = {Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kLeft,
+                 Align::kLeft};
+  auto dash = [](const std::string& text) { return text.empty() ? std::string("-") : text; };
+  for (const auto& rank : job.rank_devices()) {
+    table.rows.push_back({absl::StrCat(rank.rank()), dash(rank.agent()), dash(rank.hostname()),
+                          absl::StrCat(rank.device_index()), dash(rank.gpu_name()),
+                          dash(rank.gpu_uuid())});
+  }
+  return RenderPlainTable(table);
+}
+
 namespace {
 
 std::string Throughput(const JobStatus& job) {
@@ -81,11 +133,8 @@ std::string EnergyText(const JobStatus& job) {
   return text;
 }
 
-// "p50 (p5-p95)" of a reading, or "no data".
 std::string Spread(const benchfleet::v1::Percentiles& p, const char* format) {
-  if (p.count() == 0) return "no data";
-  return absl::StrCat(absl::StrFormat(format, p.p50()), " (", absl::StrFormat(format, p.p5()),
-                      "-", absl::StrFormat(format, p.p95()), ")");
+  return FormatPercentiles(p, format);
 }
 
 std::string Indent(const std::string& text) {
@@ -141,8 +190,19 @@ std::string FormatJobText(const JobStatus& job) {
   line("parameters", job.parameters() > 0 ? absl::StrCat(job.parameters()) : "unknown");
   line("images/s", Throughput(job));
   line("energy", EnergyText(job));
+  if (std::string verdict = FormatBaselineVerdict(job.baseline()); !verdict.empty()) {
+    line("baseline", verdict);
+  }
+  if (!job.environment().versions().empty()) line("versions", FormatVersions(job.environment()));
+  if (!job.environment().hostnames().empty()) {
+    line("hosts", absl::StrJoin(job.environment().hostnames(), ", "));
+  }
   if (!job.telemetry_note().empty()) line("telemetry", job.telemetry_note());
   line("created", FormatTime(job.created_unix_ms()));
+  if (job.rank_devices_size() > 0) {
+    out += "ranks:\n";
+    out += Indent(FormatRankDevicesTable(job));
+  }
   if (job.gpu_telemetry_size() > 0) {
     out += "gpus (measured window):\n";
     out += Indent(FormatGpuTelemetryTable(job));

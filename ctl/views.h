@@ -19,7 +19,18 @@ std::string DescribeSpec(const benchfleet::v1::JobSpec& spec);
 // "8x NVIDIA A100-SXM4-80GB" (identical names grouped, in order), or "4 CPU slots".
 std::string DescribeDevices(const benchfleet::v1::AgentInventory& inventory);
 
-// `status`: one "key: value" line per field, then placements and history.
+// "p50 (p5-p95)" of a reading with printf `format` for each figure, or "no data" (count 0).
+std::string FormatPercentiles(const benchfleet::v1::Percentiles& p, const char* format);
+// "0.93x of 10440.0 images/s (job j-1): REGRESSION", "... : within bounds",
+// "...: ABOVE"; "" when there is no baseline for the configuration.
+std::string FormatBaselineVerdict(const benchfleet::v1::BaselineComparison& baseline);
+// "bench_train=abc, cuda=12.4, torch=2.3" (sorted by key), or "-".
+std::string FormatVersions(const benchfleet::v1::Environment& environment);
+// Per rank: RANK, NODE, HOST, DEVICE, GPU, UUID ("-" where unknown, e.g. CPU slots).
+std::string FormatRankDevicesTable(const benchfleet::v1::JobStatus& job);
+
+// `status`: one "key: value" line per field (environment, hosts and baseline verdict where
+// known), then placements, rank devices and history.
 std::string FormatJobText(const benchfleet::v1::JobStatus& job);
 // Per GPU of a finished job: energy per image and power / clock / temperature over
 // the measured window ("no data" where a figure is missing).
