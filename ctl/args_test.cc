@@ -167,5 +167,153 @@ TEST(ArgsTest, OtherCommands) {
   EXPECT_EQ(Parse({"results", "--format", "json"})->format, OutputFormat::kJson);
 }
 
+TEST(ArgsTest, SweepLists) {
+  auto parsed = Parse({"sweep", "--gpus", "1,8,32", "--precision=fp32,AMP", "--bs", "128,256",
+                       "--repeat", "3", "--model", "resnet50", "--iters", "200", "--warmup",
+                       "20", "--image-size", "128", "--name", "n", "--label", "a=b", "--wait",
+                       "--again"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->command, Command::kSweep);
+  const SweepOptions& sweep = parsed->sweep;
+  EXPECT_EQ(sweep.gpus, (std::vector<int>{1, 8, 32}));
+  EXPECT_EQ(sweep.precisions, (std::vector<benchfleet::v1::Precision>{
+                                  benchfleet::v1::PRECISION_FP32, benchfleet::v1::PRECISION_AMP}));
+  EXPECT_EQ(sweep.batch_sizes, (std::vector<int>{128, 256}));
+  EXPECT_EQ(sweep.repeat, 3);
+  EXPECT_TRUE(sweep.wait);
+  EXPECT_TRUE(sweep.again);
+  EXPECT_EQ(sweep.base.model(), "resnet50");
+  EXPECT_EQ(sweep.base.iterations(), 200);
+  EXPECT_EQ(sweep.base.warmup_iterations(), 20);
+  EXPECT_EQ(sweep.base.image_size(), 128);
+  EXPECT_EQ(sweep.base.name(), "n");
+  EXPECT_EQ(sweep.base.labels().at("a"), "b");
+  EXPECT_EQ(sweep.base.devices(), 0);
+  EXPECT_EQ(sweep.base.batch_size(), 0);
+
+  auto defaults = Parse({"sweep", "--gpus", "1", "--bs", "64"});
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->sweep.repeat, 1);
+  EXPECT_EQ(defaults->sweep.precisions,
+            (std::vector<benchfleet::v1::Precision>{benchfleet::v1::PRECISION_FP32}));
+  EXPECT_FALSE(defaults->sweep.wait);
+  EXPECT_FALSE(defaults->sweep.again);
+  EXPECT_EQ(defaults->sweep.base.iterations(), 100);
+}
+
+TEST(ArgsTest, SweepErrorsNameTheFlag) {
+  EXPECT_THAT(Error({"sweep", "--gpus", "1,,8", "--bs", "1"}),
+              HasSubstr("--gpus: empty item in \"1,,8\""));
+  EXPECT_THAT(Error({"sweep", "--gpus", "1,8,", "--bs", "1"}), HasSubstr("--gpus: empty item"));
+  EXPECT_THAT(Error({"sweep", "--gpus", "", "--bs", "1"}), HasSubstr("--gpus: empty item"));
+  EXPECT_THAT(Error({"sweep", "--gpus", "1,x", "--bs", "1"}),
+              HasSubstr("--gpus: expected integers, got \"x\""));
+  EXPECT_THAT(Error({"sweep", "--gpus", "8,1,8", "--bs", "1"}),
+              HasSubstr("--gpus: 8 given twice"));
+  EXPECT_THAT(Error({"sweep", "--gpus", "1", "--bs", "64,1.5"}), HasSubstr("--bs: expected"));
+  EXPECT_THAT(Error({"sweep", "--gpus", "1", "--bs", "64,64"}), HasSubstr("--bs: 64 given twice"));
+  EXPECT_THAT(Error({"sweep", "--gpus", "1", "--bs", "1", "--precision", "fp32,fp16"}),
+              HasSubstr("--precision: expected fp32, tf32, amp or bf16, got \"fp16\""));
+  EXPECT_THAT(Error({"sweep", "--gpus", "1", "--bs", "1", "--precision", "amp,AMP"}),
+              HasSubstr("--precision: AMP given twice"));
+  EXPECT_THAT(Error({"sweep", "--gpus", "1", "--bs", "1", "--precision", "amp,"}),
+              HasSubstr("--precision: empty item"));
+  EXPECT_THAT(Error({"sweep", "--gpus", "1", "--bs", "1", "--repeat", "0"}),
+              HasSubstr("--repeat: must be at least 1"));
+  EXPECT_THAT(Error({"sweep", "--gpus", "1", "--bs", "1", "--repeat", "two"}),
+              HasSubstr("--repeat: expected an integer"));
+  EXPECT_THAT(Error({"sweep", "--gpus", "1", "--bs", "1", "--amp"}),
+              HasSubstr("--amp is not allowed in sweep"));
+  EXPECT_THAT(Error({"sweep", "--gpus", "1", "--bs", "1", "--request-id", "x"}),
+              HasSubstr("--request-id is not allowed in sweep"));
+  EXPECT_THAT(Error({"sweep", "--bs", "1"}), HasSubstr("sweep: --gpus is required"));
+  EXPECT_THAT(Error({"sweep", "--gpus", "1"}), HasSubstr("sweep: --bs is required"));
+  EXPECT_THAT(Error({"sweep", "--gpus", "1", "--bs", "1", "extra"}), HasSubstr("\"extra\""));
+  EXPECT_THAT(Error({"submit", "--gpus", "1,8", "--bs", "1"}), HasSubstr("--gpus"));
+}
+
+TEST(ArgsTest, ResultsFilters) {
+  auto parsed = Parse({"results", "--model", "resnet50", "--gpu-model", "NVIDIA H100 80GB HBM3",
+                       "--node", "dgx-1", "--since", "2026-11-21T10:00:00Z", "--until", "24h",
+                       "--label", "site=a", "--label=run=nightly"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const ResultsFilter& filter = parsed->filter;
+  EXPECT_EQ(parsed->model, "resnet50");
+  EXPECT_EQ(filter.gpu_model, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(filter.node, "dgx-1");
+  ASSERT_TRUE(filter.since.at.has_value());
+  EXPECT_EQ(absl::ToUnixSeconds(*filter.since.at), 1795255200);
+  ASSERT_TRUE(filter.until.ago.has_value());
+  EXPECT_EQ(*filter.until.ago, absl::Hours(24));
+  EXPECT_EQ(filter.labels.at("site"), "a");
+  EXPECT_EQ(filter.labels.at("run"), "nightly");
+  EXPECT_TRUE(parsed->submit.spec.labels().empty());
+
+  const absl::Time now = absl::FromUnixSeconds(1800000000);
+  EXPECT_EQ(ResolveTimeBound(filter.since, now), 1795255200000);
+  EXPECT_EQ(ResolveTimeBound(filter.until, now), (1800000000 - 86400) * 1000LL);
+  EXPECT_EQ(ResolveTimeBound(TimeBound(), now), 0);
+  auto days = Parse({"results", "--since", "7d"});
+  ASSERT_TRUE(days.ok()) << days.status();
+  EXPECT_EQ(*days->filter.since.ago, absl::Hours(24 * 7));
+  auto offset = Parse({"results", "--since", "2026-11-21T12:00:00+02:00"});
+  ASSERT_TRUE(offset.ok()) << offset.status();
+  EXPECT_EQ(absl::ToUnixSeconds(*offset->filter.since.at), 1795255200);
+
+  EXPECT_THAT(Error({"results", "--since", "yesterday"}), HasSubstr("--since: expected"));
+  EXPECT_THAT(Error({"results", "--until", "-5h"}), HasSubstr("--until: expected"));
+  EXPECT_THAT(Error({"results", "--since", "d"}), HasSubstr("--since"));
+  EXPECT_THAT(Error({"results", "--label", "novalue"}), HasSubstr("--label"));
+  EXPECT_THAT(Error({"results", "--node"}), HasSubstr("--node: missing value"));
+}
+
+TEST(ArgsTest, GpusBaselinesCompareLogs) {
+  auto gpus = Parse({"gpus", "--outliers", "--threshold", "7.5", "--model", "resnet50",
+                     "--format", "json"});
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  EXPECT_EQ(gpus->command, Command::kGpus);
+  EXPECT_TRUE(gpus->outliers);
+  EXPECT_DOUBLE_EQ(gpus->threshold_pct, 7.5);
+  EXPECT_EQ(gpus->model, "resnet50");
+  EXPECT_EQ(gpus->format, OutputFormat::kJson);
+  EXPECT_EQ(Parse({"gpus"})->format, OutputFormat::kText);
+  EXPECT_THAT(Error({"gpus", "--threshold", "five"}), HasSubstr("--threshold: expected a number"));
+  EXPECT_THAT(Error({"gpus", "--format", "csv"}), HasSubstr("--format"));
+
+  auto baseline = Parse({"baseline", "j-1", "--lower", "3", "--upper=10"});
+  ASSERT_TRUE(baseline.ok()) << baseline.status();
+  EXPECT_EQ(baseline->command, Command::kBaseline);
+  EXPECT_EQ(baseline->job_id, "j-1");
+  EXPECT_DOUBLE_EQ(baseline->lower_pct, 3);
+  EXPECT_DOUBLE_EQ(baseline->upper_pct, 10);
+  EXPECT_THAT(Error({"baseline"}), HasSubstr("baseline: missing JOB id"));
+  EXPECT_THAT(Error({"baseline", "j-1", "--lower", "x"}), HasSubstr("--lower"));
+  EXPECT_EQ(Parse({"baselines", "--format", "json"})->command, Command::kBaselines);
+
+  auto compare = Parse({"compare", "j-1", "j-2", "--format", "json"});
+  ASSERT_TRUE(compare.ok()) << compare.status();
+  EXPECT_EQ(compare->command, Command::kCompare);
+  EXPECT_EQ(compare->job_id, "j-1");
+  EXPECT_EQ(compare->job_id_b, "j-2");
+  EXPECT_THAT(Error({"compare", "j-1"}), HasSubstr("compare: expected two job ids"));
+  EXPECT_THAT(Error({"compare", "a", "b", "c"}), HasSubstr("\"c\""));
+
+  auto logs = Parse({"logs", "j-1"});
+  ASSERT_TRUE(logs.ok()) << logs.status();
+  EXPECT_EQ(logs->command, Command::kLogs);
+  EXPECT_EQ(logs->format, OutputFormat::kDllogger);
+  EXPECT_FALSE(logs->follow);
+  auto follow = Parse({"logs", "j-1", "-f", "--format", "mllog"});
+  ASSERT_TRUE(follow.ok()) << follow.status();
+  EXPECT_TRUE(follow->follow);
+  EXPECT_EQ(follow->format, OutputFormat::kMllog);
+  EXPECT_EQ(Parse({"logs", "--follow", "j-1", "--format=jsonl"})->format, OutputFormat::kJsonl);
+  EXPECT_TRUE(Parse({"logs", "--follow", "j-1"})->follow);
+  EXPECT_THAT(Error({"logs", "j-1", "--format", "csv"}),
+              HasSubstr("--format: unknown format \"csv\" (expected dllogger, mllog or jsonl)"));
+  EXPECT_THAT(Error({"logs"}), HasSubstr("logs: missing JOB id"));
+  EXPECT_THAT(Error({"list", "-f"}), HasSubstr("unknown flag -f"));
+}
+
 }  // namespace
 }  // namespace bench::ctl
