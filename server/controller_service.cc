@@ -102,14 +102,13 @@ grpc::ServerUnaryReactor* ControllerService::ListBaselines(
 grpc::ServerUnaryReactor* ControllerService::GpuVariability(
     grpc::CallbackServerContext* context, const v1::GpuVariabilityRequest* request,
     v1::GpuVariabilityResponse* response) {
-  double threshold = request->threshold_pct() == 0 ? 5 : request->threshold_pct();
-  absl::StatusOr<std::vector<bench::GpuVariability>> gpus =
-      manager_->GpuVariabilityReport(request->threshold_pct(), request->model());
-  if (gpus.ok()) {
-    for (const bench::GpuVariability& gpu : *gpus) ToProto(gpu, response->add_gpus());
-    response->set_threshold_pct(threshold);
+  absl::StatusOr<VariabilityReport> report =
+      manager_->Variability(request->threshold_pct(), request->model());
+  if (report.ok()) {
+    for (const bench::GpuVariability& gpu : report->gpus) ToProto(gpu, response->add_gpus());
+    response->set_threshold_pct(report->threshold_pct);
   }
-  return FinishNow(context, gpus.status());
+  return FinishNow(context, report.status());
 }
 
 grpc::ServerUnaryReactor* ControllerService::GetSamples(grpc::CallbackServerContext* context,

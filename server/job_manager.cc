@@ -419,8 +419,8 @@ std::vector<Baseline> JobManager::ListBaselines() {
   return list;
 }
 
-absl::StatusOr<std::vector<GpuVariability>> JobManager::GpuVariabilityReport(
-    double threshold_pct, const std::string& model) {
+absl::StatusOr<VariabilityReport> JobManager::Variability(double threshold_pct,
+                                                          const std::string& model) {
   if (!(threshold_pct >= 0) || !std::isfinite(threshold_pct)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "threshold_pct: ", threshold_pct, " must be >= 0 (0 means the default 5)"));
@@ -445,7 +445,7 @@ absl::StatusOr<std::vector<GpuVariability>> JobManager::GpuVariabilityReport(
     if (!gpu_samples.ok()) return gpu_samples.status();
     builder.AddJob(job, *samples, *gpu_samples);
   }
-  return builder.Finish(threshold_pct);
+  return VariabilityReport{threshold_pct, builder.Finish(threshold_pct)};
 }
 
 absl::StatusOr<SamplesView> JobManager::GetSamples(const std::string& job_id,

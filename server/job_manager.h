@@ -147,8 +147,7 @@ class JobManager {
   // Per-GPU variability (variability.h) over the SUCCEEDED cuda jobs (of `model` if
   // not empty); threshold 0 means 5, negative is INVALID_ARGUMENT. Reads every such
   // job's samples from the store's reader, outside the manager's lock.
-  absl::StatusOr<std::vector<GpuVariability>> GpuVariabilityReport(double threshold_pct,
-                                                                   const std::string& model);
+  absl::StatusOr<VariabilityReport> Variability(double threshold_pct, const std::string& model);
 
   // The job's status and its current attempt's stored iterations >= from_iteration;
   // NOT_FOUND for an unknown job.

@@ -631,8 +631,10 @@ TEST_F(JobManagerGpuTest, VariabilityFlagsTheGpuWhoseRanksAreSlower) {
   // GPU 3's ranks take 1.5× the others' step time in both jobs.
   RunToSuccess("dgx", 4, {0.1, 0.1, 0.1, 0.15});
   RunToSuccess("dgx", 4, {0.1, 0.1, 0.1, 0.15});
-  auto gpus = manager_->GpuVariabilityReport(0, "");
-  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  auto report = manager_->Variability(0, "");
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->threshold_pct, 5);
+  const std::vector<GpuVariability>* gpus = &report->gpus;
   ASSERT_EQ(gpus->size(), 4u);
   EXPECT_EQ((*gpus)[0].gpu_uuid, "GPU-dgx-3");
   EXPECT_NEAR((*gpus)[0].normalized_step_time, 1.5, 1e-12);
@@ -644,8 +646,8 @@ TEST_F(JobManagerGpuTest, VariabilityFlagsTheGpuWhoseRanksAreSlower) {
     EXPECT_DOUBLE_EQ((*gpus)[i].normalized_step_time, 1.0);
     EXPECT_FALSE((*gpus)[i].outlier) << (*gpus)[i].gpu_uuid;
   }
-  EXPECT_TRUE(manager_->GpuVariabilityReport(0, "resnet18")->empty());
-  EXPECT_EQ(manager_->GpuVariabilityReport(-1, "").status().code(),
+  EXPECT_TRUE(manager_->Variability(0, "resnet18")->gpus.empty());
+  EXPECT_EQ(manager_->Variability(-1, "").status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

@@ -53,6 +53,12 @@ struct GpuVariability {
   bool outlier = false;  // normalized_step_time > 1 + threshold_pct / 100
 };
 
+// What the GpuVariability RPC answers.
+struct VariabilityReport {
+  double threshold_pct = 5;  // the one applied
+  std::vector<GpuVariability> gpus;
+};
+
 class VariabilityBuilder {
  public:
   // Adds one job with its current attempt's iterations and GPU samples. Jobs that are
