@@ -115,6 +115,46 @@ TEST(ViewsTest, JobTextShowsGpuTelemetryOrSaysThereIsNone) {
   EXPECT_THAT(FormatGpuTelemetryTable(job), HasSubstr("no data"));  // no clock readings
 }
 
+TEST(ViewsTest, JobTextShowsEnvironmentRankDevicesAndBaseline) {
+  JobStatus job = RunningJob();
+  std::string plain = FormatJobText(job);
+  EXPECT_THAT(plain, Not(HasSubstr("versions:")));
+  EXPECT_THAT(plain, Not(HasSubstr("baseline:")));
+  EXPECT_THAT(plain, Not(HasSubstr("ranks:")));
+  auto& versions = *job.mutable_environment()->mutable_versions();
+  versions["torch"] = "2.3.0";
+  versions["cuda"] = "12.4";
+  versions["driver"] = "550.54 | 550.90";
+  job.mutable_environment()->add_hostnames("dgx-a");
+  job.mutable_environment()->add_hostnames("dgx-b");
+  auto* device = job.add_rank_devices();
+  device->set_rank(0);
+  device->set_agent("node-a");
+  device->set_hostname("dgx-a");
+  device->set_device_index(0);
+  device->set_gpu_name("Tesla V100-SXM2-16GB");
+  device->set_gpu_uuid("GPU-aaaa");
+  device = job.add_rank_devices();
+  device->set_rank(1);
+  device->set_agent("cpu-node");
+  device->set_device_index(3);
+  job.mutable_baseline()->set_verdict(benchfleet::v1::BASELINE_VERDICT_BELOW);
+  job.mutable_baseline()->set_ratio(0.9);
+  job.mutable_baseline()->set_baseline_images_per_second(10000);
+  job.mutable_baseline()->set_baseline_job_id("j-1");
+  std::string text = FormatJobText(job);
+  EXPECT_THAT(text, HasSubstr("versions:   cuda=12.4, driver=550.54 | 550.90, torch=2.3.0\n"));
+  EXPECT_THAT(text, HasSubstr("hosts:      dgx-a, dgx-b\n"));
+  EXPECT_THAT(text, HasSubstr("baseline:   0.900x of 10000.0 images/s (job j-1): REGRESSION"));
+  EXPECT_THAT(text, HasSubstr("ranks:\n"
+                              "  RANK  NODE      HOST   DEVICE  GPU                   UUID\n"
+                              "     0  node-a    dgx-a       0  Tesla V100-SXM2-16GB  GPU-aaaa\n"
+                              "     1  cpu-node  -           3  -                     -\n"));
+  job.mutable_baseline()->set_verdict(benchfleet::v1::BASELINE_VERDICT_WITHIN);
+  job.mutable_baseline()->set_ratio(1.01);
+  EXPECT_THAT(FormatJobText(job), HasSubstr("(job j-1): within bounds\n"));
+}
+
 TEST(ViewsTest, JobsTable) {
   JobStatus done = RunningJob();
   done.set_id("j-8");
