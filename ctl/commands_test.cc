@@ -9,6 +9,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -449,6 +450,180 @@ TEST_F(CommandsTest, Results) {
   EXPECT_EQ(out_.str(), "no results yet\n");
   EXPECT_EQ(Run({"results", "--format", "markdown"}), 0);
   EXPECT_EQ(out_.str(), "no results yet\n");
+}
+
+TEST_F(CommandsTest, ResultsSendsTheFilters) {
+  EXPECT_EQ(Run({"results", "--model", "resnet50", "--gpu-model", "H100", "--node", "dgx-1",
+                 "--since", "2026-11-21T10:00:00Z", "--until", "1h", "--label", "site=a"}),
+            0);
+  v1::ResultsRequest request = service_.last_results();
+  EXPECT_EQ(request.model(), "resnet50");
+  EXPECT_EQ(request.gpu_model(), "H100");
+  EXPECT_EQ(request.node(), "dgx-1");
+  EXPECT_EQ(request.since_unix_ms(), 1795255200000);
+  EXPECT_EQ(request.until_unix_ms(), (1800000000LL - 3600) * 1000);
+  EXPECT_EQ(request.labels().at("site"), "a");
+  // The fake ignores filters; benchctl still keeps only the GPU model asked for.
+  EXPECT_EQ(out_.str(), "no results yet for model resnet50\n");
+  EXPECT_EQ(Run({"results", "--node", "elsewhere"}), 0);
+  EXPECT_EQ(service_.last_results().since_unix_ms(), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("resnet50 (cuda): median images/s"));
+  EXPECT_EQ(Run({"results", "--gpu-model", "H100"}), 0);
+  EXPECT_EQ(out_.str(), "no results match the filters\n");
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST_F(CommandsTest, SweepSubmitsTheGridOnceAndResubmitsFailedCells) {
+  const std::vector<std::string> args = {"sweep", "--gpus", "1,2", "--precision", "fp32,amp",
+                                         "--bs", "32", "--repeat", "2", "--iters", "20"};
+  ASSERT_EQ(Run(args), 0) << err_.str();
+  auto lines = Lines(out_.str());
+  ASSERT_EQ(lines.size(), 8u);
+  EXPECT_EQ(lines[0], "s-1  g1-fp32-bs32-r1  new");
+  EXPECT_EQ(lines[7], "s-8  g2-amp-bs32-r2  new");
+  auto ids = service_.submitted_ids();
+  ASSERT_EQ(ids.size(), 8u);
+  EXPECT_THAT(ids[7], ::testing::MatchesRegex("sweep-[0-9a-f]{16}-g2-amp-bs32-r2"));
+  EXPECT_EQ(service_.last_spec().iterations(), 20);
+
+  // The same sweep again: nothing new.
+  ASSERT_EQ(Run(args), 0) << err_.str();
+  lines = Lines(out_.str());
+  ASSERT_EQ(lines.size(), 8u);
+  EXPECT_EQ(lines[0], "s-1  g1-fp32-bs32-r1  existing");
+  EXPECT_EQ(lines[7], "s-8  g2-amp-bs32-r2  existing");
+
+  // A failed and a cancelled cell are resubmitted, once each, under retry ids.
+  service_.FinishSweepJob("s-2", v1::JOB_STATE_FAILED);
+  service_.FinishSweepJob("s-3", v1::JOB_STATE_CANCELLED);
+  service_.FinishSweepJob("s-4", v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(Run(args), 0) << err_.str();
+  lines = Lines(out_.str());
+  EXPECT_EQ(lines[1], "s-9  g1-fp32-bs32-r2  resubmitted");
+  EXPECT_EQ(lines[2], "s-10  g1-amp-bs32-r1  resubmitted");
+  EXPECT_EQ(lines[3], "s-4  g1-amp-bs32-r2  existing");
+  EXPECT_EQ(service_.submitted_ids().back(), ids[7]);
+  EXPECT_THAT(service_.submitted_ids()[18], ::testing::EndsWith("-g1-fp32-bs32-r2-retry-1"));
+  // The retry failed too: the next run goes on to retry-2.
+  service_.FinishSweepJob("s-9", v1::JOB_STATE_FAILED);
+  ASSERT_EQ(Run(args), 0) << err_.str();
+  lines = Lines(out_.str());
+  EXPECT_EQ(lines[1], "s-11  g1-fp32-bs32-r2  resubmitted");
+  EXPECT_EQ(lines[2], "s-10  g1-amp-bs32-r1  existing");
+
+  // --again: fresh jobs for every cell.
+  std::vector<std::string> again = args;
+  again.push_back("--again");
+  ASSERT_EQ(Run(again), 0) << err_.str();
+  lines = Lines(out_.str());
+  ASSERT_EQ(lines.size(), 8u);
+  for (const std::string& line : lines) EXPECT_THAT(line, ::testing::EndsWith("  new"));
+  EXPECT_NE(service_.submitted_ids().back(), ids[7]);
+}
+
+TEST_F(CommandsTest, SweepWaitShowsProgressAndSucceedsOnlyIfAllDid) {
+  ASSERT_EQ(Run({"sweep", "--gpus", "1,2", "--bs", "32", "--wait"}), 0) << err_.str();
+  const std::string err = err_.str();
+  EXPECT_THAT(err, HasSubstr("sweep: 0/2 done (2 RUNNING)\n"));
+  EXPECT_THAT(err, HasSubstr("sweep: 2/2 done (2 SUCCEEDED)\n"));
+  EXPECT_THAT(err, Not(HasSubstr("\r")));
+  EXPECT_THAT(out_.str(), HasSubstr("s-1  g1-fp32-bs32-r1  new\ns-2  g2-fp32-bs32-r1  new\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("s-2  g2-fp32-bs32-r1  SUCCEEDED     200.0\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("2/2 jobs succeeded\n"));
+
+  service_.set_fail_precision("-amp-");
+  EXPECT_EQ(Run({"sweep", "--gpus", "1", "--bs", "32", "--precision", "fp32,amp", "--wait",
+                 "--iters", "7"},
+                /*terminal=*/true),
+            1);
+  EXPECT_THAT(err_.str(), HasSubstr("\rsweep: 2/2 done (1 SUCCEEDED, 1 FAILED)\x1b[K"));
+  EXPECT_THAT(out_.str(), HasSubstr("FAILED (rank 0: exited with status 1)   no data\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("1/2 jobs succeeded\n"));
+}
+
+TEST_F(CommandsTest, GpusBaselinesAndCompare) {
+  EXPECT_EQ(Run({"gpus"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("GPU-0  NVIDIA H100 80GB HBM3  dgx-1/dgx-1.example"));
+  EXPECT_THAT(out_.str(), HasSubstr("SLOW\n"));
+  EXPECT_EQ(Run({"gpus", "--outliers", "--threshold", "60"}), 0);
+  EXPECT_EQ(out_.str(), "no GPU is slower than the fleet by more than 60% (3 GPUs)\n");
+  EXPECT_EQ(Run({"gpus", "--outliers", "--format", "json"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("\"gpu_uuid\":\"GPU-0\""));
+  EXPECT_THAT(out_.str(), Not(HasSubstr("GPU-1")));
+  service_.set_with_results(false);
+  EXPECT_EQ(Run({"gpus"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("no data"));
+  EXPECT_EQ(Run({"baselines"}), 0);
+  EXPECT_EQ(out_.str(), "no baselines\n");
+  service_.set_with_results(true);
+
+  EXPECT_EQ(Run({"baseline", "j-42", "--lower", "2"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("10000.0 images/s from job j-42\nbounds: -2% / +5%"));
+  EXPECT_EQ(Run({"baseline", "j-1"}), 1);
+  EXPECT_EQ(err_.str(), "benchctl: job_id: job \"j-1\" has no throughput\n");
+  EXPECT_EQ(Run({"baselines"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("resnet50  cuda    NVIDIA H100 80GB HBM3"));
+  EXPECT_EQ(Run({"baselines", "--format", "json"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("\"job_id\":\"j-42\""));
+
+  v1::JobStatus other;
+  other.set_id("j-43");
+  other.set_state(v1::JOB_STATE_SUCCEEDED);
+  other.mutable_spec()->set_model("resnet50");
+  other.mutable_spec()->set_devices(2);
+  other.mutable_spec()->set_batch_size(64);
+  other.mutable_spec()->set_iterations(100);
+  service_.AddJob(other);
+  EXPECT_EQ(Run({"compare", "j-42", "j-43"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("*  batch size"));
+  EXPECT_THAT(out_.str(), HasSubstr("*  state"));
+  EXPECT_THAT(out_.str(), HasSubstr("throughput B/A: no data (A (j-42) and B (j-43) have no "
+                                    "throughput)\n"));
+  EXPECT_EQ(Run({"compare", "j-42", "j-43", "--format", "json"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("\"throughput_ratio\": null"));
+  EXPECT_EQ(Run({"compare", "j-42", "nope"}), 1);
+  EXPECT_EQ(err_.str(), "benchctl: job_id: no job \"nope\"\n");
+}
+
+TEST_F(CommandsTest, LogsOfARunningJobThenFollowed) {
+  // First call: RUNNING with iterations 1-3; the log says it is not finished.
+  EXPECT_EQ(Run({"logs", "j-42", "--format", "mllog"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("\"key\": \"run_start\""));
+  EXPECT_THAT(out_.str(), Not(HasSubstr("run_stop")));
+  EXPECT_THAT(err_.str(), HasSubstr("job j-42 is RUNNING; the log is not finished"));
+  // Later calls: SUCCEEDED with 1-5.
+  EXPECT_EQ(Run({"logs", "j-42"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("\"train.throughput\": 640.5"));
+  EXPECT_EQ(Run({"logs", "nope"}), 1);
+}
+
+TEST_F(CommandsTest, LogsFollowPrintsEachIterationOnce) {
+  EXPECT_EQ(Run({"logs", "j-42", "-f", "--format", "jsonl"}), 0);
+  const auto lines = Lines(out_.str());
+  EXPECT_EQ(lines.size(), 10u);  // 2 ranks x 5 iterations, none twice
+  std::set<std::string> unique(lines.begin(), lines.end());
+  EXPECT_EQ(unique.size(), lines.size());
+  EXPECT_EQ(service_.from_iterations(), (std::vector<int>{0, 3}));
+  EXPECT_EQ(err_.str(), "");
+}
+
+TEST_F(CommandsTest, LogsFollowDllogger) {
+  EXPECT_EQ(Run({"logs", "j-42", "-f"}), 0);
+  const std::string out = out_.str();
+  int iteration_lines = 0;
+  for (const std::string& line : Lines(out)) {
+    EXPECT_EQ(line.rfind("DLLL {", 0), 0u) << line;
+    if (line.find("\"step\": [0, ") != std::string::npos) ++iteration_lines;
+  }
+  EXPECT_EQ(iteration_lines, 5);  // rank 0 only, each once
+  EXPECT_THAT(out, HasSubstr("\"step\": [], \"data\": {\"train.throughput\": 640.5, "
+                             "\"train.iterations\": 4, \"global_batch_size\": 64"));
 }
 
 int ClosedPort() {
