@@ -389,6 +389,10 @@ absl::StatusOr<int> RunLogs(const std::string& job_id, OutputFormat format, bool
     grpc::Status status = context.stub->GetSamples(&rpc, request, &response);
     if (!status.ok()) return RpcError(status, context.server);
     const v1::JobStatus& job = response.job();
+    if (!begun && follow && job.state() == v1::JOB_STATE_QUEUED && response.samples().empty()) {
+      SleepFor(context);  // its start times are not known yet: wait before the header
+      continue;
+    }
     if (!begun) {
       *context.out << writer.Begin(job);
       begun = true;

@@ -60,7 +60,8 @@ absl::StatusOr<int> RunBaselines(OutputFormat format, const CommandContext& cont
 absl::StatusOr<int> RunCompare(const std::string& job_a, const std::string& job_b,
                                OutputFormat format, const CommandContext& context);
 // One GetSamples and the log as it stands; with follow, polls every poll_interval for new
-// iterations until the job is terminal, then prints the closing lines.
+// iterations until the job is terminal (printing nothing while it is still queued), then
+// prints the closing lines. Without follow, a job still running is said so on err.
 absl::StatusOr<int> RunLogs(const std::string& job_id, OutputFormat format, bool follow,
                             const CommandContext& context);
 
