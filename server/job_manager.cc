@@ -5,6 +5,7 @@
 #include <future>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -14,6 +15,10 @@
 
 namespace bench {
 namespace {
+
+// The telemetry note of a job whose join failed; Recover tries such jobs again.
+constexpr char kTelemetryNotJoined[] = "GPU telemetry not joined: ";
+
 
 std::string DescribeRanks(const std::vector<int>& ranks) {
   if (ranks.empty()) return "no ranks";
@@ -81,6 +86,12 @@ absl::Status JobManager::Recover() {
       Transition(stored, JobState::kFailed,
                  "benchd restarted while the job was running; its ranks were not "
                  "reconciled");
+    } else if (IsTerminal(stored.state) && stored.attempt > 0 &&
+               stored.device_kind == DeviceKind::kCuda && stored.gpu_telemetry.empty() &&
+               (stored.telemetry_note.empty() ||
+                absl::StartsWith(stored.telemetry_note, kTelemetryNotJoined))) {
+      // It ended, but its join never committed (benchd stopped first, or it failed).
+      JoinTelemetry(stored);
     }
   }
   Log("recovered ", jobs_.size(), " jobs from ", store_->path());
@@ -198,7 +209,7 @@ void JobManager::OnTelemetryJoined(const std::string& job_id, int attempt,
                  runtime->second.telemetry_notes.end());
   }
   if (!joined.ok()) {
-    notes.push_back(absl::StrCat("GPU telemetry not joined: ", joined.status().message()));
+    notes.push_back(absl::StrCat(kTelemetryNotJoined, joined.status().message()));
   } else {
     job->gpu_telemetry = std::move(joined->gpus);
     if (!joined->note.empty()) notes.push_back(std::move(joined->note));
@@ -228,6 +239,7 @@ FleetCounts JobManager::Fleet() {
   for (const auto& [name, agent] : agents_) {
     bool connected = agent.channel != nullptr && !agent.lost;
     if (connected) ++fleet.agents_connected;
+    if (agent.lost) continue;  // its devices are not in the pool until it returns
     fleet.nodes.push_back({name, DeviceKindText(agent.inventory.kind()),
                            agent.inventory.device_count(), static_cast<int>(agent.busy.size())});
   }

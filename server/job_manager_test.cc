@@ -693,3 +693,59 @@ TEST_F(JobManagerTest, GetSamplesReturnsTheStoredIterationsOfTheCurrentAttempt) 
 
 }  // namespace
 }  // namespace bench
+
+namespace bench {
+namespace {
+
+// benchd stopped after a GPU job ended but before its telemetry join committed: the
+// restart joins it.
+TEST_F(JobManagerTest, RestartJoinsTheTelemetryOfAnEndedJobThatHasNone) {
+  Job job;
+  job.id = "job-000001";
+  job.seq = 1;
+  job.spec = Spec(1);
+  job.state = JobState::kSucceeded;
+  job.attempt = 1;
+  job.device_kind = DeviceKind::kCuda;
+  job.created = absl::Now();
+  job.placements = {Placement{"dgx", {0}, {0}}};
+  job.summaries[0] = RankSummary{0, 4, 8, 4.0, 1.0};
+  ASSERT_TRUE(store_->InsertJob(job).ok());
+  std::vector<IterationSample> samples;
+  for (int i = 1; i <= 5; ++i) {
+    IterationSample s;
+    s.job_id = job.id;
+    s.attempt = 1;
+    s.iteration = i;
+    s.elapsed_s = i;
+    s.images = 2;
+    s.warmup = i == 1;
+    s.received_unix_ns = static_cast<int64_t>((1000 + i) * 1e9);
+    samples.push_back(s);
+  }
+  std::vector<GpuSample> readings;
+  for (int k = 0; k <= 12; ++k) {
+    GpuSample g;
+    g.job_id = job.id;
+    g.attempt = 1;
+    g.seq = k + 1;
+    g.gpu_uuid = "GPU-x";
+    g.time_unix_ns = static_cast<int64_t>((1000.5 + 0.4 * k) * 1e9);
+    g.power_w = 100;
+    g.energy_j = 100 * 0.4 * k;
+    readings.push_back(g);
+  }
+  ASSERT_TRUE(store_->AppendSamplesSync(samples, readings).ok());
+
+  Reopen();
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (manager_->Get(job.id)->job.gpu_telemetry.empty() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  Job recovered = manager_->Get(job.id)->job;
+  ASSERT_EQ(recovered.gpu_telemetry.size(), 1u) << recovered.telemetry_note;
+  EXPECT_NEAR(*recovered.gpu_telemetry[0].energy_per_image_j, 100 * 4.0 / 8, 1e-6);
+}
+
+}  // namespace
+}  // namespace bench

@@ -4,8 +4,19 @@ namespace bench {
 
 LiveMetrics::LiveMetrics(absl::Duration retention) : retention_(retention) {}
 
+void LiveMetrics::PruneLocked(absl::Time now) {
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    if (it->second.state.ended && now - it->second.ended_at > retention_) {
+      it = jobs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void LiveMetrics::JobStarted(const std::string& job_id, JobLabels labels) {
   absl::MutexLock lock(&mu_);
+  PruneLocked(absl::Now());  // bounded even when nobody scrapes
   Entry& entry = jobs_[job_id];
   entry = Entry{};
   entry.state.labels = std::move(labels);
@@ -106,14 +117,8 @@ void LiveMetrics::CountIngestErrors(const std::string& reason, int64_t count) {
 LiveMetrics::Snapshot LiveMetrics::Take(absl::Time now) {
   absl::MutexLock lock(&mu_);
   Snapshot snapshot;
-  for (auto it = jobs_.begin(); it != jobs_.end();) {
-    if (it->second.state.ended && now - it->second.ended_at > retention_) {
-      it = jobs_.erase(it);
-      continue;
-    }
-    snapshot.jobs.emplace(it->first, it->second.state);
-    ++it;
-  }
+  PruneLocked(now);
+  for (const auto& [id, entry] : jobs_) snapshot.jobs.emplace(id, entry.state);
   snapshot.counters = counters_;
   return snapshot;
 }

@@ -89,6 +89,7 @@ class LiveMetrics {
   };
 
   static std::optional<double> RateOf(const RankWindow& window);
+  void PruneLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const absl::Duration retention_;
   absl::Mutex mu_;

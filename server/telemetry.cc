@@ -168,10 +168,17 @@ JoinedTelemetry JoinTelemetry(const std::vector<IterationSample>& samples,
     if (agent != agent_by_rank.end()) gpu.agent = agent->second;
     gpu.gpu_index = readings.front()->gpu_index;
     gpu.gpu_uuid = readings.front()->gpu_uuid;
+    // One power source per rank: instantaneous if any reading has it (mixing it with
+    // the driver's average would blend two different signals).
+    const bool instant = std::any_of(readings.begin(), readings.end(),
+                                     [](const GpuSample* s) { return s->power_w.has_value(); });
+    const bool covered = readings.front()->time_unix_ns / kNsPerSecond <= window.measured_from_s &&
+                         readings.back()->time_unix_ns / kNsPerSecond >= window.measured_to_s;
+    const bool measured = window.measured_to_s > window.measured_from_s;
     std::vector<double> power_in, clock_in, temperature_in;
     for (const GpuSample* s : readings) {
       double t = s->time_unix_ns / kNsPerSecond;
-      std::optional<double> watts = PowerOf(*s);
+      std::optional<double> watts = instant ? s->power_w : s->power_average_w;
       if (watts) power.Add(t, *watts);
       if (s->sm_clock_mhz) clock.Add(t, *s->sm_clock_mhz);
       if (s->energy_j) energy.Add(t, *s->energy_j);
@@ -182,21 +189,34 @@ JoinedTelemetry JoinTelemetry(const std::vector<IterationSample>& samples,
       if (s->temperature_c) temperature_in.push_back(*s->temperature_c);
       if (s->throttle_reasons) gpu.throttle_reasons |= *s->throttle_reasons;
     }
-    gpu.power_w = PercentilesOf(std::move(power_in));
-    gpu.sm_clock_mhz = PercentilesOf(std::move(clock_in));
-    gpu.temperature_c = PercentilesOf(std::move(temperature_in));
-    std::optional<double> start = energy.At(window.measured_from_s);
-    std::optional<double> end = energy.At(window.measured_to_s);
-    if (start && end && *end >= *start && window.measured_to_s > window.measured_from_s) {
-      gpu.energy_j = *end - *start;
-      if (window.measured_images > 0 && *gpu.energy_j > 0) {
-        gpu.energy_per_image_j = *gpu.energy_j / static_cast<double>(window.measured_images);
-        gpu.images_per_second_per_watt =
-            static_cast<double>(window.measured_images) / *gpu.energy_j;
-      }
-    } else if (!energy.empty()) {
+    if (!measured) {
+      problems.push_back(absl::StrCat("rank ", rank, ": no measured iterations"));
+    } else if (!covered) {
+      // Percentiles of part of the window would pass for the whole: none at all.
       problems.push_back(absl::StrCat("rank ", rank,
                                       ": GPU samples do not cover the measured window"));
+    } else {
+      gpu.power_w = PercentilesOf(std::move(power_in));
+      gpu.sm_clock_mhz = PercentilesOf(std::move(clock_in));
+      gpu.temperature_c = PercentilesOf(std::move(temperature_in));
+      std::optional<double> start = energy.At(window.measured_from_s);
+      std::optional<double> end = energy.At(window.measured_to_s);
+      if (energy.empty()) {
+        problems.push_back(absl::StrCat("rank ", rank, ": the GPU has no energy counter"));
+      } else if (!start || !end) {
+        problems.push_back(absl::StrCat(
+            "rank ", rank, ": energy readings do not cover the measured window"));
+      } else if (*end < *start) {
+        problems.push_back(absl::StrCat(
+            "rank ", rank, ": the energy counter went backwards (driver reloaded?)"));
+      } else {
+        gpu.energy_j = *end - *start;
+        if (window.measured_images > 0 && *gpu.energy_j > 0) {
+          gpu.energy_per_image_j = *gpu.energy_j / static_cast<double>(window.measured_images);
+          gpu.images_per_second_per_watt =
+              static_cast<double>(window.measured_images) / *gpu.energy_j;
+        }
+      }
     }
     joined.gpus.push_back(std::move(gpu));
 

@@ -116,7 +116,36 @@ TEST(JoinTelemetry, ReadingsThatStopEarlyGiveNoEnergyRatherThanAGuess) {
   ASSERT_EQ(joined.gpus.size(), 1u);
   EXPECT_FALSE(joined.gpus[0].energy_j.has_value());
   EXPECT_FALSE(joined.gpus[0].energy_per_image_j.has_value());
+  EXPECT_EQ(joined.gpus[0].power_w.count, 0) << "no percentiles of part of the window";
   EXPECT_THAT(joined.note, HasSubstr("do not cover the measured window"));
+}
+
+TEST(JoinTelemetry, AnEnergyCounterThatWentBackwardsGivesNoEnergy) {
+  std::vector<GpuSample> gpu;
+  for (double t = 999.8; t <= 1004.31; t += 0.5) {
+    gpu.push_back(Reading(0, t, 200, t < 1002 ? 1e6 + 200 * t : 200 * (t - 1002), 1000));
+  }
+  JoinedTelemetry joined = JoinTelemetry(FourIterations(), gpu, {}, {}, true);
+  ASSERT_EQ(joined.gpus.size(), 1u);
+  EXPECT_FALSE(joined.gpus[0].energy_j.has_value());
+  EXPECT_EQ(joined.gpus[0].power_w.count, 6) << "the other readings still count";
+  EXPECT_THAT(joined.note, HasSubstr("energy counter went backwards"));
+}
+
+TEST(JoinTelemetry, OnePowerSourcePerRank) {
+  // Instantaneous power where NVML gives it; a reading without it is skipped rather
+  // than mixed with the driver's average.
+  std::vector<GpuSample> gpu;
+  for (double t = 999.8; t <= 1004.31; t += 0.5) {
+    GpuSample g = Reading(0, t, 300, 300 * t, 1000);
+    g.power_average_w = 100;
+    if (t > 1002 && t < 1003) g.power_w.reset();
+    gpu.push_back(g);
+  }
+  JoinedTelemetry joined = JoinTelemetry(FourIterations(), gpu, {}, {}, true);
+  ASSERT_EQ(joined.gpus.size(), 1u);
+  EXPECT_DOUBLE_EQ(joined.gpus[0].power_w.p5, 300);
+  EXPECT_EQ(joined.gpus[0].power_w.count, 4);
 }
 
 TEST(JoinTelemetry, RanksWithoutReadingsAreNamed) {
