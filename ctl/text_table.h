@@ -14,6 +14,7 @@ struct TextTable {
   std::vector<std::vector<std::string>> rows;  // rows shorter than header are padded
 };
 
+// Widths count UTF-8 characters, not bytes ("1400.1–1420.3" is 13 columns wide).
 // Columns separated by two spaces, padded to the widest cell, no trailing spaces;
 // one line per row, header first, each ending in '\n'.
 std::string RenderPlainTable(const TextTable& table);
