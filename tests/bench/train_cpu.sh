@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-build/bin}
+[ -x "$BIN/bench-train" ] || BIN=build-train/bin
 REPEATS=${1:-3}
 THREADS=${THREADS:-$(nproc)}
 run() {  # size bs precision iters warmup

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/nn/module.h>
 
@@ -69,6 +70,39 @@ void FlatSgd::ZeroGrad() {
 }
 
 void FlatSgd::Step(const at::Tensor& lr, const at::Tensor& skip) {
+  if (!groups_.empty() && groups_[0].params.is_cpu()) {
+    StepFusedCpu(lr, skip);
+  } else {
+    StepWithTensorOps(lr, skip);
+  }
+}
+
+void FlatSgd::StepFusedCpu(const at::Tensor& lr_tensor, const at::Tensor& skip) {
+  // On the CPU the 0-dim tensors are host memory: reading them costs nothing.
+  const bool skipped = skip.defined() && skip.item<float>() != 0.0f;
+  if (skipped) return;
+  const float lr = lr_tensor.item<float>();
+  const float momentum = static_cast<float>(options_.momentum);
+  for (auto& group : groups_) {
+    const int64_t n = group.params.numel();
+    if (n == 0) continue;
+    float* p = group.params.data_ptr<float>();
+    float* g = group.grads.data_ptr<float>();
+    float* b = group.momentum.data_ptr<float>();
+    const float wd = static_cast<float>(group.weight_decay);
+    // One pass instead of four: d = g + wd*p; b = m*b + d; p -= lr*b.
+    at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const float d = g[i] + wd * p[i];
+        const float v = momentum * b[i] + d;
+        b[i] = v;
+        p[i] -= lr * v;
+      }
+    });
+  }
+}
+
+void FlatSgd::StepWithTensorOps(const at::Tensor& lr, const at::Tensor& skip) {
   at::NoGradGuard no_grad;
   const bool masked = skip.defined();
   const at::Tensor keep = masked ? 1.0 - skip : at::Tensor();
