@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/spec_names.h"
+#include "common/status_macros.h"
 
 namespace bench::ctl {
 namespace {
@@ -394,8 +395,12 @@ class Parser {
     if (name == "since") return ParseTimeBound(name, value, &options_.filter.since);
     if (name == "until") return ParseTimeBound(name, value, &options_.filter.until);
     if (name == "threshold") return ParseDouble(name, value, &options_.threshold_pct);
-    if (name == "lower") return ParseDouble(name, value, &options_.lower_pct);
-    if (name == "upper") return ParseDouble(name, value, &options_.upper_pct);
+    if (name == "lower" || name == "upper") {
+      double pct = 0;
+      RETURN_IF_ERROR(ParseDouble(name, value, &pct));
+      (name == "lower" ? options_.lower_pct : options_.upper_pct) = pct;
+      return absl::OkStatus();
+    }
     if (name == "server") {
       if (value.empty()) return absl::InvalidArgumentError("--server: empty address");
       options_.server = value;

@@ -74,8 +74,8 @@ struct CliOptions {
   GridMetric metric = GridMetric::kImagesPerSecond;  // kResults: --metric
   bool outliers = false;                // kGpus: --outliers
   double threshold_pct = 0;             // kGpus: --threshold (0: the server's default, 5)
-  double lower_pct = 0;                 // kBaseline: --lower (0: the server's default, 5)
-  double upper_pct = 0;                 // kBaseline: --upper (0: the server's default, 5)
+  std::optional<double> lower_pct;      // kBaseline: --lower (unset: the server's default, 5)
+  std::optional<double> upper_pct;      // kBaseline: --upper (unset: the server's default, 5)
   bool follow = false;                  // kLogs: -f / --follow
   // kStatus/kList/kAgents/kGpus/kBaselines/kCompare: kText or kJson; kResults: kTable,
   // kMarkdown, kCsv or kJson; kLogs: kDllogger (default), kMllog or kJsonl.

@@ -284,8 +284,8 @@ TEST(ArgsTest, GpusBaselinesCompareLogs) {
   ASSERT_TRUE(baseline.ok()) << baseline.status();
   EXPECT_EQ(baseline->command, Command::kBaseline);
   EXPECT_EQ(baseline->job_id, "j-1");
-  EXPECT_DOUBLE_EQ(baseline->lower_pct, 3);
-  EXPECT_DOUBLE_EQ(baseline->upper_pct, 10);
+  EXPECT_DOUBLE_EQ(*baseline->lower_pct, 3);
+  EXPECT_DOUBLE_EQ(*baseline->upper_pct, 10);
   EXPECT_THAT(Error({"baseline"}), HasSubstr("baseline: missing JOB id"));
   EXPECT_THAT(Error({"baseline", "j-1", "--lower", "x"}), HasSubstr("--lower"));
   EXPECT_EQ(Parse({"baselines", "--format", "json"})->command, Command::kBaselines);

@@ -64,8 +64,11 @@ absl::StatusOr<std::vector<v1::JobStatus>> ListJobs(const CommandContext& contex
   return std::vector<v1::JobStatus>(response.jobs().begin(), response.jobs().end());
 }
 
-bool FailedOrCancelled(v1::JobState state) {
-  return state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED;
+// A finished job that left its cell without a figure: failed, cancelled, or succeeded
+// without a measured throughput (e.g. no measured images).
+bool EndedWithoutAFigure(const v1::JobStatus& job) {
+  return job.state() == v1::JOB_STATE_FAILED || job.state() == v1::JOB_STATE_CANCELLED ||
+         (job.state() == v1::JOB_STATE_SUCCEEDED && !job.has_throughput());
 }
 
 // A sweep job's outcome: the job and how it came to be.
@@ -86,11 +89,11 @@ absl::StatusOr<SweepSubmitted> SubmitSweepJob(const SweepJob& job,
       return SweepSubmitted{response.job_id(), retry == 0 ? "new" : "resubmitted"};
     }
     ASSIGN_OR_RETURN(v1::JobStatus existing, GetJob(response.job_id(), context));
-    if (!FailedOrCancelled(existing.state())) return SweepSubmitted{response.job_id(), "existing"};
+    if (!EndedWithoutAFigure(existing)) return SweepSubmitted{response.job_id(), "existing"};
   }
   return absl::ResourceExhaustedError(absl::StrCat(
       "cell ", job.cell, ": more than ", kMaxSweepRetries,
-      " failed or cancelled attempts; not resubmitting (use --again for fresh jobs)"));
+      " attempts that ended without a figure; not resubmitting (use --again for fresh jobs)"));
 }
 
 std::string SweepNonce() {
@@ -338,14 +341,15 @@ absl::StatusOr<int> RunGpus(const std::string& model, double threshold_pct, bool
   return 0;
 }
 
-absl::StatusOr<int> RunBaseline(const std::string& job_id, double lower_pct, double upper_pct,
+absl::StatusOr<int> RunBaseline(const std::string& job_id, std::optional<double> lower_pct,
+                                std::optional<double> upper_pct,
                                 const CommandContext& context) {
   grpc::ClientContext rpc;
   SetDeadline(&rpc, context);
   v1::SetBaselineRequest request;
   request.set_job_id(job_id);
-  request.set_lower_tolerance_pct(lower_pct);
-  request.set_upper_tolerance_pct(upper_pct);
+  if (lower_pct) request.set_lower_tolerance_pct(*lower_pct);
+  if (upper_pct) request.set_upper_tolerance_pct(*upper_pct);
   v1::Baseline baseline;
   grpc::Status status = context.stub->SetBaseline(&rpc, request, &baseline);
   if (!status.ok()) return RpcError(status, context.server);
@@ -385,6 +389,7 @@ absl::StatusOr<int> RunLogs(const std::string& job_id, OutputFormat format, bool
     v1::GetSamplesRequest request;
     request.set_job_id(job_id);
     request.set_from_iteration(from);
+    if (std::optional<int> rank = writer.RankOfInterest()) request.set_rank(*rank);
     v1::GetSamplesResponse response;
     grpc::Status status = context.stub->GetSamples(&rpc, request, &response);
     if (!status.ok()) return RpcError(status, context.server);

@@ -54,7 +54,8 @@ absl::StatusOr<int> RunResults(const std::string& model, const ResultsFilter& fi
 absl::StatusOr<int> RunSweep(const SweepOptions& options, const CommandContext& context);
 absl::StatusOr<int> RunGpus(const std::string& model, double threshold_pct, bool outliers_only,
                             OutputFormat format, const CommandContext& context);
-absl::StatusOr<int> RunBaseline(const std::string& job_id, double lower_pct, double upper_pct,
+absl::StatusOr<int> RunBaseline(const std::string& job_id, std::optional<double> lower_pct,
+                                std::optional<double> upper_pct,
                                 const CommandContext& context);
 absl::StatusOr<int> RunBaselines(OutputFormat format, const CommandContext& context);
 absl::StatusOr<int> RunCompare(const std::string& job_a, const std::string& job_b,

@@ -198,8 +198,11 @@ class FakeController final : public v1::Controller::Service {
                           "job_id: job \"" + request->job_id() + "\" has no throughput");
     }
     *response = MakeBaseline();
-    response->set_lower_tolerance_pct(request->lower_tolerance_pct());
-    response->set_upper_tolerance_pct(request->upper_tolerance_pct());
+    // As benchd does: a tolerance left unset is the default 5%.
+    response->set_lower_tolerance_pct(
+        request->has_lower_tolerance_pct() ? request->lower_tolerance_pct() : 5);
+    response->set_upper_tolerance_pct(
+        request->has_upper_tolerance_pct() ? request->upper_tolerance_pct() : 5);
     return grpc::Status::OK;
   }
 
@@ -270,9 +273,14 @@ class FakeController final : public v1::Controller::Service {
     fail_precision_ = text;
   }
   // Ends a sweep job as `state` now.
-  void FinishSweepJob(const std::string& id, v1::JobState state) {
+  // `measured`: a SUCCEEDED job has a throughput (else it measured nothing).
+  void FinishSweepJob(const std::string& id, v1::JobState state, bool measured = true) {
     absl::MutexLock lock(&mu_);
     sweep_jobs_[id].set_state(state);
+    if (state == v1::JOB_STATE_SUCCEEDED && measured) {
+      sweep_jobs_[id].set_has_throughput(true);
+      sweep_jobs_[id].set_images_per_second(100);
+    }
   }
   void AddJob(const v1::JobStatus& job) {
     absl::MutexLock lock(&mu_);
@@ -440,9 +448,9 @@ TEST_F(CommandsTest, Results) {
                                     "|-----:|-------------------------:|--------------:|\n"));
   EXPECT_EQ(Run({"results", "--format", "csv"}), 0);
   EXPECT_THAT(out_.str(),
-              HasSubstr("resnet50,cuda,1,fp32,256,384.7,380.1,389.3,2,,,,,,0,0,,,,,,,,\n"));
+              HasSubstr("resnet50,cuda,1,fp32,256,384.7,380.1,389.3,2,,,,,,0,0,,,,,,,,,\n"));
   EXPECT_THAT(out_.str(),
-              HasSubstr("resnet50,cuda,8,amp,256,11200.0,0.0,0.0,1,,,,,,0,0,,,,8.000,1.000,,,\n"));
+              HasSubstr("resnet50,cuda,8,amp,256,11200.0,0.0,0.0,1,,,,,,0,0,,,,8.000,1.000,,,,\n"));
   EXPECT_EQ(Run({"results", "--format", "json"}), 0);
   EXPECT_THAT(out_.str(), HasSubstr("\"median_images_per_second\":11200"));
   service_.set_with_results(false);
@@ -516,6 +524,11 @@ TEST_F(CommandsTest, SweepSubmitsTheGridOnceAndResubmitsFailedCells) {
   lines = Lines(out_.str());
   EXPECT_EQ(lines[1], "s-11  g1-fp32-bs32-r2  resubmitted");
   EXPECT_EQ(lines[2], "s-10  g1-amp-bs32-r1  existing");
+  // A job that succeeded without measuring anything left its cell empty: resubmitted.
+  service_.FinishSweepJob("s-5", v1::JOB_STATE_SUCCEEDED, /*measured=*/false);
+  ASSERT_EQ(Run(args), 0) << err_.str();
+  lines = Lines(out_.str());
+  EXPECT_EQ(lines[4], "s-12  g2-fp32-bs32-r1  resubmitted");
 
   // --again: fresh jobs for every cell.
   std::vector<std::string> again = args;

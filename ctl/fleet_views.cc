@@ -69,15 +69,16 @@ std::string FormatGpuVariability(const v1::GpuVariabilityResponse& response,
 }
 
 std::string FormatBaselineSet(const v1::Baseline& baseline) {
-  const double lower = DefaultedPct(baseline.lower_tolerance_pct());
-  const double upper = DefaultedPct(baseline.upper_tolerance_pct());
+  const double lower = baseline.lower_tolerance_pct();
+  const double upper = baseline.upper_tolerance_pct();
   const double ips = baseline.images_per_second();
   std::string where = absl::StrCat(baseline.devices(), " ",
                                    baseline.device_kind() == "cpu" ? "CPU slots" : "GPUs");
   if (!baseline.gpu_model().empty()) absl::StrAppend(&where, " (", baseline.gpu_model(), ")");
   return absl::StrCat(
       "baseline for ", baseline.model(), ", ", where, ", ", PrecisionName(baseline.precision()),
-      ", batch ", baseline.batch_size(), ": ", FormatRate(ips), " images/s from job ",
+      ", batch ", baseline.batch_size(), ", ", baseline.image_size(), " px: ", FormatRate(ips),
+      " images/s from job ",
       baseline.job_id(), "\n", "bounds: -", Pct(lower), " / +", Pct(upper), " (below ",
       FormatRate(ips * (1 - lower / 100)), " is a REGRESSION, above ",
       FormatRate(ips * (1 + upper / 100)), " is ABOVE)\n");
@@ -96,8 +97,7 @@ std::string FormatBaselinesTable(const std::vector<v1::Baseline>& baselines) {
          b.gpu_model().empty() ? "-" : b.gpu_model(), absl::StrCat(b.devices()),
          PrecisionName(b.precision()), absl::StrCat(b.batch_size()),
          FormatRate(b.images_per_second()),
-         absl::StrCat("-", Pct(DefaultedPct(b.lower_tolerance_pct())), "/+",
-                      Pct(DefaultedPct(b.upper_tolerance_pct()))),
+         absl::StrCat("-", Pct(b.lower_tolerance_pct()), "/+", Pct(b.upper_tolerance_pct())),
          b.job_id(), FormatTime(b.set_unix_ms())});
   }
   return RenderPlainTable(table);

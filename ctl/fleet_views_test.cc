@@ -88,13 +88,15 @@ v1::Baseline MakeBaseline() {
   baseline.set_job_id("j-8");
   baseline.set_images_per_second(10000);
   baseline.set_lower_tolerance_pct(3);
+  baseline.set_upper_tolerance_pct(5);
+  baseline.set_image_size(224);
   return baseline;
 }
 
 TEST(FleetViewsTest, Baselines) {
   EXPECT_EQ(FormatBaselineSet(MakeBaseline()),
-            "baseline for resnet50, 8 GPUs (NVIDIA H100 80GB HBM3), amp, batch 256: 10000.0 "
-            "images/s from job j-8\n"
+            "baseline for resnet50, 8 GPUs (NVIDIA H100 80GB HBM3), amp, batch 256, 224 px: "
+            "10000.0 images/s from job j-8\n"
             "bounds: -3% / +5% (below 9700.0 is a REGRESSION, above 10500.0 is ABOVE)\n");
   const std::string table = FormatBaselinesTable({MakeBaseline()});
   EXPECT_THAT(table, HasSubstr("MODEL     DEVICE  GPU MODEL              DEVICES  PRECISION   BS"

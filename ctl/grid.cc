@@ -38,9 +38,9 @@ std::string PrecisionHeader(Precision precision) {
 std::vector<ResultCell> SortedCells(const std::vector<ResultCell>& cells) {
   std::vector<ResultCell> sorted = cells;
   std::stable_sort(sorted.begin(), sorted.end(), [](const ResultCell& a, const ResultCell& b) {
-    return std::make_tuple(a.model(), a.devices(), PrecisionRank(a.precision()),
+    return std::make_tuple(a.model(), a.image_size(), a.devices(), PrecisionRank(a.precision()),
                            a.batch_size(), a.device_kind(), a.gpu_model()) <
-           std::make_tuple(b.model(), b.devices(), PrecisionRank(b.precision()),
+           std::make_tuple(b.model(), b.image_size(), b.devices(), PrecisionRank(b.precision()),
                            b.batch_size(), b.device_kind(), b.gpu_model());
   });
   return sorted;
@@ -60,6 +60,7 @@ const char* MetricTitle(GridMetric metric) {
 
 std::string GridName(const Grid& grid) {
   std::string title = grid.model.empty() ? "(no model)" : grid.model;
+  if (grid.image_size > 0) absl::StrAppend(&title, " ", grid.image_size, "px");
   std::vector<std::string> where;
   if (!grid.device_kind.empty()) where.push_back(grid.device_kind);
   if (!grid.gpu_model.empty()) where.push_back(grid.gpu_model);
@@ -169,10 +170,10 @@ TextTable GridTable(const Grid& grid) {
   return table;
 }
 
-using ScalingKey = std::tuple<std::string, std::string, std::string, int, int>;
+using ScalingKey = std::tuple<std::string, std::string, std::string, int, int, int>;
 ScalingKey ScalingKeyOf(const ResultCell& cell) {
-  return {cell.model(), cell.device_kind(), cell.gpu_model(), static_cast<int>(cell.precision()),
-          cell.batch_size()};
+  return {cell.model(),      cell.device_kind(), cell.gpu_model(),
+          static_cast<int>(cell.precision()), cell.batch_size(), cell.image_size()};
 }
 
 std::optional<Scaling> ScalingBetween(const ResultCell& cell, const ResultCell* one) {
@@ -339,9 +340,10 @@ std::vector<Grid> BuildGrids(const std::vector<ResultCell>& cells, GridMetric me
     std::map<ColumnKey, Precision> columns;
     std::map<int, std::map<ColumnKey, ResultCell>> rows;  // devices -> column -> cell
   };
-  std::map<std::tuple<std::string, std::string, std::string>, Building> by_grid;
+  std::map<std::tuple<std::string, std::string, std::string, int>, Building> by_grid;
   for (const ResultCell& cell : cells) {
-    Building& building = by_grid[{cell.model(), cell.device_kind(), cell.gpu_model()}];
+    Building& building =
+        by_grid[{cell.model(), cell.device_kind(), cell.gpu_model(), cell.image_size()}];
     ColumnKey key{PrecisionRank(cell.precision()), cell.batch_size()};
     building.columns[key] = cell.precision();
     building.rows[cell.devices()][key] = cell;  // a later cell replaces an earlier one
@@ -353,6 +355,7 @@ std::vector<Grid> BuildGrids(const std::vector<ResultCell>& cells, GridMetric me
     grid.model = std::get<0>(grid_key);
     grid.device_kind = std::get<1>(grid_key);
     grid.gpu_model = std::get<2>(grid_key);
+    grid.image_size = std::get<3>(grid_key);
     for (const auto& [key, precision] : building.columns) {
       grid.columns.push_back(
           {precision, key.second, absl::StrCat(PrecisionHeader(precision), " bs", key.second)});
@@ -428,7 +431,7 @@ std::string RenderCellsCsv(const std::vector<ResultCell>& cells) {
       "model,device_kind,devices,precision,batch_size,median_images_per_second,min,max,runs,"
       "energy_per_image_j,images_per_second_per_watt,power_w,sm_clock_mhz,temperature_c,"
       "failed_runs,pending_runs,ci95_low,ci95_high,cv,speedup,scaling_efficiency,"
-      "baseline_ratio,baseline_verdict,gpu_model\n";
+      "baseline_ratio,baseline_verdict,gpu_model,image_size\n";
   for (const ResultCell& cell : SortedCells(cells)) {
     const bool data = cell.runs() > 0;
     auto rate = [data](double value) { return data ? FormatRate(value) : std::string(); };
@@ -463,6 +466,7 @@ std::string RenderCellsCsv(const std::vector<ResultCell>& cells) {
         Fixed("%.3f", optional(cell.baseline().has_ratio(), cell.baseline().ratio())),
         BaselineVerdictName(cell.baseline().verdict()),
         CsvField(cell.gpu_model()),
+        cell.image_size() > 0 ? absl::StrCat(cell.image_size()) : "",
     };
     absl::StrAppend(&out, absl::StrJoin(fields, ","), "\n");
   }

@@ -61,11 +61,12 @@ struct Grid {
   std::string model;
   std::string device_kind;  // "cuda", "cpu" or "" (unknown)
   std::string gpu_model;    // "" on CPU slots or when unknown
+  int image_size = 0;       // pixels; 0 when unknown
   std::vector<GridColumn> columns;  // FP32 before AMP (then others), each by batch ascending
   std::vector<GridRow> rows;        // devices ascending
 };
 
-// Grids ordered by model, device kind, GPU model. A later cell with the same key replaces
+// Grids ordered by model, device kind, GPU model, image size. A later cell with the same key replaces
 // an earlier one. Cells without the metric's figure read "no data".
 std::vector<Grid> BuildGrids(const std::vector<benchfleet::v1::ResultCell>& cells,
                              GridMetric metric = GridMetric::kImagesPerSecond);

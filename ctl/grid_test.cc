@@ -109,18 +109,18 @@ const char kCsvHeader[] =
     "model,device_kind,devices,precision,batch_size,median_images_per_second,min,max,runs,"
     "energy_per_image_j,images_per_second_per_watt,power_w,sm_clock_mhz,temperature_c,"
     "failed_runs,pending_runs,ci95_low,ci95_high,cv,speedup,scaling_efficiency,"
-    "baseline_ratio,baseline_verdict,gpu_model\n";
+    "baseline_ratio,baseline_verdict,gpu_model,image_size\n";
 
 TEST(GridTest, Csv) {
   EXPECT_EQ(RenderCellsCsv(Cells()),
             std::string(kCsvHeader) +
-                "resnet50,cuda,1,fp32,128,381.5,380.5,382.5,3,,,,,,0,0,,,,,,,,\n"
-                "resnet50,cuda,1,fp32,256,384.7,383.7,385.7,3,,,,,,0,0,,,,,,,,\n"
-                "resnet50,cuda,1,amp,128,1316.7,1315.7,1317.7,3,,,,,,0,0,,,,,,,,\n"
-                "resnet50,cuda,1,amp,256,1412.0,1411.0,1413.0,3,,,,,,0,0,,,,,,,,\n"
-                "resnet50,cuda,8,fp32,128,2948.2,2947.2,2949.2,3,,,,,,0,0,,,,7.729,0.966,,,\n"
-                "resnet50,cuda,8,fp32,256,2987.9,2986.9,2988.9,3,,,,,,0,0,,,,7.766,0.971,,,\n"
-                "resnet50,cuda,8,amp,256,10440.0,10439.0,10441.0,3,,,,,,0,0,,,,7.394,0.924,,,\n");
+                "resnet50,cuda,1,fp32,128,381.5,380.5,382.5,3,,,,,,0,0,,,,,,,,,\n"
+                "resnet50,cuda,1,fp32,256,384.7,383.7,385.7,3,,,,,,0,0,,,,,,,,,\n"
+                "resnet50,cuda,1,amp,128,1316.7,1315.7,1317.7,3,,,,,,0,0,,,,,,,,,\n"
+                "resnet50,cuda,1,amp,256,1412.0,1411.0,1413.0,3,,,,,,0,0,,,,,,,,,\n"
+                "resnet50,cuda,8,fp32,128,2948.2,2947.2,2949.2,3,,,,,,0,0,,,,7.729,0.966,,,,\n"
+                "resnet50,cuda,8,fp32,256,2987.9,2986.9,2988.9,3,,,,,,0,0,,,,7.766,0.971,,,,\n"
+                "resnet50,cuda,8,amp,256,10440.0,10439.0,10441.0,3,,,,,,0,0,,,,7.394,0.924,,,,\n");
   EXPECT_THAT(RenderCellsCsv({Cell("odd,\"name\"", 1, PRECISION_FP32, 1, 1)}),
               HasSubstr("\n\"odd,\"\"name\"\"\",cuda,1,"));
 }
@@ -226,7 +226,7 @@ TEST(GridTest, CellTextShowsSpreadCountsAndHonestGaps) {
   EXPECT_EQ(FormatCellText(none), "no data (1 pending)");
   EXPECT_EQ(CellValue(none, GridMetric::kImagesPerSecond), std::nullopt);
   const std::string csv = RenderCellsCsv({none});
-  EXPECT_THAT(csv, HasSubstr("\nm,cuda,1,amp,256,,,,0,,,,,,0,1,,,,,,,,\n"));
+  EXPECT_THAT(csv, HasSubstr("\nm,cuda,1,amp,256,,,,0,,,,,,0,1,,,,,,,,,\n"));
 }
 
 TEST(GridTest, BaselineVerdictsFlagTheGridAndGetTheirOwnTable) {
@@ -249,8 +249,8 @@ TEST(GridTest, BaselineVerdictsFlagTheGridAndGetTheirOwnTable) {
                                "   8             -       1.05x ABOVE\n"));
   EXPECT_THAT(table, HasSubstr("   8     no data  8.46x (105.8%)\n"));
   const std::string csv = RenderCellsCsv(cells);
-  EXPECT_THAT(csv, HasSubstr(",0.921,below,\n"));
-  EXPECT_THAT(csv, HasSubstr(",8.462,1.058,1.054,above,\n"));
+  EXPECT_THAT(csv, HasSubstr(",0.921,below,,\n"));
+  EXPECT_THAT(csv, HasSubstr(",8.462,1.058,1.054,above,,\n"));
   EXPECT_EQ(FormatBaselineComparison({}), "-");
 }
 

@@ -239,10 +239,16 @@ std::string JobLogWriter::End(const v1::JobStatus& job) {
   return out;
 }
 
+std::optional<int> JobLogWriter::RankOfInterest() const {
+  if (format_ == OutputFormat::kJsonl) return std::nullopt;
+  return 0;
+}
+
 int JobLogWriter::NextFromIteration(const v1::JobStatus& job) const {
-  const int ranks = std::max(job.spec().devices(), 1);
+  const int ranks = RankOfInterest() ? 1 : std::max(job.spec().devices(), 1);
   int from = -1;
-  for (int rank = 0; rank < ranks; ++rank) {
+  for (int rank = RankOfInterest().value_or(0); rank < RankOfInterest().value_or(0) + ranks;
+       ++rank) {
     auto it = last_iteration_.find(rank);
     if (it == last_iteration_.end()) return 1;
     from = from < 0 ? it->second : std::min(from, it->second);

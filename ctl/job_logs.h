@@ -24,6 +24,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -47,8 +48,11 @@ class JobLogWriter {
                   const std::vector<benchfleet::v1::IterationSample>& samples);
   std::string End(const benchfleet::v1::JobStatus& job);
 
-  // The from_iteration to ask for next: the lowest last iteration over the job's ranks
-  // (1 while a rank has none yet).
+  // The only rank whose iterations this format prints (rank 0 for the per-job DLLogger
+  // and MLLOG logs), or nullopt for every rank (jsonl): what to ask GetSamples for.
+  std::optional<int> RankOfInterest() const;
+  // The from_iteration to ask for next: the lowest last iteration over the ranks of
+  // interest (1 while one has none yet).
   int NextFromIteration(const benchfleet::v1::JobStatus& job) const;
 
  private:

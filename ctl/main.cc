@@ -27,7 +27,11 @@ int main(int argc, char** argv) {
     std::cout << bench::ctl::UsageText();
     return 0;
   }
-  auto channel = grpc::CreateChannel(options->server, grpc::InsecureChannelCredentials());
+  grpc::ChannelArguments channel_args;
+  // A long job's whole log comes in one GetSamples answer (tens of bytes per iteration).
+  channel_args.SetMaxReceiveMessageSize(512 << 20);
+  auto channel = grpc::CreateCustomChannel(options->server, grpc::InsecureChannelCredentials(),
+                                           channel_args);
   auto stub = benchfleet::v1::Controller::NewStub(channel);
   bench::ctl::CommandContext context;
   context.stub = stub.get();

@@ -36,7 +36,10 @@ std::string SweepHash(const v1::JobSpec& base, const std::string& nonce) {
   Fnv(&hash, absl::StrCat(static_cast<int>(base.data())));
   Fnv(&hash, base.name());
   std::map<std::string, std::string> labels(base.labels().begin(), base.labels().end());
-  for (const auto& [key, value] : labels) Fnv(&hash, absl::StrCat(key, "=", value));
+  for (const auto& [key, value] : labels) {  // separate fields: "a=b"="c" is not "a"="b=c"
+    Fnv(&hash, key);
+    Fnv(&hash, value);
+  }
   Fnv(&hash, nonce);
   return absl::StrFormat("%016x", hash);
 }

@@ -9,14 +9,12 @@ namespace bench {
 absl::Status NormalizeTolerances(double& lower_pct, double& upper_pct) {
   if (!(lower_pct >= 0 && lower_pct < 100)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "lower_tolerance_pct: ", lower_pct, " is outside [0, 100) (0 means the default 5)"));
+        "lower_tolerance_pct: ", lower_pct, " is outside [0, 100)"));
   }
   if (!(upper_pct >= 0) || !std::isfinite(upper_pct)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "upper_tolerance_pct: ", upper_pct, " must be >= 0 (0 means the default 5)"));
+        "upper_tolerance_pct: ", upper_pct, " must be >= 0"));
   }
-  if (lower_pct == 0) lower_pct = 5;
-  if (upper_pct == 0) upper_pct = 5;
   return absl::OkStatus();
 }
 

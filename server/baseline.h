@@ -31,8 +31,11 @@ struct BaselineComparison {
   double ratio = 0;  // figure / baseline
 };
 
-// Validates and defaults the tolerances (0 → 5): INVALID_ARGUMENT for a lower one
-// outside [0, 100) or an upper one that is negative or not finite, naming the field.
+inline constexpr double kDefaultTolerancePct = 5;
+
+// Validates the tolerances (0 is allowed: any difference counts): INVALID_ARGUMENT for
+// a lower one outside [0, 100) or an upper one that is negative or not finite, naming
+// the field.
 absl::Status NormalizeTolerances(double& lower_pct, double& upper_pct);
 
 // BELOW if `images_per_second` < baseline × (1 − lower/100), ABOVE if it is >

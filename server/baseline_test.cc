@@ -29,11 +29,11 @@ TEST(BaselineTest, VerdictsAgainstLowerAndUpperBounds) {
   EXPECT_DOUBLE_EQ(c.baseline_images_per_second, 1000);
 }
 
-TEST(BaselineTest, TolerancesDefaultToFiveAndAreValidated) {
+TEST(BaselineTest, TolerancesAreValidatedAndZeroMeansExact) {
   double lower = 0, upper = 0;
   ASSERT_TRUE(NormalizeTolerances(lower, upper).ok());
-  EXPECT_EQ(lower, 5);
-  EXPECT_EQ(upper, 5);
+  EXPECT_EQ(lower, 0);
+  EXPECT_EQ(upper, 0);
   lower = 2;
   upper = 250;  // an upper bound may exceed 100%
   ASSERT_TRUE(NormalizeTolerances(lower, upper).ok());

@@ -85,7 +85,11 @@ grpc::ServerUnaryReactor* ControllerService::SetBaseline(grpc::CallbackServerCon
                                                          const v1::SetBaselineRequest* request,
                                                          v1::Baseline* response) {
   absl::StatusOr<Baseline> baseline = manager_->SetBaseline(
-      request->job_id(), request->lower_tolerance_pct(), request->upper_tolerance_pct());
+      request->job_id(),
+      request->has_lower_tolerance_pct() ? request->lower_tolerance_pct()
+                                         : kDefaultTolerancePct,
+      request->has_upper_tolerance_pct() ? request->upper_tolerance_pct()
+                                         : kDefaultTolerancePct);
   if (baseline.ok()) ToProto(*baseline, response);
   return FinishNow(context, baseline.status());
 }
@@ -115,7 +119,9 @@ grpc::ServerUnaryReactor* ControllerService::GetSamples(grpc::CallbackServerCont
                                                         const v1::GetSamplesRequest* request,
                                                         v1::GetSamplesResponse* response) {
   absl::StatusOr<SamplesView> samples =
-      manager_->GetSamples(request->job_id(), request->from_iteration());
+      manager_->GetSamples(request->job_id(), request->from_iteration(),
+                           request->has_rank() ? std::optional<int>(request->rank())
+                                               : std::nullopt);
   if (samples.ok()) {
     ToProto(samples->view, response->mutable_job());
     for (const IterationSample& sample : samples->samples) {

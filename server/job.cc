@@ -60,18 +60,21 @@ std::string GpuModelOf(const Job& job) {
 }
 
 bool Configuration::operator<(const Configuration& o) const {
-  return std::tie(model, devices, precision, batch_size, device_kind, gpu_model) <
-         std::tie(o.model, o.devices, o.precision, o.batch_size, o.device_kind, o.gpu_model);
+  return std::tie(model, devices, precision, batch_size, device_kind, gpu_model, image_size) <
+         std::tie(o.model, o.devices, o.precision, o.batch_size, o.device_kind, o.gpu_model,
+                  o.image_size);
 }
 
 bool Configuration::operator==(const Configuration& o) const {
-  return std::tie(model, devices, precision, batch_size, device_kind, gpu_model) ==
-         std::tie(o.model, o.devices, o.precision, o.batch_size, o.device_kind, o.gpu_model);
+  return std::tie(model, devices, precision, batch_size, device_kind, gpu_model, image_size) ==
+         std::tie(o.model, o.devices, o.precision, o.batch_size, o.device_kind, o.gpu_model,
+                  o.image_size);
 }
 
 Configuration ConfigurationOf(const Job& job) {
-  return Configuration{job.spec.model,       job.spec.devices, job.spec.precision,
-                       job.spec.batch_size,  job.device_kind,  GpuModelOf(job)};
+  return Configuration{job.spec.model,      job.spec.devices, job.spec.precision,
+                       job.spec.batch_size, job.device_kind,  GpuModelOf(job),
+                       job.spec.image_size};
 }
 
 }  // namespace bench

@@ -140,6 +140,7 @@ struct Configuration {
   int batch_size = 0;
   DeviceKind device_kind = DeviceKind::kNone;  // kNone: not placed yet
   std::string gpu_model;                       // GpuModelOf
+  int image_size = 0;
   bool operator<(const Configuration& o) const;
   bool operator==(const Configuration& o) const;
 };

@@ -461,7 +461,7 @@ absl::StatusOr<VariabilityReport> JobManager::Variability(double threshold_pct,
 }
 
 absl::StatusOr<SamplesView> JobManager::GetSamples(const std::string& job_id,
-                                                   int from_iteration) {
+                                                   int from_iteration, std::optional<int> rank) {
   SamplesView result;
   {
     absl::MutexLock lock(&mu_);
@@ -475,6 +475,11 @@ absl::StatusOr<SamplesView> JobManager::GetSamples(const std::string& job_id,
       store_->ReadSamples(job.id, job.attempt, from_iteration);
   if (!samples.ok()) return samples.status();
   result.samples = std::move(*samples);
+  if (rank) {
+    result.samples.erase(std::remove_if(result.samples.begin(), result.samples.end(),
+                                        [&](const IterationSample& s) { return s.rank != *rank; }),
+                         result.samples.end());
+  }
   return result;
 }
 

@@ -151,7 +151,9 @@ class JobManager {
 
   // The job's status and its current attempt's stored iterations >= from_iteration;
   // NOT_FOUND for an unknown job.
-  absl::StatusOr<SamplesView> GetSamples(const std::string& job_id, int from_iteration);
+  // `rank`: only that rank's iterations (unset: every rank's).
+  absl::StatusOr<SamplesView> GetSamples(const std::string& job_id, int from_iteration,
+                                         std::optional<int> rank = std::nullopt);
 
   // Calls `on_update` now and on every change of the job until it ends (the last call
   // has final=true), or `on_close` if benchd shuts down first. Returns a handle for

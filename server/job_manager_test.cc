@@ -585,7 +585,7 @@ TEST_F(JobManagerGpuTest, BaselinesAreValidatedComparedAndSurviveRestart) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("no throughput"));
 
-  auto baseline = manager_->SetBaseline(first, 0, 10);
+  auto baseline = manager_->SetBaseline(first, kDefaultTolerancePct, 10);
   ASSERT_TRUE(baseline.ok()) << baseline.status();
   EXPECT_EQ(baseline->lower_tolerance_pct, 5);
   EXPECT_EQ(baseline->upper_tolerance_pct, 10);
@@ -619,7 +619,7 @@ TEST_F(JobManagerGpuTest, BaselinesAreValidatedComparedAndSurviveRestart) {
   check();
 
   // Setting the slower run as the baseline replaces the first.
-  ASSERT_TRUE(manager_->SetBaseline(slower->job_id, 0, 0).ok());
+  ASSERT_TRUE(manager_->SetBaseline(slower->job_id, 5, 5).ok());
   ASSERT_EQ(manager_->ListBaselines().size(), 1u);
   EXPECT_EQ(manager_->ListBaselines()[0].job_id, slower->job_id);
   EXPECT_EQ(manager_->Get(first)->baseline->verdict, BaselineVerdict::kAbove);  // 1.25×
@@ -628,9 +628,18 @@ TEST_F(JobManagerGpuTest, BaselinesAreValidatedComparedAndSurviveRestart) {
 TEST_F(JobManagerGpuTest, VariabilityFlagsTheGpuWhoseRanksAreSlower) {
   FakeChannel a;
   AddGpuAgent("dgx", 4, &a);
-  // GPU 3's ranks take 1.5× the others' step time in both jobs.
-  RunToSuccess("dgx", 4, {0.1, 0.1, 0.1, 0.15});
-  RunToSuccess("dgx", 4, {0.1, 0.1, 0.1, 0.15});
+  // Twice, four single-GPU jobs at once (one per GPU); GPU 3 takes 1.5× the others'
+  // step time. A 4-GPU job is ignored: its ranks share one step time.
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::string> ids;
+    for (int gpu = 0; gpu < 4; ++gpu) ids.push_back(manager_->Submit(Spec(1))->job_id);
+    for (int gpu = 0; gpu < 4; ++gpu) {
+      RankReport report = Succeeded(0, 2.0);
+      report.summary->step_time_median_s = gpu == 3 ? 0.15 : 0.1;
+      ASSERT_TRUE(manager_->ReportStatus("dgx", ids[gpu], 1, 29500, {report}).ok());
+    }
+  }
+  RunToSuccess("dgx", 4, {0.3, 0.3, 0.3, 0.3});
   auto report = manager_->Variability(0, "");
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->threshold_pct, 5);

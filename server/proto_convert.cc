@@ -275,9 +275,12 @@ void ToProto(const ResultCell& cell, v1::ResultCell* proto) {
   proto->set_devices(cell.key.devices);
   proto->set_precision(ToProto(cell.key.precision));
   proto->set_batch_size(cell.key.batch_size);
-  proto->set_median_images_per_second(cell.median_images_per_second);
-  proto->set_min_images_per_second(cell.min_images_per_second);
-  proto->set_max_images_per_second(cell.max_images_per_second);
+  proto->set_image_size(cell.key.image_size);
+  if (cell.runs() > 0) {  // else no figure at all: "no data", never a 0
+    proto->set_median_images_per_second(cell.median_images_per_second);
+    proto->set_min_images_per_second(cell.min_images_per_second);
+    proto->set_max_images_per_second(cell.max_images_per_second);
+  }
   proto->set_runs(cell.runs());
   for (const std::string& id : cell.job_ids) proto->add_job_ids(id);
   proto->set_device_kind(DeviceKindText(cell.key.device_kind));
@@ -330,6 +333,7 @@ void ToProto(const Baseline& baseline, v1::Baseline* proto) {
   proto->set_devices(c.devices);
   proto->set_gpu_model(c.gpu_model);
   proto->set_device_kind(DeviceKindText(c.device_kind));
+  proto->set_image_size(c.image_size);
   proto->set_job_id(baseline.job_id);
   proto->set_images_per_second(baseline.images_per_second);
   proto->set_lower_tolerance_pct(baseline.lower_tolerance_pct);
@@ -346,7 +350,7 @@ void ToProto(const GpuVariability& gpu, v1::GpuVariability* proto) {
   proto->set_jobs(gpu.jobs);
   proto->set_iterations(gpu.iterations);
   proto->set_normalized_step_time(gpu.normalized_step_time);
-  proto->set_step_time_cv(gpu.step_time_cv.value_or(0));  // fewer than 2 iterations: 0
+  if (gpu.step_time_cv) proto->set_step_time_cv(*gpu.step_time_cv);
   ToProto(gpu.sm_clock_mhz, proto->mutable_sm_clock_mhz());
   ToProto(gpu.power_w, proto->mutable_power_w());
   ToProto(gpu.temperature_c, proto->mutable_temperature_c());

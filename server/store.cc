@@ -155,7 +155,8 @@ CREATE TABLE baselines (
   lower_tolerance_pct REAL NOT NULL,
   upper_tolerance_pct REAL NOT NULL,
   set_ms INTEGER NOT NULL,
-  PRIMARY KEY (model, precision, batch_size, devices, gpu_model, device_kind)
+  image_size INTEGER NOT NULL,
+  PRIMARY KEY (model, precision, batch_size, devices, gpu_model, device_kind, image_size)
 ) WITHOUT ROWID;
 )sql",
 };
@@ -643,7 +644,7 @@ void Store::PutBaselineAsync(const Baseline& baseline, Done done) {
   Enqueue({[baseline](Database& db) -> absl::Status {
              ASSIGN_OR_RETURN(Statement * insert,
                               db.Prepare("INSERT OR REPLACE INTO baselines VALUES (?1, ?2, ?3, "
-                                         "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
+                                         "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
              const Configuration& c = baseline.configuration;
              insert->Bind(1, c.model);
              insert->Bind(2, PrecisionText(c.precision));
@@ -656,6 +657,7 @@ void Store::PutBaselineAsync(const Baseline& baseline, Done done) {
              insert->Bind(9, baseline.lower_tolerance_pct);
              insert->Bind(10, baseline.upper_tolerance_pct);
              insert->Bind(11, ToMs(baseline.set));
+             insert->Bind(12, int64_t{c.image_size});
              return insert->Run();
            },
            std::move(done)});
@@ -666,8 +668,8 @@ absl::StatusOr<std::vector<Baseline>> Store::LoadBaselines() {
   ASSIGN_OR_RETURN(Statement * select,
                    reader_db_->Prepare("SELECT model, precision, batch_size, devices, "
                                        "gpu_model, device_kind, job_id, images_per_second, "
-                                       "lower_tolerance_pct, upper_tolerance_pct, set_ms "
-                                       "FROM baselines"));
+                                       "lower_tolerance_pct, upper_tolerance_pct, set_ms, "
+                                       "image_size FROM baselines"));
   std::vector<Baseline> baselines;
   while (true) {
     ASSIGN_OR_RETURN(bool row, select->Step());
@@ -684,6 +686,7 @@ absl::StatusOr<std::vector<Baseline>> Store::LoadBaselines() {
     b.lower_tolerance_pct = select->Double(8);
     b.upper_tolerance_pct = select->Double(9);
     b.set = FromMs(select->Int(10));
+    b.configuration.image_size = static_cast<int>(select->Int(11));
     baselines.push_back(std::move(b));
   }
   return baselines;

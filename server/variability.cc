@@ -9,9 +9,12 @@ namespace bench {
 
 void VariabilityBuilder::AddJob(const Job& job, const std::vector<IterationSample>& samples,
                                 const std::vector<GpuSample>& gpu_samples) {
-  if (job.state != JobState::kSucceeded || job.device_kind != DeviceKind::kCuda) return;
-  ConfigKey config{job.spec.model, job.spec.precision, job.spec.batch_size,
-                   job.spec.image_size, job.spec.devices};
+  if (job.state != JobState::kSucceeded || job.device_kind != DeviceKind::kCuda ||
+      job.spec.devices != 1) {
+    return;
+  }
+  ConfigKey config{job.spec.model,      job.spec.precision, job.spec.batch_size,
+                   job.spec.image_size, job.spec.devices,   GpuModelOf(job)};
 
   std::map<int, RankDevice> devices;
   for (const RankDevice& device : job.rank_devices) devices[device.rank] = device;

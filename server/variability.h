@@ -1,8 +1,11 @@
 // Per-GPU variability across finished jobs, after the SC22 GPU-variability study: how
 // much slower or faster each GPU (by UUID) runs than the fleet on the same work. Pure.
 //
-// A configuration is (model, precision, batch size, image size, devices). For every
-// SUCCEEDED cuda job, each rank contributes one entry for the GPU it ran on: its median
+// A configuration is (model, precision, batch size, image size, devices, GPU model), so
+// that a GPU is only compared with GPUs of its own kind. Only single-device jobs count:
+// the ranks of a data-parallel job wait for each other on every step, so their step
+// times are the job's, not their GPU's. For every SUCCEEDED single-device cuda job, its
+// rank contributes one entry for the GPU it ran on: its median
 // step time (RankSummary.step_time_median_s; where that is missing, the median of its
 // measured iterations). The fleet median of a configuration is the median over all
 // entries of that configuration; a GPU's normalized step time is the median over its
@@ -69,7 +72,7 @@ class VariabilityBuilder {
   std::vector<GpuVariability> Finish(double threshold_pct) const;
 
  private:
-  using ConfigKey = std::tuple<std::string, Precision, int, int, int>;
+  using ConfigKey = std::tuple<std::string, Precision, int, int, int, std::string>;
   struct Entry {
     ConfigKey config;
     double step_time_median_s = 0;

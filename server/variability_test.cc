@@ -90,20 +90,27 @@ TEST(VariabilityTest, ASlowGpuIsFlaggedAndTheOthersAreNot) {
   std::vector<double> normal = {0.1, 0.1, 0.1, 0.1};
   std::vector<double> slow = {0.14, 0.16, 0.14, 0.16};  // median 0.15: 1.5× the fleet
   std::vector<double> c = {1500, 1500, 1500};
+  // Eight single-GPU jobs: each GPU runs two.
   std::vector<Input> jobs = {
-      MakeJob("j1", 1, 1000, {"GPU-A", "GPU-B"}, {normal, normal}, {c, c}),
-      MakeJob("j2", 2, 2000, {"GPU-C", "GPU-SLOW"}, {normal, slow}, {c, {1400, 1500, 1600}}),
-      MakeJob("j3", 3, 3000, {"GPU-A", "GPU-SLOW"}, {normal, slow}, {c, {1300, 1350, 1450}}),
-      MakeJob("j4", 4, 4000, {"GPU-B", "GPU-C"}, {normal, normal}, {c, c}),
+      MakeJob("j1", 1, 1000, {"GPU-A"}, {normal}, {c}),
+      MakeJob("j2", 2, 1100, {"GPU-B"}, {normal}, {c}),
+      MakeJob("j3", 3, 2000, {"GPU-C"}, {normal}, {c}),
+      MakeJob("j4", 4, 2100, {"GPU-SLOW"}, {slow}, {{1400, 1500, 1600}}),
+      MakeJob("j5", 5, 3000, {"GPU-A"}, {normal}, {c}),
+      MakeJob("j6", 6, 3100, {"GPU-SLOW"}, {slow}, {{1300, 1350, 1450}}),
+      MakeJob("j7", 7, 4000, {"GPU-B"}, {normal}, {c}),
+      MakeJob("j8", 8, 4100, {"GPU-C"}, {normal}, {c}),
   };
-  Input failed = MakeJob("j5", 5, 5000, {"GPU-A", "GPU-B"}, {slow, slow}, {c, c});
+  Input failed = MakeJob("j9", 9, 5000, {"GPU-A"}, {slow}, {c});
   failed.job.state = JobState::kFailed;  // ignored
   jobs.push_back(failed);
+  // A data-parallel job's ranks share its step time: it says nothing about one GPU.
+  jobs.push_back(MakeJob("j10", 10, 6000, {"GPU-A", "GPU-B"}, {slow, slow}, {c, c}));
   VariabilityBuilder builder;
   for (const Input& in : jobs) builder.AddJob(in.job, in.samples, in.gpu_samples);
   std::vector<GpuVariability> gpus = builder.Finish(5);
   ASSERT_EQ(gpus.size(), 4u);
-  // Fleet median over the 8 ranks (six of 0.1 s, two of 0.15 s) is 0.1 s.
+  // Fleet median over the 8 jobs (six of 0.1 s, two of 0.15 s) is 0.1 s.
   EXPECT_EQ(gpus[0].gpu_uuid, "GPU-SLOW") << "slowest first";
   EXPECT_NEAR(gpus[0].normalized_step_time, 1.5, 1e-12);
   EXPECT_TRUE(gpus[0].outlier);
@@ -129,6 +136,18 @@ TEST(VariabilityTest, ASlowGpuIsFlaggedAndTheOthersAreNot) {
   }
   // A higher threshold lets the slow GPU pass.
   EXPECT_FALSE(builder.Finish(60)[0].outlier);
+}
+
+TEST(VariabilityTest, GpusAreOnlyComparedWithTheirOwnModel) {
+  VariabilityBuilder builder;
+  Input h100 = MakeJob("j1", 1, 1000, {"GPU-H"}, {{0.1, 0.1}}, {{1500}});
+  Input a100 = MakeJob("j2", 2, 2000, {"GPU-A"}, {{0.3, 0.3}}, {{1500}});
+  a100.job.rank_devices[0].gpu_name = "A100";
+  for (const Input* in : {&h100, &a100}) builder.AddJob(in->job, in->samples, in->gpu_samples);
+  for (const GpuVariability& gpu : builder.Finish(5)) {
+    EXPECT_DOUBLE_EQ(gpu.normalized_step_time, 1.0) << gpu.gpu_uuid;
+    EXPECT_FALSE(gpu.outlier) << gpu.gpu_uuid << ": an A100 is not a slow H100";
+  }
 }
 
 TEST(VariabilityTest, AConfigurationRunByOneGpuIsOneByConstruction) {
