@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # bench-train vs PyTorch eager (Debian's python3-torch + python3-torchvision, the same
 # libtorch 1.13.1) on this CPU: ResNet-50, synthetic data, same threads, batch, image
-# size and recipe (tests/bench/pytorch_eager_resnet.py). Each cell is the median of
-# REPEATS runs of each side's throughput (images in the measured window / its wall
-# time); the runs of the two alternate so that drift hits both.
+# size and recipe (tests/bench/pytorch_eager_resnet.py). Per side: the median over
+# REPEATS runs of the throughput (images in the measured window / its wall time), and
+# "best step" = batch / the fastest measured step over all runs (on a shared, noisy
+# machine the fastest step is the least disturbed view of the code's own speed).
+# The runs of the two alternate so that drift hits both.
 # Usage: tests/bench/train_vs_pytorch_cpu.sh [REPEATS]
 #   env THREADS (default nproc), BIN (default build-train/bin), CASES (see below)
 set -euo pipefail
@@ -19,32 +21,40 @@ fi
 CASES=${CASES:-"64 16 fp32 13 3;64 16 amp 13 3;224 16 fp32 6 2;224 16 amp 6 2"}
 
 median() { sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int((NR+1)/2)]}'; }
-ours() {  # size bs precision iters warmup
-  "$BIN/bench-train" --model resnet50 --image-size "$1" --bs "$2" --precision "$3" \
-    --iters "$4" --warmup "$5" --threads "$THREADS" 2>/dev/null |
-    grep '"event":"summary"' | sed 's/.*"images_per_second":\([0-9.e+-]*\).*/\1/'
+min() { sort -g | head -1; }
+ours() {  # size bs precision iters warmup -> "img/s min_step_s"
+  local out
+  out=$("$BIN/bench-train" --model resnet50 --image-size "$1" --bs "$2" --precision "$3" \
+    --iters "$4" --warmup "$5" --threads "$THREADS" 2>/dev/null)
+  echo "$(grep '"event":"summary"' <<< "$out" | sed 's/.*"images_per_second":\([0-9.e+-]*\).*/\1/')" \
+       "$(grep '"warmup":false' <<< "$out" | sed 's/.*"step_time_s":\([0-9.e+-]*\).*/\1/' | min)"
 }
 theirs() {
-  OMP_NUM_THREADS=$THREADS "$PY" tests/bench/pytorch_eager_resnet.py --device cpu \
+  local out
+  out=$(OMP_NUM_THREADS=$THREADS "$PY" tests/bench/pytorch_eager_resnet.py --device cpu \
     --image-size "$1" --bs "$2" --precision "$3" --iters "$4" --warmup "$5" \
-    --threads "$THREADS" 2>/dev/null | sed 's/.*"images_per_second": \([0-9.e+-]*\).*/\1/'
+    --threads "$THREADS" 2>/dev/null)
+  echo "$(sed 's/.*"images_per_second": \([0-9.e+-]*\).*/\1/' <<< "$out")" \
+       "$(sed 's/.*"step_time_min_s": \([0-9.e+-]*\).*/\1/' <<< "$out")"
 }
 
 echo "torch (python): $("$PY" -c 'import torch,torchvision;print(torch.__version__, "torchvision", torchvision.__version__)')"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), threads $THREADS"
 echo
-echo "| image | batch | threads | precision | bench-train img/s | PyTorch eager img/s | ratio |"
-echo "|---:|---:|---:|---|---:|---:|---:|"
+echo "| image | batch | threads | precision | bench-train img/s | PyTorch eager img/s | ratio | bench-train best step img/s | PyTorch best step img/s | ratio |"
+echo "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
 IFS=';' read -ra cases <<< "$CASES"
 for c in "${cases[@]}"; do
   read -r size bs prec iters warm <<< "$c"
-  a=(); b=()
+  a=(); b=(); sa=(); sb=()
   for _ in $(seq "$REPEATS"); do
-    a+=("$(ours "$size" "$bs" "$prec" "$iters" "$warm")")
-    b+=("$(theirs "$size" "$bs" "$prec" "$iters" "$warm")")
+    read -r ips step <<< "$(ours "$size" "$bs" "$prec" "$iters" "$warm")"; a+=("$ips"); sa+=("$step")
+    read -r ips step <<< "$(theirs "$size" "$bs" "$prec" "$iters" "$warm")"; b+=("$ips"); sb+=("$step")
   done
   ma=$(printf '%s\n' "${a[@]}" | median)
   mb=$(printf '%s\n' "${b[@]}" | median)
+  ba=$(printf '%s\n' "${sa[@]}" | min | awk -v n="$bs" '{printf "%.2f", n/$1}')
+  bb=$(printf '%s\n' "${sb[@]}" | min | awk -v n="$bs" '{printf "%.2f", n/$1}')
   label=$prec; [ "$prec" = amp ] && label="amp (bf16)"
-  echo "| $size | $bs | $THREADS | $label | $ma | $mb | $(awk -v x="$ma" -v y="$mb" 'BEGIN{printf "%.2f", x/y}') |"
+  echo "| $size | $bs | $THREADS | $label | $ma | $mb | $(awk -v x="$ma" -v y="$mb" 'BEGIN{printf "%.2f", x/y}') | $ba | $bb | $(awk -v x="$ba" -v y="$bb" 'BEGIN{printf "%.2f", x/y}') |"
 done

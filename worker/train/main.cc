@@ -42,7 +42,8 @@ constexpr char kUsage[] =
     "  --data-dir PATH           = --data imagefolder:PATH (JPEGs, one sub-folder per class)\n"
     "  --loader-threads N        JPEG decode threads (0: hardware threads)\n"
     "  --channels-last, --no-channels-last   memory format (default: on for CUDA only)\n"
-    "  --cuda-graphs M           auto|on|off (auto: 1 rank, batch <= 128)\n"
+    "  --cuda-graphs M           auto|on|off (auto: on for CUDA, 1 rank, batch <= 128,\n"
+    "                            warm-up > 3: the step is captured during warm-up)\n"
     "  --lr X                    peak learning rate (0.256 x global batch / 256)\n"
     "  --lr-warmup-iters N       linear warm-up, then cosine (default: --warmup)\n"
     "  --momentum X              SGD momentum (0.875)\n"
@@ -218,6 +219,16 @@ int main(int argc, char** argv) {
   if (!rendezvous.ok()) return Fail(events, BestEffortRank(), rendezvous.status(), kExitUsage);
   parsed.options.rendezvous = rendezvous.value();
   const int rank = parsed.options.rendezvous.rank;
+  if (const char* sleep_ms = std::getenv("BENCH_TRAIN_TEST_STEP_SLEEP_MS")) {
+    int64_t value = 0;
+    if (!bench_train::ParseInt64(sleep_ms, &value) || value < 0 || value > 60000) {
+      return Fail(events, rank,
+                  bench_train::Status(bench_train::StatusCode::kInvalidArgument,
+                                      "BENCH_TRAIN_TEST_STEP_SLEEP_MS: expected 0..60000"),
+                  kExitUsage);
+    }
+    parsed.options.test_step_sleep_ms = static_cast<int>(value);
+  }
 
   status = bench_train::ValidateTrainOptions(parsed.options);
   if (!status.ok()) return Fail(events, rank, status, kExitUsage);

@@ -62,6 +62,10 @@ struct TrainOptions {
   std::string device = "cpu";              // "cpu", "cuda" (= cuda:LOCAL_RANK), "cuda:N"
   int threads = 0;                         // 0: libtorch's default intra-op threads
   uint64_t seed = 1;
+  // Test only (environment BENCH_TRAIN_TEST_STEP_SLEEP_MS): the CPU loop sleeps this
+  // long inside every step, as a slow device would take longer, so that tests of the
+  // per-GPU variability report can inject a slow rank. 0 in any real run.
+  int test_step_sleep_ms = 0;
   // kAuto: channels_last on CUDA, contiguous NCHW on the CPU.
   Toggle channels_last = Toggle::kAuto;
   // kAuto: captured when world_size == 1 on CUDA and the per-GPU batch is <= 128.

@@ -57,6 +57,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// With CUDA graphs: eager steps before the capture (cuDNN picks its algorithms,
+// autograd and the allocator settle), all inside the benchmark's warm-up.
+constexpr int64_t kGraphWarmupSteps = 3;
+
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 void Log(int rank, const std::string& message) {
@@ -474,6 +478,9 @@ StatusOr<double> RunHostLoop(const TrainOptions& options, TrainingStep& step, Da
     if (!batch.ok()) return batch.status();
     const Clock::time_point fetched = Clock::now();
     const at::Tensor loss = step.Run(batch->images, batch->labels);
+    if (options.test_step_sleep_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(options.test_step_sleep_ms));
+    }
     StepTiming timing;
     timing.iteration = i;
     timing.loss = loss.item<double>();
@@ -502,8 +509,6 @@ StatusOr<double> RunHostLoop(const TrainOptions& options, TrainingStep& step, Da
 // stream (cuDNN picks its algorithms, autograd and the allocator settle), the
 // next is captured whole (forward, backward, loss scaling, optimizer, LR) and
 // every later step is one replay; batches are copied into the captured inputs.
-constexpr int64_t kGraphWarmupSteps = 3;
-
 struct InFlightStep {
   int64_t iteration = 0;
   int64_t batch = 0;
@@ -641,9 +646,11 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
     }
     use_graphs = true;
   } else if (options.cuda_graphs == Toggle::kAuto) {
-    use_graphs = device.is_cuda() && !rendezvous.distributed() && options.batch_size <= 128;
+    // Where it helps (launch-bound small batches) and the capture fits in warm-up.
+    use_graphs = device.is_cuda() && !rendezvous.distributed() && options.batch_size <= 128 &&
+                 options.warmup_iterations > kGraphWarmupSteps;
   }
-  if (use_graphs && options.iterations <= 3) use_graphs = false;  // nothing left to replay
+  if (use_graphs && options.iterations <= kGraphWarmupSteps) use_graphs = false;  // no replay
 #ifdef BENCH_WITH_CUDA
   if (device.is_cuda()) {
     at::globalContext().setBenchmarkCuDNN(true);
