@@ -46,13 +46,15 @@ FlatSgd::FlatSgd(torch::nn::Module& module, const SgdOptions& options) : options
   for (const auto& [name, parameter] : named) {
     const size_t g = IsNoDecay(name, parameter) ? 1 : 0;
     groups_[g].slots.push_back(Slot{name, parameter, sizes[g], parameter.numel()});
-    sizes[g] += parameter.numel();
+    // 64-byte aligned starts (what oneDNN and vector loads prefer); the gaps are
+    // zeros in every buffer and stay zero.
+    sizes[g] += (parameter.numel() + 15) / 16 * 16;
   }
   const at::Device device = named.empty() ? at::Device(at::kCPU) : named[0].second.device();
   const auto fp32 = at::TensorOptions(at::kFloat).device(device);
   for (size_t g = 0; g < groups_.size(); ++g) {
     Group& group = groups_[g];
-    group.params = at::empty({sizes[g]}, fp32);
+    group.params = at::zeros({sizes[g]}, fp32);
     group.grads = at::zeros({sizes[g]}, fp32);
     group.momentum = at::zeros({sizes[g]}, fp32);
     for (auto& slot : group.slots) {
@@ -66,7 +68,28 @@ FlatSgd::FlatSgd(torch::nn::Module& module, const SgdOptions& options) : options
 }
 
 void FlatSgd::ZeroGrad() {
-  for (auto& group : groups_) group.grads.zero_();
+  if (grads_as_views_) {
+    for (auto& group : groups_) group.grads.zero_();
+    return;
+  }
+  for (auto& group : groups_) {
+    for (auto& slot : group.slots) slot.parameter.mutable_grad().reset();
+  }
+}
+
+void FlatSgd::UseGradsAsViews(bool views) {
+  grads_as_views_ = views;
+  for (auto& group : groups_) {
+    group.grads.zero_();
+    for (auto& slot : group.slots) {
+      if (views) {
+        slot.parameter.mutable_grad() =
+            ViewOf(group.grads, slot.offset, slot.parameter, options_.channels_last);
+      } else {
+        slot.parameter.mutable_grad().reset();
+      }
+    }
+  }
 }
 
 void FlatSgd::Step(const at::Tensor& lr, const at::Tensor& skip) {
@@ -83,14 +106,8 @@ void FlatSgd::StepFusedCpu(const at::Tensor& lr_tensor, const at::Tensor& skip) 
   if (skipped) return;
   const float lr = lr_tensor.item<float>();
   const float momentum = static_cast<float>(options_.momentum);
-  for (auto& group : groups_) {
-    const int64_t n = group.params.numel();
-    if (n == 0) continue;
-    float* p = group.params.data_ptr<float>();
-    float* g = group.grads.data_ptr<float>();
-    float* b = group.momentum.data_ptr<float>();
-    const float wd = static_cast<float>(group.weight_decay);
-    // One pass instead of four: d = g + wd*p; b = m*b + d; p -= lr*b.
+  // One pass instead of four: d = g + wd*p; b = m*b + d; p -= lr*b.
+  auto update = [momentum, lr](float* p, const float* g, float* b, float wd, int64_t n) {
     at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const float d = g[i] + wd * p[i];
@@ -99,6 +116,26 @@ void FlatSgd::StepFusedCpu(const at::Tensor& lr_tensor, const at::Tensor& skip) 
         p[i] -= lr * v;
       }
     });
+  };
+  for (auto& group : groups_) {
+    const int64_t n = group.params.numel();
+    if (n == 0) continue;
+    float* p = group.params.data_ptr<float>();
+    float* b = group.momentum.data_ptr<float>();
+    const float wd = static_cast<float>(group.weight_decay);
+    if (grads_as_views_) {
+      update(p, group.grads.data_ptr<float>(), b, wd, n);
+      continue;
+    }
+    // Autograd's own gradients: laid out like their parameters (its layout
+    // contract), so element i of one's memory is element i of the other's.
+    for (const auto& slot : group.slots) {
+      at::Tensor grad = slot.parameter.grad();
+      if (!grad.defined()) grad = group.grads.narrow(0, slot.offset, slot.numel);  // zeros
+      TORCH_CHECK(grad.strides() == slot.parameter.strides() || grad.dim() == 1,
+                  "gradient layout differs from its parameter's");
+      update(p + slot.offset, grad.data_ptr<float>(), b + slot.offset, wd, slot.numel);
+    }
   }
 }
 

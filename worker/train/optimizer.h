@@ -62,6 +62,11 @@ class FlatSgd {
   FlatSgd(torch::nn::Module& module, const SgdOptions& options);
 
   void ZeroGrad();
+  // true (the default): .grad() are views of the flat grads (needed by the loss
+  // scaler and the bucketed all-reduce). false: ZeroGrad drops them and autograd
+  // hands over its own gradient tensors (no zeroing, no accumulation pass); only
+  // StepFusedCpu (the CPU) reads them so. Zeroes the grads either way.
+  void UseGradsAsViews(bool views);
   // `lr`: 0-dim fp32 device tensor. `skip`: undefined, or 0-dim fp32 device tensor.
   // On CUDA: StepWithTensorOps. On the CPU, where reading `lr` and `skip` costs
   // nothing, StepFusedCpu (one pass over the buffers instead of four; same result).
@@ -79,6 +84,7 @@ class FlatSgd {
  private:
   SgdOptions options_;
   std::vector<Group> groups_;
+  bool grads_as_views_ = true;
 };
 
 // Linear warm-up from peak/warmup to peak over `warmup` steps, then cosine

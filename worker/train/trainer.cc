@@ -220,6 +220,8 @@ TrainingStep::TrainingStep(std::shared_ptr<ImageClassifier> model, const StepOpt
     reducer_ = std::make_unique<GradientReducer>(optimizer_->Buckets(options.bucket_bytes),
                                                  *communicator);
   }
+  // One CPU process needs no flat gradients: let autograd hand its own over.
+  if (options.device.is_cpu() && !reducer_ && !scaler_) optimizer_->UseGradsAsViews(false);
   const auto fp32 = at::TensorOptions(at::kFloat).device(options.device);
   mean_ = at::tensor({0.485 * 255, 0.456 * 255, 0.406 * 255}, fp32).view({1, 3, 1, 1});
   inv_std_ = at::tensor({1 / (0.229 * 255), 1 / (0.224 * 255), 1 / (0.225 * 255)}, fp32)

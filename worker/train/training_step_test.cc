@@ -129,16 +129,21 @@ TEST(FlatSgdTest, FusedCpuStepEqualsTheDeviceTensorOps) {
   auto a = make();
   auto b = make();
   auto c = make();
+  auto e = make();
   SgdOptions options;
   options.weight_decay = 0.05;
   FlatSgd fused(*a, options);
   FlatSgd tensor_ops(*b, options);
   FlatSgd masked(*c, options);
+  FlatSgd own_grads(*e, options);
+  own_grads.UseGradsAsViews(false);
   torch::manual_seed(22);
   for (int step = 0; step < 3; ++step) {
     const at::Tensor x = torch::randn({4, 7});
     const at::Tensor lr = torch::tensor(0.3f - 0.1f * step);
-    for (auto* flat : {&fused, &tensor_ops, &masked}) flat->ZeroGrad();
+    for (auto* flat : {&fused, &tensor_ops, &masked, &own_grads}) flat->ZeroGrad();
+    e->forward(x).square().mean().backward();
+    own_grads.StepFusedCpu(lr, at::Tensor());
     a->forward(x).square().mean().backward();
     b->forward(x).square().mean().backward();
     c->forward(x).square().mean().backward();
@@ -151,6 +156,7 @@ TEST(FlatSgdTest, FusedCpuStepEqualsTheDeviceTensorOps) {
     EXPECT_TRUE(torch::allclose(fused.groups()[g].params, want.params, 1e-4, 1e-5)) << g;
     EXPECT_TRUE(torch::allclose(fused.groups()[g].momentum, want.momentum, 1e-4, 1e-5)) << g;
     EXPECT_TRUE(torch::equal(masked.groups()[g].params, want.params)) << g;
+    EXPECT_TRUE(torch::equal(own_grads.groups()[g].params, fused.groups()[g].params)) << g;
   }
   // A skipped step changes nothing on either path.
   const at::Tensor before = fused.groups()[0].params.clone();
