@@ -16,7 +16,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#ifdef BENCH_WITH_JPEG
 #include <jpeglib.h>
+#endif
 
 #include "worker/train/test_ports.h"
 
@@ -455,6 +457,7 @@ TEST(BenchTrainE2eTest, RecipeFlagsAreReportedInTheStartEvent) {
   EXPECT_NEAR(Number(iters[2], "lr"), 0.5, 1e-6);  // cosine starts at the peak
 }
 
+#ifdef BENCH_WITH_JPEG
 // A grey width x height JPEG written with libjpeg.
 void WriteJpeg(const std::string& path, int width, int height, uint8_t level) {
   jpeg_compress_struct cinfo;
@@ -508,6 +511,8 @@ TEST(BenchTrainE2eTest, ImageFolderRunCountsAndSkipsACorruptFile) {
   const JsonValue summary = OfKind(result, "summary")[0];
   EXPECT_EQ(Number(summary, "corrupt_files"), 1);
 }
+
+#endif  // BENCH_WITH_JPEG
 
 TEST(BenchTrainE2eTest, MissingDataFolderIsAnErrorBeforeTraining) {
   const RunResult result = RunBenchTrain(

@@ -12,9 +12,11 @@
 #include <cstring>
 #include <random>
 
+#ifdef BENCH_WITH_JPEG
 // jpeglib.h needs FILE and size_t declared first.
 #include <jpeglib.h>
 #include <jerror.h>
+#endif
 
 namespace bench_train {
 namespace {
@@ -122,6 +124,7 @@ CropBox RandomResizedCrop(int width, int height, std::mt19937_64& rng) {
   return box;
 }
 
+#ifdef BENCH_WITH_JPEG
 struct JpegError {
   jpeg_error_mgr manager;
   std::jmp_buf jump;
@@ -260,6 +263,16 @@ bool DecodeCrop(const uint8_t* data, size_t bytes, int size, std::mt19937_64& rn
   }
   return true;
 }
+#else
+struct Scratch {
+  std::vector<uint8_t> file;
+};
+bool DecodeCrop(const uint8_t*, size_t, int, std::mt19937_64&, bool, Scratch&, uint8_t*,
+                std::string* why) {
+  *why = "this bench-train was built without libjpeg";
+  return false;
+}
+#endif
 
 }  // namespace
 
@@ -279,6 +292,10 @@ StatusOr<std::unique_ptr<ImageFolderLoader>> ImageFolderLoader::Open(
     return InvalidArgumentError("--data imagefolder: '" + options.root +
                                 "' does not exist or is not a folder");
   }
+#ifndef BENCH_WITH_JPEG
+  return UnimplementedError("--data imagefolder: this bench-train was built without libjpeg "
+                            "(install libjpeg62-turbo-dev or libjpeg-dev and rebuild)");
+#endif
   std::unique_ptr<ImageFolderLoader> loader(new ImageFolderLoader());
   loader->options_ = options;
   for (const auto& name : ListDirectory(options.root)) {
