@@ -238,6 +238,7 @@ TEST_F(VariabilityTest, TheSlowDeviceIsFlaggedAndTheOthersAreNot) {
   EXPECT_THAT(status.stdout_text, HasSubstr("\"gpu_uuid\":\"GPU-node-"));
   EXPECT_THAT(status.stdout_text, HasSubstr("\"cuda_driver\":\"12.4\""));
   EXPECT_THAT(status.stdout_text, HasSubstr("\"torch\":\""));
+  EXPECT_THAT(status.stdout_text, HasSubstr("\"bench_train_build\":\""));
 }
 
 }  // namespace

@@ -339,6 +339,7 @@ void ExpectSuccessfulStream(const RunResult& result, int rank, int world_size, i
   EXPECT_EQ(start.members.at("backend").text, world_size > 1 ? "gloo" : "none");
   EXPECT_EQ(start.members.at("versions").members.count("torch"), 1u);
   EXPECT_EQ(start.members.at("versions").members.count("bench_train"), 1u);
+  EXPECT_EQ(start.members.at("versions").members.count("bench_train_build"), 1u);
 
   const auto iters_seen = OfKind(result, "iter");
   double last_elapsed = 0;

@@ -130,6 +130,9 @@ StatusOr<c10::Device> ResolveDevice(const TrainOptions& options) {
 std::map<std::string, std::string> Versions() {
   std::map<std::string, std::string> versions = {{"torch", TORCH_VERSION},
                                                  {"bench_train", kBenchTrainVersion}};
+#ifdef BENCH_TRAIN_BUILD_ID
+  versions["bench_train_build"] = BENCH_TRAIN_BUILD_ID;
+#endif
 #ifdef BENCH_WITH_CUDA
   // The CUDA runtime this binary was compiled against (e.g. 12010 -> "12.1").
   versions["cuda"] =
