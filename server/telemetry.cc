@@ -9,14 +9,23 @@
 
 namespace bench {
 
+namespace {
+
+// Percentile of already sorted, non-empty values.
+double PercentileOfSorted(const std::vector<double>& sorted, double q) {
+  double position = std::clamp(q, 0.0, 1.0) * static_cast<double>(sorted.size() - 1);
+  size_t below = static_cast<size_t>(std::floor(position));
+  size_t above = std::min(below + 1, sorted.size() - 1);
+  double fraction = position - static_cast<double>(below);
+  return sorted[below] + (sorted[above] - sorted[below]) * fraction;
+}
+
+}  // namespace
+
 std::optional<double> Percentile(std::vector<double> values, double q) {
   if (values.empty()) return std::nullopt;
   std::sort(values.begin(), values.end());
-  double position = std::clamp(q, 0.0, 1.0) * static_cast<double>(values.size() - 1);
-  size_t below = static_cast<size_t>(std::floor(position));
-  size_t above = std::min(below + 1, values.size() - 1);
-  double fraction = position - static_cast<double>(below);
-  return values[below] + (values[above] - values[below]) * fraction;
+  return PercentileOfSorted(values, q);
 }
 
 Percentiles PercentilesOf(std::vector<double> values) {
@@ -24,9 +33,9 @@ Percentiles PercentilesOf(std::vector<double> values) {
   p.count = static_cast<int64_t>(values.size());
   if (values.empty()) return p;
   std::sort(values.begin(), values.end());
-  p.p5 = *Percentile(values, 0.05);
-  p.p50 = *Percentile(values, 0.50);
-  p.p95 = *Percentile(values, 0.95);
+  p.p5 = PercentileOfSorted(values, 0.05);
+  p.p50 = PercentileOfSorted(values, 0.50);
+  p.p95 = PercentileOfSorted(values, 0.95);
   return p;
 }
 
@@ -106,8 +115,9 @@ std::optional<RankWindow> WindowOf(const std::vector<const IterationSample*>& it
 
 }  // namespace
 
-std::optional<double> PowerOf(const GpuSample& s) {
-  return s.power_w ? s.power_w : s.power_average_w;
+PowerReading PowerReading::For(const std::vector<const GpuSample*>& readings) {
+  return PowerReading(std::any_of(readings.begin(), readings.end(),
+                                  [](const GpuSample* s) { return s->power_w.has_value(); }));
 }
 
 std::map<int, MeasuredWindow> MeasuredWindows(const std::vector<IterationSample>& samples) {
@@ -168,17 +178,14 @@ JoinedTelemetry JoinTelemetry(const std::vector<IterationSample>& samples,
     if (agent != agent_by_rank.end()) gpu.agent = agent->second;
     gpu.gpu_index = readings.front()->gpu_index;
     gpu.gpu_uuid = readings.front()->gpu_uuid;
-    // One power source per rank: instantaneous if any reading has it (mixing it with
-    // the driver's average would blend two different signals).
-    const bool instant = std::any_of(readings.begin(), readings.end(),
-                                     [](const GpuSample* s) { return s->power_w.has_value(); });
+    const PowerReading power_reading = PowerReading::For(readings);
     const bool covered = readings.front()->time_unix_ns / kNsPerSecond <= window.measured_from_s &&
                          readings.back()->time_unix_ns / kNsPerSecond >= window.measured_to_s;
     const bool measured = window.measured_to_s > window.measured_from_s;
     std::vector<double> power_in, clock_in, temperature_in;
     for (const GpuSample* s : readings) {
       double t = s->time_unix_ns / kNsPerSecond;
-      std::optional<double> watts = instant ? s->power_w : s->power_average_w;
+      std::optional<double> watts = power_reading.Of(*s);
       if (watts) power.Add(t, *watts);
       if (s->sm_clock_mhz) clock.Add(t, *s->sm_clock_mhz);
       if (s->energy_j) energy.Add(t, *s->energy_j);

@@ -46,9 +46,21 @@ class LinearSignal {
   std::vector<double> values_;
 };
 
-// The reading that stands for a GPU's power: instantaneous where NVML gives it, else
-// the driver-averaged one.
-std::optional<double> PowerOf(const GpuSample& sample);
+// Which power reading stands for one rank's GPU: the instantaneous one if any of its
+// readings has it, else the driver-averaged one. One source per rank: mixing the two
+// would blend different signals.
+class PowerReading {
+ public:
+  static PowerReading For(const std::vector<const GpuSample*>& readings);
+  // The chosen reading of `sample`; unset if it lacks that one.
+  std::optional<double> Of(const GpuSample& sample) const {
+    return instant_ ? sample.power_w : sample.power_average_w;
+  }
+
+ private:
+  explicit PowerReading(bool instant) : instant_(instant) {}
+  bool instant_;
+};
 
 // Where one rank's measured window (after warm-up) lies on the agent's wall clock, in
 // seconds since the epoch, as described above.

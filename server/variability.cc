@@ -42,8 +42,8 @@ void VariabilityBuilder::AddJob(const Job& job, const std::vector<IterationSampl
     if (!s.warmup) measured[s.rank].push_back(s.step_time_s);
   }
   std::map<int, MeasuredWindow> windows = MeasuredWindows(samples);
-  std::map<int, std::vector<GpuSample>> readings_by_rank;
-  for (const GpuSample& s : gpu_samples) readings_by_rank[s.rank].push_back(s);
+  std::map<int, std::vector<const GpuSample*>> readings_by_rank;
+  for (const GpuSample& s : gpu_samples) readings_by_rank[s.rank].push_back(&s);
 
   for (const auto& [rank, device] : devices) {
     if (device.gpu_uuid.empty()) continue;
@@ -72,12 +72,13 @@ void VariabilityBuilder::AddJob(const Job& job, const std::vector<IterationSampl
     auto window = windows.find(rank);
     auto readings = readings_by_rank.find(rank);
     if (window == windows.end() || readings == readings_by_rank.end()) continue;
-    for (const GpuSample& s : readings->second) {
-      double t = static_cast<double>(s.time_unix_ns) / 1e9;
+    const PowerReading power_reading = PowerReading::For(readings->second);
+    for (const GpuSample* s : readings->second) {
+      double t = static_cast<double>(s->time_unix_ns) / 1e9;
       if (t < window->second.from_s || t > window->second.to_s) continue;
-      if (s.sm_clock_mhz) gpu.sm_clock_mhz.push_back(*s.sm_clock_mhz);
-      if (std::optional<double> watts = PowerOf(s)) gpu.power_w.push_back(*watts);
-      if (s.temperature_c) gpu.temperature_c.push_back(*s.temperature_c);
+      if (s->sm_clock_mhz) gpu.sm_clock_mhz.push_back(*s->sm_clock_mhz);
+      if (std::optional<double> watts = power_reading.Of(*s)) gpu.power_w.push_back(*watts);
+      if (s->temperature_c) gpu.temperature_c.push_back(*s->temperature_c);
     }
   }
 }

@@ -20,7 +20,7 @@
 // Clock, power and temperature percentiles are exact (telemetry.h's Percentile) over
 // all of the GPU's NVML readings that lie inside its ranks' measured windows
 // (telemetry.h's MeasuredWindows), pooled across jobs — not merged per-job
-// percentiles. Power is the instantaneous reading where NVML gave one (PowerOf).
+// percentiles. Power is one reading per rank (telemetry.h's PowerReading).
 //
 // Which GPU a rank ran on: its RankDevice's UUID recorded at placement; for jobs placed
 // before that was recorded, the UUID of its GPU telemetry or GPU samples. Ranks whose
