@@ -27,7 +27,7 @@ constexpr CommandName kCommands[] = {
     {"list", Command::kList},     {"cancel", Command::kCancel}, {"agents", Command::kAgents},
     {"results", Command::kResults}, {"sweep", Command::kSweep},   {"gpus", Command::kGpus},
     {"baseline", Command::kBaseline}, {"baselines", Command::kBaselines},
-    {"compare", Command::kCompare}, {"logs", Command::kLogs},
+    {"compare", Command::kCompare}, {"logs", Command::kLogs},     {"queue", Command::kQueue},
 };
 
 bool IsBooleanFlag(Command command, absl::string_view name) {
@@ -51,17 +51,21 @@ bool IsValueFlag(Command command, absl::string_view name) {
     case Command::kSubmit:
       return name == "gpus" || name == "precision" || name == "bs" || name == "model" ||
              name == "iters" || name == "warmup" || name == "image-size" || name == "name" ||
-             name == "label" || name == "request-id";
+             name == "label" || name == "request-id" || name == "nodes" ||
+             name == "gpus-per-node" || name == "node" || name == "node-label" ||
+             name == "wall-time" || name == "hang-timeout";
     case Command::kSweep:
       return name == "gpus" || name == "precision" || name == "bs" || name == "repeat" ||
              name == "model" || name == "iters" || name == "warmup" || name == "image-size" ||
-             name == "name" || name == "label";
+             name == "name" || name == "label" || name == "node" || name == "node-label" ||
+             name == "wall-time" || name == "hang-timeout";
     case Command::kStatus:
     case Command::kList:
     case Command::kAgents:
     case Command::kBaselines:
     case Command::kCompare:
     case Command::kLogs:
+    case Command::kQueue:
       return name == "format";
     case Command::kResults:
       return name == "model" || name == "format" || name == "metric" || name == "gpu-model" ||
@@ -197,6 +201,19 @@ absl::Status ParseFormat(Command command, absl::string_view value, OutputFormat*
     }
     return absl::OkStatus();
   }
+  if (command == Command::kQueue) {
+    if (value == "table") {
+      *out = OutputFormat::kTable;
+    } else if (value == "csv") {
+      *out = OutputFormat::kCsv;
+    } else if (value == "json") {
+      *out = OutputFormat::kJson;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--format: unknown format \"", value, "\" (expected table, csv or json)"));
+    }
+    return absl::OkStatus();
+  }
   if (command == Command::kResults) {
     if (value == "table") {
       *out = OutputFormat::kTable;
@@ -265,7 +282,9 @@ class Parser {
     for (const auto& c : kCommands) {
       if (name == c.name) {
         command_ = c.command;
-        if (c.command == Command::kResults) options_.format = OutputFormat::kTable;
+        if (c.command == Command::kResults || c.command == Command::kQueue) {
+          options_.format = OutputFormat::kTable;
+        }
         if (c.command == Command::kLogs) options_.format = OutputFormat::kDllogger;
         return absl::OkStatus();
       }
@@ -367,6 +386,72 @@ class Parser {
     return absl::OkStatus();
   }
 
+  // --node, --node-label, --wall-time, --hang-timeout (submit and sweep).
+  absl::Status ConstraintValue(const std::string& name, const std::string& value) {
+    JobSpec& spec = options_.submit.spec;
+    if (name == "node") {
+      if (value.empty()) return absl::InvalidArgumentError("--node: empty agent name");
+      if (std::find(spec.allowed_nodes().begin(), spec.allowed_nodes().end(), value) ==
+          spec.allowed_nodes().end()) {
+        spec.add_allowed_nodes(value);
+      }
+      return absl::OkStatus();
+    }
+    if (name == "node-label") {
+      size_t eq = value.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--node-label: expected key=value, got \"", value, "\""));
+      }
+      (*spec.mutable_node_labels())[value.substr(0, eq)] = value.substr(eq + 1);
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(int32_t seconds, ParseDurationSeconds(name, value));
+    if (name == "wall-time") {
+      spec.set_wall_time_limit_s(seconds);
+    } else {
+      spec.set_hang_timeout_s(seconds);
+    }
+    return absl::OkStatus();
+  }
+
+  // devices, nodes and devices_per_node agree (see args.h); fills devices when omitted.
+  absl::Status CheckShape() {
+    JobSpec& spec = options_.submit.spec;
+    if (!have_gpus_) {
+      if (!have_nodes_ || !have_per_node_) {
+        return absl::InvalidArgumentError(
+            "submit: --gpus is required (or both --nodes and --gpus-per-node)");
+      }
+      const int64_t devices = int64_t{spec.nodes()} * spec.devices_per_node();
+      if (devices > INT32_MAX || devices < INT32_MIN) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--nodes ", spec.nodes(), " x --gpus-per-node ", spec.devices_per_node(),
+            " is too many devices"));
+      }
+      spec.set_devices(static_cast<int32_t>(devices));
+      return absl::OkStatus();
+    }
+    if (have_nodes_ && have_per_node_) {
+      const int64_t product = int64_t{spec.nodes()} * spec.devices_per_node();
+      if (product != spec.devices()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--gpus ", spec.devices(), " disagrees with --nodes ", spec.nodes(),
+            " x --gpus-per-node ", spec.devices_per_node(), " (= ", product,
+            "); give two of them, or make them agree"));
+      }
+      return absl::OkStatus();
+    }
+    const char* flag = have_nodes_ ? "--nodes" : have_per_node_ ? "--gpus-per-node" : nullptr;
+    const int32_t divisor = have_nodes_ ? spec.nodes() : spec.devices_per_node();
+    if (flag && divisor > 0 && spec.devices() > 0 && spec.devices() % divisor != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--gpus ", spec.devices(),
+                                                     " is not a multiple of ", flag, " ",
+                                                     divisor));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Value(const std::string& name, const std::string& value) {
     JobSpec& spec = options_.submit.spec;
     int32_t n = 0;
@@ -383,6 +468,11 @@ class Parser {
       }
       options_.filter.labels[value.substr(0, eq)] = value.substr(eq + 1);
       return absl::OkStatus();
+    }
+    if ((command == Command::kSubmit || command == Command::kSweep) &&
+        (name == "node" || name == "node-label" || name == "wall-time" ||
+         name == "hang-timeout")) {
+      return ConstraintValue(name, value);
     }
     if (name == "gpu-model") {
       options_.filter.gpu_model = value;
@@ -437,6 +527,12 @@ class Parser {
       if (name == "gpus") {
         spec.set_devices(n);
         have_gpus_ = true;
+      } else if (name == "nodes") {
+        spec.set_nodes(n);
+        have_nodes_ = true;
+      } else if (name == "gpus-per-node") {
+        spec.set_devices_per_node(n);
+        have_per_node_ = true;
       } else if (name == "bs") {
         spec.set_batch_size(n);
         have_bs_ = true;
@@ -459,7 +555,7 @@ class Parser {
       case Command::kHelp:
         return options_;
       case Command::kSubmit:
-        if (!have_gpus_) return absl::InvalidArgumentError("submit: --gpus is required");
+        RETURN_IF_ERROR(CheckShape());
         if (!have_bs_) return absl::InvalidArgumentError("submit: --bs is required");
         break;
       case Command::kSweep: {
@@ -514,6 +610,8 @@ class Parser {
   std::vector<std::string> positionals_;
   std::optional<std::string> precision_by_;
   bool have_gpus_ = false;
+  bool have_nodes_ = false;
+  bool have_per_node_ = false;
   bool have_bs_ = false;
 };
 
@@ -523,6 +621,30 @@ int64_t ResolveTimeBound(const TimeBound& bound, absl::Time now) {
   if (bound.at) return absl::ToUnixMillis(*bound.at);
   if (bound.ago) return absl::ToUnixMillis(now - *bound.ago);
   return 0;
+}
+
+absl::StatusOr<int32_t> ParseDurationSeconds(absl::string_view flag, absl::string_view value) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why, ", got \"", value,
+                                                   "\""));
+  };
+  absl::Duration duration;
+  int64_t plain = 0;
+  if (absl::SimpleAtoi(value, &plain)) {
+    duration = absl::Seconds(plain);
+  } else if (value.size() > 1 && value.back() == 'd' &&
+             absl::SimpleAtoi(value.substr(0, value.size() - 1), &plain)) {
+    duration = absl::Hours(24) * plain;
+  } else if (!absl::ParseDuration(value, &duration) || value == "inf" || value == "-inf") {
+    return bad("expected a duration (90s, 30m, 2h, 1h30m, 1d) or seconds");
+  }
+  if (duration <= absl::ZeroDuration()) return bad("must be positive");
+  if (duration % absl::Seconds(1) != absl::ZeroDuration()) {
+    return bad("expected whole seconds");
+  }
+  const int64_t seconds = absl::ToInt64Seconds(duration);
+  if (seconds > INT32_MAX) return bad("too long");
+  return static_cast<int32_t>(seconds);
 }
 
 absl::StatusOr<CliOptions> ParseArgs(const std::vector<std::string>& args,
@@ -542,18 +664,29 @@ std::string UsageText() {
       "  submit --gpus N --bs N [--amp | --precision fp32|tf32|amp|bf16] [--model resnet50]\n"
       "         [--iters N (100)] [--warmup N (10)] [--image-size N (224)] [--name S]\n"
       "         [--label k=v ...] [--request-id S] [--wait]\n"
+      "         [--nodes N] [--gpus-per-node N] [--node AGENT ...] [--node-label k=v ...]\n"
+      "         [--wall-time D] [--hang-timeout D]\n"
       "                 submit a benchmark job; prints its id. With --wait, follows it\n"
       "                 to the end and exits 0 only if it succeeded.\n"
+      "                 --nodes/--gpus-per-node fix the placement shape (--gpus may then\n"
+      "                 be left out: nodes x gpus-per-node); --node runs it only on those\n"
+      "                 agents, --node-label only on agents with every such label\n"
+      "                 (bench-agent --label); D is 90s, 30m, 2h, 1h30m, 1d or seconds:\n"
+      "                 the attempt fails after --wall-time, or when no rank stores an\n"
+      "                 iteration for --hang-timeout (unset: benchd's defaults)\n"
       "  status JOB [--format text|json]\n"
       "                 one job in detail\n"
       "  list [--format text|json]\n"
       "                 all jobs\n"
       "  cancel JOB     cancel a job; prints its resulting state\n"
       "  agents [--format text|json]\n"
-      "                 worker nodes, their devices and what runs on them\n"
+      "                 worker nodes, their devices, labels and what runs on them\n"
+      "  queue [--format table|csv|json]\n"
+      "                 queued jobs in scheduling order, each with why it waits\n"
       "  sweep --gpus 1,8,32 --bs 128,256 [--precision fp32,amp] [--repeat N (1)]\n"
       "         [--model M] [--iters N] [--warmup N] [--image-size N] [--name S]\n"
-      "         [--label k=v ...] [--again] [--wait]\n"
+      "         [--label k=v ...] [--node AGENT ...] [--node-label k=v ...]\n"
+      "         [--wall-time D] [--hang-timeout D] [--again] [--wait]\n"
       "                 submit every combination, each N times. Re-running the same sweep\n"
       "                 keeps its finished and running jobs and resubmits failed or\n"
       "                 cancelled ones; --again submits fresh jobs. With --wait, shows\n"

@@ -6,14 +6,20 @@
 // non-integers, missing or extra positional arguments); ranges are the server's to
 // judge, so "--gpus 0" parses fine and is sent as is. Sweep lists are checked here (empty
 // items, non-numbers, duplicates), as is --repeat >= 1, since they shape what is sent.
+// submit's placement shape is checked for consistency: without --gpus, --nodes and
+// --gpus-per-node give devices = nodes x gpus-per-node; with all three they must agree.
+// --wall-time / --hang-timeout take "90s", "30m", "2h", "1h30m", "1d" or plain seconds,
+// whole seconds > 0.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "benchfleet/v1/types.pb.h"
 #include "ctl/grid.h"
@@ -24,19 +30,23 @@ inline constexpr char kDefaultServer[] = "127.0.0.1:7600";
 
 enum class Command {
   kHelp, kSubmit, kStatus, kList, kCancel, kAgents, kResults,
-  kSweep, kGpus, kBaseline, kBaselines, kCompare, kLogs,
+  kSweep, kGpus, kBaseline, kBaselines, kCompare, kLogs, kQueue,
 };
 
 enum class OutputFormat { kText, kJson, kTable, kMarkdown, kCsv, kDllogger, kMllog, kJsonl };
 
 struct SubmitOptions {
-  benchfleet::v1::JobSpec spec;  // devices, precision, batch_size, ... as typed
+  // devices, precision, batch_size, ... as typed; nodes / devices_per_node from --nodes /
+  // --gpus-per-node, allowed_nodes from --node, node_labels from --node-label,
+  // wall_time_limit_s / hang_timeout_s from --wall-time / --hang-timeout.
+  benchfleet::v1::JobSpec spec;
   bool wait = false;
 };
 
 // `sweep`: every combination of the lists, each `repeat` times.
 struct SweepOptions {
-  benchfleet::v1::JobSpec base;  // model, iterations, ... (devices/precision/batch unset)
+  // model, iterations, ..., constraints and limits (devices/precision/batch unset)
+  benchfleet::v1::JobSpec base;
   std::vector<int> gpus;                                // --gpus 1,8,32
   std::vector<benchfleet::v1::Precision> precisions;    // --precision fp32,amp (fp32)
   std::vector<int> batch_sizes;                         // --bs 128,256
@@ -78,7 +88,8 @@ struct CliOptions {
   std::optional<double> upper_pct;      // kBaseline: --upper (unset: the server's default, 5)
   bool follow = false;                  // kLogs: -f / --follow
   // kStatus/kList/kAgents/kGpus/kBaselines/kCompare: kText or kJson; kResults: kTable,
-  // kMarkdown, kCsv or kJson; kLogs: kDllogger (default), kMllog or kJsonl.
+  // kMarkdown, kCsv or kJson; kQueue: kTable (default), kCsv or kJson; kLogs: kDllogger
+  // (default), kMllog or kJsonl.
   OutputFormat format = OutputFormat::kText;
 };
 
@@ -87,6 +98,11 @@ struct CliOptions {
 // the caller prints it with the usage text and exits 2.
 absl::StatusOr<CliOptions> ParseArgs(const std::vector<std::string>& args,
                                      const std::string& env_server);
+
+// A --wall-time / --hang-timeout value in whole seconds: "90s", "30m", "2h", "1h30m",
+// "2d" or plain seconds ("600"). Errors are INVALID_ARGUMENT naming --`flag`: not a
+// duration, not positive, not whole seconds, or more than an int32 of seconds.
+absl::StatusOr<int32_t> ParseDurationSeconds(absl::string_view flag, absl::string_view value);
 
 // The usage text printed for --help and after usage errors.
 std::string UsageText();

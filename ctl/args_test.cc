@@ -315,5 +315,130 @@ TEST(ArgsTest, GpusBaselinesCompareLogs) {
   EXPECT_THAT(Error({"list", "-f"}), HasSubstr("unknown flag -f"));
 }
 
+TEST(ArgsTest, SubmitShape) {
+  auto both = Parse({"submit", "--nodes", "2", "--gpus-per-node", "8", "--bs", "64"});
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->submit.spec.devices(), 16);
+  EXPECT_EQ(both->submit.spec.nodes(), 2);
+  EXPECT_EQ(both->submit.spec.devices_per_node(), 8);
+
+  auto agree = Parse({"submit", "--gpus=16", "--nodes=2", "--gpus-per-node=8", "--bs=64"});
+  ASSERT_TRUE(agree.ok()) << agree.status();
+  EXPECT_EQ(agree->submit.spec.devices(), 16);
+
+  auto one = Parse({"submit", "--gpus", "16", "--gpus-per-node", "8", "--bs", "64"});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->submit.spec.devices(), 16);
+  EXPECT_EQ(one->submit.spec.nodes(), 0);
+  EXPECT_EQ(one->submit.spec.devices_per_node(), 8);
+
+  auto plain = Parse({"submit", "--gpus", "8", "--bs", "64"});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->submit.spec.nodes(), 0);
+  EXPECT_EQ(plain->submit.spec.devices_per_node(), 0);
+
+  EXPECT_EQ(Error({"submit", "--gpus", "8", "--nodes", "2", "--gpus-per-node", "8", "--bs", "1"}),
+            "--gpus 8 disagrees with --nodes 2 x --gpus-per-node 8 (= 16); give two of them, "
+            "or make them agree");
+  EXPECT_EQ(Error({"submit", "--gpus", "8", "--nodes", "3", "--bs", "1"}),
+            "--gpus 8 is not a multiple of --nodes 3");
+  EXPECT_EQ(Error({"submit", "--gpus", "8", "--gpus-per-node", "3", "--bs", "1"}),
+            "--gpus 8 is not a multiple of --gpus-per-node 3");
+  EXPECT_EQ(Error({"submit", "--nodes", "2", "--bs", "1"}),
+            "submit: --gpus is required (or both --nodes and --gpus-per-node)");
+  EXPECT_EQ(Error({"submit", "--gpus-per-node", "2", "--bs", "1"}),
+            "submit: --gpus is required (or both --nodes and --gpus-per-node)");
+  EXPECT_THAT(Error({"submit", "--bs", "1"}), HasSubstr("submit: --gpus is required"));
+  EXPECT_THAT(Error({"submit", "--nodes", "x", "--gpus", "1", "--bs", "1"}),
+              HasSubstr("--nodes: expected an integer, got \"x\""));
+  EXPECT_THAT(Error({"submit", "--gpus-per-node", "--gpus", "1", "--bs", "1"}),
+              HasSubstr("--gpus-per-node"));
+  EXPECT_THAT(Error({"submit", "--nodes", "65536", "--gpus-per-node", "65536", "--bs", "1"}),
+              HasSubstr("too many devices"));
+}
+
+TEST(ArgsTest, SubmitConstraints) {
+  auto parsed = Parse({"submit", "--gpus", "8", "--bs", "64", "--node", "dgx-01", "--node=dgx-02",
+                       "--node", "dgx-01", "--node-label", "gpu=h100", "--node-label=rack=a=b",
+                       "--node-label", "empty="});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const auto& spec = parsed->submit.spec;
+  EXPECT_THAT(spec.allowed_nodes(), ::testing::ElementsAre("dgx-01", "dgx-02"));
+  EXPECT_EQ(spec.node_labels().size(), 3u);
+  EXPECT_EQ(spec.node_labels().at("gpu"), "h100");
+  EXPECT_EQ(spec.node_labels().at("rack"), "a=b");
+  EXPECT_EQ(spec.node_labels().at("empty"), "");
+  EXPECT_TRUE(spec.labels().empty());  // --label stays the job's own labels
+  EXPECT_TRUE(parsed->filter.node.empty());
+
+  EXPECT_EQ(Error({"submit", "--gpus", "1", "--bs", "1", "--node-label", "gpu"}),
+            "--node-label: expected key=value, got \"gpu\"");
+  EXPECT_EQ(Error({"submit", "--gpus", "1", "--bs", "1", "--node-label", "=h100"}),
+            "--node-label: expected key=value, got \"=h100\"");
+  EXPECT_EQ(Error({"submit", "--gpus", "1", "--bs", "1", "--node="}), "--node: empty agent name");
+  EXPECT_THAT(Error({"submit", "--gpus", "1", "--bs", "1", "--node"}), HasSubstr("--node"));
+  // results keeps its own --node filter.
+  EXPECT_EQ(Parse({"results", "--node", "dgx-01"})->filter.node, "dgx-01");
+  EXPECT_THAT(Error({"list", "--node-label", "a=b"}), HasSubstr("unknown flag --node-label"));
+}
+
+TEST(ArgsTest, SubmitLimits) {
+  auto parsed = Parse({"submit", "--gpus", "1", "--bs", "1", "--wall-time", "2h",
+                       "--hang-timeout=90s"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->submit.spec.wall_time_limit_s(), 7200);
+  EXPECT_EQ(parsed->submit.spec.hang_timeout_s(), 90);
+  auto unset = Parse({"submit", "--gpus", "1", "--bs", "1"});
+  EXPECT_EQ(unset->submit.spec.wall_time_limit_s(), 0);
+  EXPECT_EQ(unset->submit.spec.hang_timeout_s(), 0);
+
+  EXPECT_EQ(*ParseDurationSeconds("wall-time", "90s"), 90);
+  EXPECT_EQ(*ParseDurationSeconds("wall-time", "30m"), 1800);
+  EXPECT_EQ(*ParseDurationSeconds("wall-time", "2h"), 7200);
+  EXPECT_EQ(*ParseDurationSeconds("wall-time", "1h30m"), 5400);
+  EXPECT_EQ(*ParseDurationSeconds("wall-time", "1d"), 86400);
+  EXPECT_EQ(*ParseDurationSeconds("wall-time", "600"), 600);
+
+  const std::string expected = "expected a duration (90s, 30m, 2h, 1h30m, 1d) or seconds";
+  EXPECT_EQ(Error({"submit", "--gpus", "1", "--bs", "1", "--wall-time", "soon"}),
+            "--wall-time: " + expected + ", got \"soon\"");
+  EXPECT_EQ(Error({"submit", "--gpus", "1", "--bs", "1", "--hang-timeout", "5x"}),
+            "--hang-timeout: " + expected + ", got \"5x\"");
+  EXPECT_EQ(Error({"submit", "--gpus", "1", "--bs", "1", "--wall-time", "0"}),
+            "--wall-time: must be positive, got \"0\"");
+  EXPECT_EQ(Error({"submit", "--gpus", "1", "--bs", "1", "--wall-time", "-5m"}),
+            "--wall-time: must be positive, got \"-5m\"");
+  EXPECT_EQ(Error({"submit", "--gpus", "1", "--bs", "1", "--hang-timeout", "1.5s"}),
+            "--hang-timeout: expected whole seconds, got \"1.5s\"");
+  EXPECT_EQ(Error({"submit", "--gpus", "1", "--bs", "1", "--wall-time", "inf"}),
+            "--wall-time: " + expected + ", got \"inf\"");
+  EXPECT_EQ(Error({"submit", "--gpus", "1", "--bs", "1", "--wall-time", "100000d"}),
+            "--wall-time: too long, got \"100000d\"");
+  EXPECT_THAT(Error({"submit", "--gpus", "1", "--bs", "1", "--wall-time", ""}),
+              HasSubstr("--wall-time: expected a duration"));
+}
+
+TEST(ArgsTest, Queue) {
+  auto parsed = Parse({"queue"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->command, Command::kQueue);
+  EXPECT_EQ(parsed->format, OutputFormat::kTable);
+  EXPECT_EQ(Parse({"queue", "--format", "json"})->format, OutputFormat::kJson);
+  EXPECT_EQ(Parse({"queue", "--format=csv"})->format, OutputFormat::kCsv);
+  EXPECT_EQ(Parse({"queue", "--format=table"})->format, OutputFormat::kTable);
+  EXPECT_EQ(Error({"queue", "--format", "markdown"}),
+            "--format: unknown format \"markdown\" (expected table, csv or json)");
+  EXPECT_EQ(Error({"queue", "j-1"}), "queue: unexpected argument \"j-1\"");
+  EXPECT_EQ(Error({"queue", "--gpus", "1"}), "unknown flag --gpus for queue");
+}
+
+TEST(ArgsTest, UsageNamesTheNewFlagsAndQueue) {
+  const std::string usage = UsageText();
+  for (const char* text : {"--nodes N", "--gpus-per-node N", "--node AGENT", "--node-label k=v",
+                           "--wall-time D", "--hang-timeout D", "queue [--format table|csv|json]"}) {
+    EXPECT_THAT(usage, HasSubstr(text));
+  }
+}
+
 }  // namespace
 }  // namespace bench::ctl

@@ -18,6 +18,7 @@
 #include "ctl/job_logs.h"
 #include "ctl/json_output.h"
 #include "ctl/progress.h"
+#include "ctl/queue_view.h"
 #include "ctl/sweep.h"
 #include "ctl/views.h"
 #include <grpcpp/client_context.h>
@@ -111,6 +112,11 @@ absl::Status RpcError(const grpc::Status& status, const std::string& server) {
     return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                         absl::StrCat("cannot reach benchd at ", server, ": ",
                                      status.error_message()));
+  }
+  if (status.error_message().empty()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        absl::StatusCodeToString(
+                            static_cast<absl::StatusCode>(status.error_code())));
   }
   return FromGrpcStatus(status);
 }
@@ -215,6 +221,32 @@ absl::StatusOr<int> RunAgents(OutputFormat format, const CommandContext& context
   std::vector<v1::AgentStatus> agents(response.agents().begin(), response.agents().end());
   *context.out << (format == OutputFormat::kJson ? ToJsonArray(agents)
                                                  : FormatAgentsTable(agents));
+  return 0;
+}
+
+absl::StatusOr<int> RunQueue(OutputFormat format, const CommandContext& context) {
+  grpc::ClientContext rpc;
+  SetDeadline(&rpc, context);
+  v1::ListQueueResponse response;
+  grpc::Status status = context.stub->ListQueue(&rpc, v1::ListQueueRequest(), &response);
+  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    return absl::UnimplementedError(absl::StrCat(
+        "benchd at ", context.server, " does not implement ListQueue (UNIMPLEMENTED",
+        status.error_message().empty() ? "" : ": ", status.error_message(), ")"));
+  }
+  if (!status.ok()) return RpcError(status, context.server);
+  std::vector<v1::JobStatus> jobs(response.jobs().begin(), response.jobs().end());
+  const absl::Time now = context.now.value_or(absl::Now());
+  switch (format) {
+    case OutputFormat::kJson:
+      *context.out << ToJsonArray(jobs);
+      break;
+    case OutputFormat::kCsv:
+      *context.out << RenderQueueCsv(jobs, now);
+      break;
+    default:
+      *context.out << FormatQueueTable(jobs, now);
+  }
   return 0;
 }
 
@@ -439,6 +471,9 @@ int RunCommand(const CliOptions& options, const CommandContext& context) {
       break;
     case Command::kAgents:
       result = RunAgents(options.format, context);
+      break;
+    case Command::kQueue:
+      result = RunQueue(options.format, context);
       break;
     case Command::kResults:
       result = RunResults(options.model, options.filter, options.format, options.metric, context);

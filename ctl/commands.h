@@ -44,6 +44,9 @@ absl::StatusOr<int> RunStatus(const std::string& job_id, OutputFormat format,
 absl::StatusOr<int> RunList(OutputFormat format, const CommandContext& context);
 absl::StatusOr<int> RunCancel(const std::string& job_id, const CommandContext& context);
 absl::StatusOr<int> RunAgents(OutputFormat format, const CommandContext& context);
+// ListQueue: the QUEUED jobs in the server's order as a table (kTable), CSV or JSON (an
+// array of JobStatus). Ages are taken at context.now (absl::Now when unset).
+absl::StatusOr<int> RunQueue(OutputFormat format, const CommandContext& context);
 absl::StatusOr<int> RunResults(const std::string& model, const ResultsFilter& filter,
                                OutputFormat format, GridMetric metric,
                                const CommandContext& context);
@@ -68,7 +71,7 @@ absl::StatusOr<int> RunLogs(const std::string& job_id, OutputFormat format, bool
 
 // A failed RPC as benchctl reports it: UNAVAILABLE and DEADLINE_EXCEEDED become
 // "cannot reach benchd at <server>: <detail>" (code kept); anything else keeps the
-// server's code and message.
+// server's code and message (the code's name, e.g. "UNIMPLEMENTED", where it sent none).
 absl::Status RpcError(const grpc::Status& status, const std::string& server);
 
 }  // namespace bench::ctl

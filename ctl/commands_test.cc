@@ -9,6 +9,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -163,6 +164,17 @@ class FakeController final : public v1::Controller::Service {
     agent->set_devices_total(2);
     agent->set_devices_busy(1);
     agent->add_running_jobs("j-42");
+    (*agent->mutable_inventory()->mutable_labels())["site"] = "a";
+    (*agent->mutable_inventory()->mutable_labels())["rack"] = "3";
+    return grpc::Status::OK;
+  }
+
+  // UNIMPLEMENTED (as a benchd without ListQueue answers) until set_queue.
+  grpc::Status ListQueue(grpc::ServerContext*, const v1::ListQueueRequest*,
+                         v1::ListQueueResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    if (!queue_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "");
+    for (const v1::JobStatus& job : *queue_) *response->add_jobs() = job;
     return grpc::Status::OK;
   }
 
@@ -288,6 +300,10 @@ class FakeController final : public v1::Controller::Service {
   }
   void set_final_state(v1::JobState state) { final_state_ = state; }
   void set_with_results(bool with) { with_results_ = with; }
+  void set_queue(std::vector<v1::JobStatus> jobs) {
+    absl::MutexLock lock(&mu_);
+    queue_ = std::move(jobs);
+  }
 
  private:
   static v1::JobStatus Job(v1::JobState state, int done) {
@@ -316,6 +332,7 @@ class FakeController final : public v1::Controller::Service {
   }
 
   absl::Mutex mu_;
+  std::optional<std::vector<v1::JobStatus>> queue_ ABSL_GUARDED_BY(mu_);
   v1::ResultsRequest last_results_;
   std::map<std::string, std::string> by_request_;
   std::map<std::string, v1::JobStatus> sweep_jobs_;
@@ -429,7 +446,71 @@ TEST_F(CommandsTest, ListCancelAgents) {
   EXPECT_EQ(Run({"cancel", "j-42"}), 0);
   EXPECT_EQ(out_.str(), "job j-42: CANCELLED (cancelled by user)\n");
   EXPECT_EQ(Run({"agents"}), 0);
-  EXPECT_THAT(out_.str(), HasSubstr("node-a  -        2 CPU slots   1/2  yes        j-42\n"));
+  EXPECT_THAT(out_.str(),
+              HasSubstr("node-a  -        2 CPU slots   1/2  rack=3,site=a  yes        j-42\n"));
+}
+
+TEST_F(CommandsTest, QueueUnimplementedIsAPlainError) {
+  EXPECT_EQ(Run({"queue"}), 1);
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_EQ(err_.str(), "benchctl: benchd at " + address_ +
+                            " does not implement ListQueue (UNIMPLEMENTED)\n");
+}
+
+TEST_F(CommandsTest, Queue) {
+  service_.set_queue({});
+  EXPECT_EQ(Run({"queue"}), 0);
+  EXPECT_EQ(out_.str(), "queue is empty\n");
+  EXPECT_EQ(Run({"queue", "--format", "json"}), 0);
+  EXPECT_EQ(out_.str(), "[]\n");
+
+  v1::JobStatus first;
+  first.set_id("j-7");
+  first.set_state(v1::JOB_STATE_QUEUED);
+  first.set_queue_position(1);
+  first.set_reason("needs 2 nodes with 8 free devices; 1 has them");
+  first.set_created_unix_ms((1800000000 - 125) * int64_t{1000});  // context.now - 2m05s
+  first.mutable_spec()->set_model("resnet50");
+  first.mutable_spec()->set_devices(16);
+  first.mutable_spec()->set_nodes(2);
+  first.mutable_spec()->set_devices_per_node(8);
+  first.mutable_spec()->set_batch_size(256);
+  first.mutable_spec()->set_precision(v1::PRECISION_AMP);
+  first.mutable_spec()->add_allowed_nodes("dgx-01");
+  v1::JobStatus second = first;
+  second.set_id("j-8");
+  second.set_queue_position(2);
+  second.set_reason("behind j-7");
+  service_.set_queue({first, second});
+  EXPECT_EQ(Run({"queue"}), 0);
+  EXPECT_EQ(out_.str(),
+            "POS  ID   NAME  MODEL      DEVICES  PRECISION   BS  CONSTRAINTS  AGE  "
+            "WAITING FOR\n"
+            "  1  j-7  -     resnet50  16 (2x8)  amp        256  on dgx-01     2m  "
+            "needs 2 nodes with 8 free devices; 1 has them\n"
+            "  2  j-8  -     resnet50  16 (2x8)  amp        256  on dgx-01     2m  "
+            "behind j-7\n");
+  EXPECT_EQ(Run({"queue", "--format=json"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("\"queue_position\":2"));
+  EXPECT_THAT(out_.str(), HasSubstr("\"reason\":\"behind j-7\""));
+  EXPECT_EQ(Run({"queue", "--format", "csv"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("\n2,j-8,,resnet50,16,2,8,amp,256,dgx-01,,0,0,0,"));
+  EXPECT_THAT(out_.str(), ::testing::EndsWith(",125,behind j-7\n"));
+}
+
+TEST_F(CommandsTest, SubmitSendsShapeConstraintsAndLimits) {
+  EXPECT_EQ(Run({"submit", "--nodes", "2", "--gpus-per-node", "8", "--bs", "256", "--node",
+                 "dgx-01", "--node", "dgx-02", "--node-label", "gpu=h100", "--wall-time",
+                 "2h", "--hang-timeout", "600"}),
+            0);
+  v1::JobSpec spec = service_.last_spec();
+  EXPECT_EQ(spec.devices(), 16);
+  EXPECT_EQ(spec.nodes(), 2);
+  EXPECT_EQ(spec.devices_per_node(), 8);
+  EXPECT_THAT(spec.allowed_nodes(), ::testing::ElementsAre("dgx-01", "dgx-02"));
+  EXPECT_EQ(spec.node_labels().at("gpu"), "h100");
+  EXPECT_EQ(spec.wall_time_limit_s(), 7200);
+  EXPECT_EQ(spec.hang_timeout_s(), 600);
 }
 
 TEST_F(CommandsTest, Results) {

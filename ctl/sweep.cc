@@ -1,5 +1,6 @@
 #include "ctl/sweep.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 
@@ -39,6 +40,21 @@ std::string SweepHash(const v1::JobSpec& base, const std::string& nonce) {
   for (const auto& [key, value] : labels) {  // separate fields: "a=b"="c" is not "a"="b=c"
     Fnv(&hash, key);
     Fnv(&hash, value);
+  }
+  // Constraints choose where the jobs may run, so a sweep pinned elsewhere is another
+  // sweep; left out when unset, so sweeps without them keep their earlier ids.
+  if (!base.allowed_nodes().empty() || !base.node_labels().empty()) {
+    Fnv(&hash, "constraints");
+    std::vector<std::string> nodes(base.allowed_nodes().begin(), base.allowed_nodes().end());
+    std::sort(nodes.begin(), nodes.end());
+    for (const std::string& node : nodes) Fnv(&hash, node);
+    Fnv(&hash, "node_labels");
+    std::map<std::string, std::string> node_labels(base.node_labels().begin(),
+                                                   base.node_labels().end());
+    for (const auto& [key, value] : node_labels) {
+      Fnv(&hash, key);
+      Fnv(&hash, value);
+    }
   }
   Fnv(&hash, nonce);
   return absl::StrFormat("%016x", hash);

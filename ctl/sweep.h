@@ -3,7 +3,8 @@
 //
 // Request ids: "sweep-<16 hex>-g<N>-<precision>-bs<B>-r<k>", where the hash covers what
 // every job of the sweep shares (model, iterations, warm-up, image size, data, name,
-// labels) plus an optional nonce (--again). The lists and --repeat choose which cells
+// labels, and the node constraints --node/--node-label where given, not the limits) plus
+// an optional nonce (--again). The lists and --repeat choose which cells
 // exist, not what a cell is, so re-running a sweep, or widening it (another GPU count,
 // more repeats), finds the jobs already submitted instead of duplicating them. A cell
 // whose job FAILED or was CANCELLED is resubmitted under RetryRequestId(id, 1), (id, 2), ...

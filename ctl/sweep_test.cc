@@ -78,6 +78,36 @@ TEST(SweepTest, RequestIdsAreDeterministic) {
   EXPECT_EQ(wider[2], first[1]);
 }
 
+TEST(SweepTest, ConstraintsAndLimitsPassThrough) {
+  const std::vector<std::string> args = {"--gpus", "1,8", "--bs", "256"};
+  auto with = [&args](std::vector<std::string> more) {
+    std::vector<std::string> all = args;
+    all.insert(all.end(), more.begin(), more.end());
+    return ExpandSweep(Parsed(all));
+  };
+  const auto jobs = with({"--node", "dgx-01", "--node-label", "gpu=h100", "--wall-time", "30m",
+                          "--hang-timeout", "5m"});
+  ASSERT_EQ(jobs.size(), 2u);
+  for (const SweepJob& job : jobs) {
+    EXPECT_THAT(job.spec.allowed_nodes(), ::testing::ElementsAre("dgx-01"));
+    EXPECT_EQ(job.spec.node_labels().at("gpu"), "h100");
+    EXPECT_EQ(job.spec.wall_time_limit_s(), 1800);
+    EXPECT_EQ(job.spec.hang_timeout_s(), 300);
+  }
+  const auto plain = Ids(with({}));
+  // Where the jobs may run makes another sweep; the order of --node does not.
+  EXPECT_NE(plain, Ids(with({"--node", "dgx-01"})));
+  EXPECT_NE(plain, Ids(with({"--node-label", "gpu=h100"})));
+  EXPECT_NE(Ids(with({"--node", "a"})), Ids(with({"--node-label", "a="})));
+  EXPECT_EQ(Ids(with({"--node", "a", "--node", "b"})), Ids(with({"--node", "b", "--node", "a"})));
+  // Limits do not: a longer wall time finds the same cells.
+  EXPECT_EQ(plain, Ids(with({"--wall-time", "2h", "--hang-timeout", "10m"})));
+  // The shape flags belong to submit.
+  auto shape = ParseArgs({"sweep", "--gpus", "8", "--bs", "1", "--nodes", "2"}, "");
+  ASSERT_FALSE(shape.ok());
+  EXPECT_THAT(shape.status().message(), HasSubstr("unknown flag --nodes for sweep"));
+}
+
 TEST(SweepTest, AgainGivesFreshIds) {
   const SweepOptions options = Parsed({"--gpus", "1", "--bs", "64", "--again"});
   const auto plain = Ids(ExpandSweep(options));

@@ -49,6 +49,64 @@ std::string DescribeSpec(const JobSpec& spec) {
                       " warm-up), ", spec.image_size(), " px images");
 }
 
+std::string FormatSeconds(int64_t seconds) {
+  if (seconds <= 0) return "0s";
+  struct Unit {
+    int64_t seconds;
+    const char* name;
+  };
+  constexpr Unit kUnits[] = {{86400, "d"}, {3600, "h"}, {60, "m"}, {1, "s"}};
+  std::string out;
+  for (const Unit& unit : kUnits) {
+    const int64_t count = seconds / unit.seconds;
+    if (count > 0) absl::StrAppend(&out, count, unit.name);
+    seconds -= count * unit.seconds;
+  }
+  return out;
+}
+
+std::string FormatLabels(const google::protobuf::Map<std::string, std::string>& labels,
+                         const char* separator) {
+  std::map<std::string, std::string> sorted(labels.begin(), labels.end());
+  return absl::StrJoin(sorted, separator, absl::PairFormatter("="));
+}
+
+std::string DescribeShape(const JobSpec& spec) {
+  if (spec.nodes() > 0 && spec.devices_per_node() > 0) {
+    return absl::StrCat(spec.nodes(), spec.nodes() == 1 ? " node" : " nodes", " x ",
+                        spec.devices_per_node(),
+                        spec.devices_per_node() == 1 ? " device" : " devices");
+  }
+  if (spec.nodes() > 0) return absl::StrCat(spec.nodes(), spec.nodes() == 1 ? " node" : " nodes");
+  if (spec.devices_per_node() > 0) {
+    return absl::StrCat(spec.devices_per_node(),
+                        spec.devices_per_node() == 1 ? " device" : " devices", " per node");
+  }
+  return "";
+}
+
+std::string DescribeConstraints(const JobSpec& spec) {
+  std::vector<std::string> parts;
+  if (!spec.allowed_nodes().empty()) {
+    parts.push_back(absl::StrCat("nodes ", absl::StrJoin(spec.allowed_nodes(), ", ")));
+  }
+  if (!spec.node_labels().empty()) {
+    parts.push_back(absl::StrCat("labels ", FormatLabels(spec.node_labels())));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+std::string DescribeLimits(const JobSpec& spec) {
+  std::vector<std::string> parts;
+  if (spec.wall_time_limit_s() > 0) {
+    parts.push_back(absl::StrCat("wall time ", FormatSeconds(spec.wall_time_limit_s())));
+  }
+  if (spec.hang_timeout_s() > 0) {
+    parts.push_back(absl::StrCat("hang timeout ", FormatSeconds(spec.hang_timeout_s())));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
 std::string DescribeDevices(const benchfleet::v1::AgentInventory& inventory) {
   if (inventory.gpus_size() == 0) return absl::StrCat(inventory.cpu_slots(), " CPU slots");
   std::vector<std::pair<std::string, int>> groups;
@@ -164,11 +222,20 @@ std::string FormatJobText(const JobStatus& job) {
   line("id", job.id());
   line("name", spec.name().empty() ? "-" : spec.name());
   line("state", StateWithReason(job));
-  line("spec", DescribeSpec(spec));
-  if (!spec.labels().empty()) {
-    std::map<std::string, std::string> sorted(spec.labels().begin(), spec.labels().end());
-    line("labels", absl::StrJoin(sorted, ", ", absl::PairFormatter("=")));
+  if (job.state() == benchfleet::v1::JOB_STATE_QUEUED && job.queue_position() > 0) {
+    line("queue", absl::StrCat("position ", job.queue_position(),
+                               job.queue_position() == 1 ? " (next)" : ""));
   }
+  if (job.requeues() > 0) {
+    line("requeues", absl::StrCat(job.requeues(), " (back in the queue after losing a node)"));
+  }
+  line("spec", DescribeSpec(spec));
+  if (std::string shape = DescribeShape(spec); !shape.empty()) line("shape", shape);
+  if (std::string constraints = DescribeConstraints(spec); !constraints.empty()) {
+    line("constraints", constraints);
+  }
+  if (std::string limits = DescribeLimits(spec); !limits.empty()) line("limits", limits);
+  if (!spec.labels().empty()) line("labels", FormatLabels(spec.labels()));
   if (!spec.request_id().empty()) line("request id", spec.request_id());
   line("attempt", absl::StrCat(job.attempt()));
   line("device", job.device_kind().empty() ? "-" : job.device_kind());
@@ -259,9 +326,9 @@ std::string FormatJobsTable(const std::vector<JobStatus>& jobs) {
 std::string FormatAgentsTable(const std::vector<AgentStatus>& agents) {
   if (agents.empty()) return "no agents\n";
   TextTable table;
-  table.header = {"NAME", "ADDRESS", "DEVICES", "BUSY", "CONNECTED", "RUNNING"};
-  table.align = {Align::kLeft, Align::kLeft, Align::kLeft,
-                 Align::kRight, Align::kLeft, Align::kLeft};
+  table.header = {"NAME", "ADDRESS", "DEVICES", "BUSY", "LABELS", "CONNECTED", "RUNNING"};
+  table.align = {Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight,
+                 Align::kLeft, Align::kLeft, Align::kLeft};
   for (const AgentStatus& agent : agents) {
     const auto& inventory = agent.inventory();
     std::string connected = agent.connected()
@@ -273,6 +340,7 @@ std::string FormatAgentsTable(const std::vector<AgentStatus>& agents) {
     table.rows.push_back({inventory.name(), inventory.address().empty() ? "-" : inventory.address(),
                           DescribeDevices(inventory),
                           absl::StrCat(agent.devices_busy(), "/", agent.devices_total()),
+                          inventory.labels().empty() ? "-" : FormatLabels(inventory.labels(), ","),
                           connected, running});
   }
   return RenderPlainTable(table);

@@ -16,6 +16,19 @@ std::string FormatTime(int64_t unix_ms);
 std::string CompactRanges(const std::vector<int>& values);
 // "resnet50, 8 devices, amp, batch 256/device, 100 iterations (10 warm-up), 224 px images"
 std::string DescribeSpec(const benchfleet::v1::JobSpec& spec);
+// Whole seconds, exactly, in d/h/m/s: 5400 -> "1h30m", 90 -> "1m30s", 7200 -> "2h",
+// 3605 -> "1h5s", 93600 -> "1d2h"; "0s" for 0 or less.
+std::string FormatSeconds(int64_t seconds);
+// "key=value" pairs sorted by key, joined by `separator`; "" when empty.
+std::string FormatLabels(const google::protobuf::Map<std::string, std::string>& labels,
+                         const char* separator = ", ");
+// The placement shape: "2 nodes x 8 devices", "2 nodes", "8 devices per node"; "" when
+// neither nodes nor devices_per_node is set.
+std::string DescribeShape(const benchfleet::v1::JobSpec& spec);
+// "nodes dgx-01, dgx-02; labels gpu=h100" (either part alone); "" when unconstrained.
+std::string DescribeConstraints(const benchfleet::v1::JobSpec& spec);
+// "wall time 2h, hang timeout 10m" (either alone); "" when both are benchd's defaults.
+std::string DescribeLimits(const benchfleet::v1::JobSpec& spec);
 // "8x NVIDIA A100-SXM4-80GB" (identical names grouped, in order), or "4 CPU slots".
 std::string DescribeDevices(const benchfleet::v1::AgentInventory& inventory);
 
@@ -30,14 +43,16 @@ std::string FormatVersions(const benchfleet::v1::Environment& environment);
 std::string FormatRankDevicesTable(const benchfleet::v1::JobStatus& job);
 
 // `status`: one "key: value" line per field (environment, hosts and baseline verdict where
-// known), then placements, rank devices and history.
+// known; shape, constraints, limits, queue position of a QUEUED job and requeues (> 0)
+// where set), then placements, rank devices and history.
 std::string FormatJobText(const benchfleet::v1::JobStatus& job);
 // Per GPU of a finished job: energy per image and power / clock / temperature over
 // the measured window ("no data" where a figure is missing).
 std::string FormatGpuTelemetryTable(const benchfleet::v1::JobStatus& job);
 // `list`: an aligned table with one row per job, or "no jobs\n".
 std::string FormatJobsTable(const std::vector<benchfleet::v1::JobStatus>& jobs);
-// `agents`: an aligned table with one row per agent, or "no agents\n".
+// `agents`: an aligned table with one row per agent (labels "k=v,k=v" or "-"), or
+// "no agents\n".
 std::string FormatAgentsTable(const std::vector<benchfleet::v1::AgentStatus>& agents);
 
 }  // namespace bench::ctl

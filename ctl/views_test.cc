@@ -87,6 +87,58 @@ TEST(ViewsTest, JobText) {
   EXPECT_THAT(FormatJobText(done), HasSubstr("images/s:   9500.5\n"));
 }
 
+TEST(ViewsTest, JobTextShowsShapeConstraintsLimitsQueueAndRequeues) {
+  const std::string plain = FormatJobText(RunningJob());
+  for (const char* key : {"queue:", "requeues:", "shape:", "constraints:", "limits:"}) {
+    EXPECT_THAT(plain, Not(HasSubstr(key)));
+  }
+
+  JobStatus job = RunningJob();
+  job.set_state(benchfleet::v1::JOB_STATE_QUEUED);
+  job.set_reason("no agent carries gpu=h100");
+  job.set_queue_position(3);
+  job.set_requeues(2);
+  auto* spec = job.mutable_spec();
+  spec->set_nodes(2);
+  spec->set_devices_per_node(4);
+  spec->add_allowed_nodes("dgx-01");
+  spec->add_allowed_nodes("dgx-02");
+  (*spec->mutable_node_labels())["site"] = "a";
+  (*spec->mutable_node_labels())["gpu"] = "h100";
+  spec->set_wall_time_limit_s(5400);
+  spec->set_hang_timeout_s(600);
+  const std::string text = FormatJobText(job);
+  EXPECT_THAT(text, HasSubstr("state:      QUEUED (no agent carries gpu=h100)\n"
+                              "queue:      position 3\n"
+                              "requeues:   2 (back in the queue after losing a node)\n"));
+  EXPECT_THAT(text, HasSubstr("shape:      2 nodes x 4 devices\n"
+                              "constraints: nodes dgx-01, dgx-02; labels gpu=h100, site=a\n"
+                              "limits:     wall time 1h30m, hang timeout 10m\n"));
+
+  job.set_queue_position(1);
+  EXPECT_THAT(FormatJobText(job), HasSubstr("queue:      position 1 (next)\n"));
+  // A position only means something while queued.
+  job.set_state(benchfleet::v1::JOB_STATE_RUNNING);
+  EXPECT_THAT(FormatJobText(job), Not(HasSubstr("queue:")));
+
+  JobStatus limits_only = RunningJob();
+  limits_only.mutable_spec()->set_hang_timeout_s(90);
+  limits_only.mutable_spec()->set_devices_per_node(8);
+  EXPECT_THAT(FormatJobText(limits_only), HasSubstr("limits:     hang timeout 1m30s\n"));
+  EXPECT_THAT(FormatJobText(limits_only), HasSubstr("shape:      8 devices per node\n"));
+  EXPECT_THAT(FormatJobText(limits_only), Not(HasSubstr("requeues:")));
+}
+
+TEST(ViewsTest, FormatSeconds) {
+  EXPECT_EQ(FormatSeconds(0), "0s");
+  EXPECT_EQ(FormatSeconds(45), "45s");
+  EXPECT_EQ(FormatSeconds(90), "1m30s");
+  EXPECT_EQ(FormatSeconds(1800), "30m");
+  EXPECT_EQ(FormatSeconds(7200), "2h");
+  EXPECT_EQ(FormatSeconds(3605), "1h5s");
+  EXPECT_EQ(FormatSeconds(93600), "1d2h");
+}
+
 TEST(ViewsTest, JobTextShowsGpuTelemetryOrSaysThereIsNone) {
   JobStatus job = RunningJob();
   EXPECT_THAT(FormatJobText(job), HasSubstr("energy:     no data"));
@@ -189,10 +241,16 @@ TEST(ViewsTest, AgentsTable) {
   cpu.mutable_inventory()->set_cpu_slots(4);
   cpu.set_devices_total(4);
   cpu.set_connected(false);
+  (*gpu.mutable_inventory()->mutable_labels())["site"] = "a";
+  (*gpu.mutable_inventory()->mutable_labels())["gpu"] = "v100";
   std::string table = FormatAgentsTable({gpu, cpu});
-  EXPECT_THAT(table, HasSubstr("dgx-1   10.0.0.5  8x Tesla V100-SXM2-16GB   8/8  yes"));
+  EXPECT_THAT(table, HasSubstr("NAME    ADDRESS   DEVICES                  BUSY  LABELS           "
+                               "CONNECTED"));
+  EXPECT_THAT(table,
+              HasSubstr("dgx-1   10.0.0.5  8x Tesla V100-SXM2-16GB   8/8  gpu=v100,site=a  yes"));
   EXPECT_THAT(table, HasSubstr("j-7\n"));
-  EXPECT_THAT(table, HasSubstr("laptop  -         4 CPU slots               0/4  no"));
+  EXPECT_THAT(table,
+              HasSubstr("laptop  -         4 CPU slots               0/4  -                no"));
   EXPECT_EQ(FormatAgentsTable({}), "no agents\n");
 }
 
