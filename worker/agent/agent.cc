@@ -1,6 +1,7 @@
 #include "worker/agent/agent.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +39,11 @@ std::string DefaultBenchTrainPath() {
   return "bench-train";
 }
 
+std::string LeftoverRankMessage(int pid) {
+  return absl::StrCat("bench-agent restarted while this rank ran; it was killed (pid ", pid,
+                      ")");
+}
+
 Agent::Agent(AgentOptions options) : options_(std::move(options)) {}
 
 Agent::~Agent() { Shutdown(); }
@@ -56,6 +62,7 @@ absl::Status Agent::Start() {
   inventory_options.cpu_slots = options_.cpu_slots;
   inventory_options.nvml_library = options_.nvml_library;
   inventory_ = BuildInventory(inventory_options);
+  inventory_.mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
   int hardware = static_cast<int>(std::thread::hardware_concurrency());
   if (inventory_.cpu_slots() > 0) {
     cpu_threads_ = std::max(1, hardware / inventory_.cpu_slots());
@@ -64,8 +71,35 @@ absl::Status Agent::Start() {
   }
 
   client_ = std::make_unique<ControllerClient>(ControllerClientOptions{options_.controller});
-  uploader_ = std::make_unique<SampleUploader>(client_.get());
-  reporter_ = std::make_unique<StatusReporter>(client_.get());
+  if (!options_.state_dir.empty()) {
+    absl::Status writable = MakeWritableDirectory(options_.state_dir);
+    if (!writable.ok()) return writable;
+    auto lock = StateDirLock::Acquire(options_.state_dir);
+    if (!lock.ok()) return lock.status();
+    state_lock_ = std::move(*lock);
+    SpoolOptions sample_spool;
+    sample_spool.max_bytes = options_.spool_max_bytes;
+    auto samples = Spool::Open(options_.state_dir + "/spool/samples", sample_spool);
+    if (!samples.ok()) return samples.status();
+    sample_spool_ = std::move(*samples);
+    SpoolOptions report_spool;
+    report_spool.max_bytes = kReportSpoolMaxBytes;
+    auto reports = Spool::Open(options_.state_dir + "/spool/reports", report_spool);
+    if (!reports.ok()) return reports.status();
+    report_spool_ = std::move(*reports);
+    auto registry = RankRegistry::Open(options_.state_dir + "/ranks");
+    if (!registry.ok()) return registry.status();
+    registry_ = std::move(*registry);
+  }
+  StatusReporterOptions reporter_options;
+  reporter_options.agent = inventory_.name();
+  reporter_ = std::make_unique<StatusReporter>(client_.get(), reporter_options,
+                                               report_spool_.get());
+  if (registry_ != nullptr) ReportLeftovers(registry_->KillLeftovers());
+  SampleUploaderOptions uploader_options;
+  uploader_options.agent = inventory_.name();
+  uploader_ = std::make_unique<SampleUploader>(client_.get(), uploader_options,
+                                               sample_spool_.get());
   {
     absl::MutexLock lock(&mu_);
     agent_name_ = inventory_.name();
@@ -84,7 +118,13 @@ absl::Status Agent::Start() {
           ? absl::StrCat(inventory_.gpus_size(), " GPU(s) [", absl::StrJoin(gpus, ", "), "]")
           : absl::StrCat(inventory_.cpu_slots(), " CPU slot(s) of ", cpu_threads_,
                          " thread(s)"),
-      "; trainer ", options_.bench_train));
+      "; trainer ", options_.bench_train,
+      options_.state_dir.empty() ? "; no state directory (samples queue in memory)"
+                                 : absl::StrCat("; state in ", options_.state_dir,
+                                                " (sample spool up to ",
+                                                options_.spool_max_bytes, " bytes)"),
+      inventory_.labels().empty() ? "" : "; labels ",
+      absl::StrJoin(options_.labels, ",", absl::PairFormatter("="))));
   if (inventory_.gpus_size() > 0) {
     for (const auto& gpu : inventory_.gpus()) gpu_uuids_[gpu.index()] = gpu.uuid();
     telemetry_ = StartGpuTelemetry(options_.nvml_library, options_.gpu_sample_hz,
@@ -105,6 +145,27 @@ absl::Status Agent::Start() {
   }
   stream_thread_ = std::thread([this] { StreamLoop(); });
   return absl::OkStatus();
+}
+
+void Agent::ReportLeftovers(const std::vector<LeftoverRank>& leftovers) {
+  std::map<JobKey, benchfleet::v1::ReportStatusRequest> reports;
+  for (const LeftoverRank& leftover : leftovers) {
+    if (!leftover.was_alive) continue;
+    const RankRecord& record = leftover.record;
+    auto& report = reports[JobKey(record.job_id, record.attempt)];
+    report.set_job_id(record.job_id);
+    report.set_attempt(record.attempt);
+    auto* rank = report.add_ranks();
+    rank->set_rank(record.rank);
+    rank->set_state(benchfleet::v1::RANK_STATE_FAILED);
+    rank->set_exit_code(-SIGKILL);
+    rank->set_message(LeftoverRankMessage(record.pid));
+  }
+  for (auto& [key, report] : reports) {
+    AgentLog(absl::StrCat("job ", key.first, " attempt ", key.second, ": reporting ",
+                          report.ranks_size(), " rank(s) killed at start FAILED"));
+    reporter_->Report(std::move(report));
+  }
 }
 
 bool Agent::SleepUnlessStopping(absl::Duration duration) {
@@ -188,7 +249,7 @@ void Agent::HeartbeatLoop() {
     ReapFinished();
     benchfleet::v1::HeartbeatRequest request;
     request.set_agent(name);
-    for (auto& job : RunningJobs()) request.add_running_jobs(std::move(job));
+    FillRunning(&request);
     absl::Status status = client_->Heartbeat(request);
     if (status.ok()) {
       if (failures > 0) AgentLog("heartbeats are getting through again");
@@ -236,6 +297,7 @@ void Agent::OnAssign(const benchfleet::v1::Assignment& assignment) {
     options.gpu_sampler = telemetry_.sampler.get();
     options.gpu_uuids = gpu_uuids_;
     options.telemetry_note = telemetry_.note;
+    options.registry = registry_.get();
     if (options_.gpu_ranks_on_cpu && options.telemetry_note.empty()) {
       // The readings are real but of GPUs that did not run the work: say so.
       options.telemetry_note = kGpuRanksOnCpuNote;
@@ -289,13 +351,19 @@ void Agent::ReapFinished() {
   for (auto& supervisor : done) supervisor->Join();
 }
 
-std::vector<std::string> Agent::RunningJobs() {
+void Agent::FillRunning(benchfleet::v1::HeartbeatRequest* request) {
   absl::MutexLock lock(&mu_);
-  std::vector<std::string> jobs;
   for (const auto& [key, supervisor] : supervisors_) {
-    if (jobs.empty() || jobs.back() != key.first) jobs.push_back(key.first);
+    // The map is ordered by (job, attempt): a job's attempts are adjacent.
+    if (request->running_jobs().empty() ||
+        request->running_jobs(request->running_jobs_size() - 1) != key.first) {
+      request->add_running_jobs(key.first);
+    }
+    auto* running = request->add_running();
+    running->set_job_id(key.first);
+    running->set_attempt(key.second);
+    for (int rank : supervisor->LiveRanks()) running->add_ranks(rank);
   }
-  return jobs;
 }
 
 void Agent::Shutdown() {

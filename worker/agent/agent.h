@@ -6,6 +6,12 @@
 // heartbeat thread (started after the first registration), plus those of the
 // SampleUploader, the StatusReporter, the GpuSampler (on a GPU node) and each
 // RankSupervisor.
+//
+// State (AgentOptions::state_dir, see state_dir.h): unacknowledged samples and status
+// reports are spooled on disk and replayed on the next start; live ranks are recorded,
+// and on start the ranks a previous agent left running are killed and reported FAILED
+// (LeftoverRankMessage). Without a state_dir (tests) samples and reports queue in
+// memory only and ranks are not recorded.
 #pragma once
 
 #include <deque>
@@ -25,8 +31,11 @@
 #include "worker/agent/controller_client.h"
 #include "worker/agent/gpu_sampler.h"
 #include "worker/agent/nvml_inventory.h"
+#include "worker/agent/rank_registry.h"
 #include "worker/agent/rank_supervisor.h"
 #include "worker/agent/sample_uploader.h"
+#include "worker/agent/spool.h"
+#include "worker/agent/state_dir.h"
 #include "worker/agent/status_reporter.h"
 
 namespace bench::agent {
@@ -45,7 +54,20 @@ struct AgentOptions {
   absl::Duration kill_grace = absl::Seconds(5);
   // On Shutdown: how long to wait for samples and reports to reach the controller.
   absl::Duration shutdown_flush_timeout = absl::Seconds(5);
+  // Labels of this node (--label KEY=VALUE), put in the inventory.
+  std::map<std::string, std::string> labels;
+  // Where the spools and the rank records live (created if missing); empty: none.
+  std::string state_dir;
+  // The bound of the sample spool (bytes of its files); the report spool has its own,
+  // kReportSpoolMaxBytes.
+  uint64_t spool_max_bytes = uint64_t{1} << 30;
 };
+
+inline constexpr uint64_t kReportSpoolMaxBytes = uint64_t{64} << 20;
+
+// The message of the FAILED report of a rank that a previous agent left running:
+// "bench-agent restarted while this rank ran; it was killed (pid N)".
+std::string LeftoverRankMessage(int pid);
 
 // The telemetry note of every GPU rank of an agent run with --gpu-ranks-on-cpu.
 inline constexpr char kGpuRanksOnCpuNote[] =
@@ -82,7 +104,10 @@ class Agent {
   void OnCancel(const benchfleet::v1::CancelAssignment& cancel);
   // Joins and forgets supervisors whose reports are all delivered.
   void ReapFinished();
-  std::vector<std::string> RunningJobs();
+  // Reports FAILED (through reporter_) the ranks a previous agent left running.
+  void ReportLeftovers(const std::vector<LeftoverRank>& leftovers);
+  // Fills the heartbeat's running_jobs and running from the supervisors.
+  void FillRunning(benchfleet::v1::HeartbeatRequest* request);
   // Sleeps up to `duration`; false if the agent is stopping.
   bool SleepUnlessStopping(absl::Duration duration);
 
@@ -90,6 +115,10 @@ class Agent {
   benchfleet::v1::AgentInventory inventory_;
   int cpu_threads_ = 1;
   std::unique_ptr<ControllerClient> client_;
+  std::unique_ptr<StateDirLock> state_lock_;
+  std::unique_ptr<Spool> sample_spool_;  // before the uploader and reporter that use them
+  std::unique_ptr<Spool> report_spool_;
+  std::unique_ptr<RankRegistry> registry_;
   std::unique_ptr<SampleUploader> uploader_;
   std::unique_ptr<StatusReporter> reporter_;
   GpuTelemetrySession telemetry_;  // after uploader_: its sampler feeds it

@@ -21,6 +21,8 @@
 #include "absl/synchronization/mutex.h"
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "common/free_port.h"
+#include "common/subprocess.h"
+#include "worker/agent/rank_registry.h"
 
 namespace bench::agent {
 namespace {
@@ -405,6 +407,129 @@ TEST_F(AgentTest, SamplesTheGpusOfItsRanksThroughNvml) {
     EXPECT_EQ(sample.seq(), last_seq[sample.rank()] + 1) << "in order, none lost";
     last_seq[sample.rank()] = sample.seq();
   }
+}
+
+TEST_F(AgentTest, HeartbeatsNameTheJobAttemptAndLiveRanks) {
+  StartServer();
+  StartAgent();
+  AssignmentEvent event = Assign("job-6", "hang");
+  event.mutable_assign()->set_attempt(3);
+  controller_.Push(event);
+  ASSERT_TRUE(WaitForFile("started.0"));
+  ASSERT_TRUE(WaitForFile("started.1"));
+  ASSERT_TRUE(controller_.WaitFor([&] {
+    const auto& hb = controller_.last_heartbeat_;
+    return hb.running_size() == 1 && hb.running(0).ranks_size() == 2;
+  }));
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    const auto& hb = controller_.last_heartbeat_;
+    EXPECT_EQ(hb.running(0).job_id(), "job-6");
+    EXPECT_EQ(hb.running(0).attempt(), 3);
+    EXPECT_EQ(hb.running(0).ranks(0), 0);
+    EXPECT_EQ(hb.running(0).ranks(1), 1);
+    ASSERT_EQ(hb.running_jobs_size(), 1);  // still filled, for older controllers
+    EXPECT_EQ(hb.running_jobs(0), "job-6");
+  }
+  // Rank 1 dies on its own: rank 0 is cancelled, and neither is listed any more.
+  ASSERT_EQ(kill(Pid(1), SIGKILL), 0);
+  ASSERT_TRUE(FinalState("job-6", 1, benchfleet::v1::RANK_STATE_FAILED));
+  ASSERT_TRUE(FinalState("job-6", 0, benchfleet::v1::RANK_STATE_CANCELLED));
+  ASSERT_TRUE(controller_.WaitFor([&] {
+    return controller_.last_heartbeat_.running_size() == 0 &&
+           controller_.last_heartbeat_.running_jobs_size() == 0;
+  }));
+}
+
+TEST_F(AgentTest, LabelsAreInTheInventory) {
+  StartServer();
+  StartAgent([](AgentOptions* options) {
+    options->labels = {{"zone", "eu-1"}, {"rack", "7"}};
+  });
+  ASSERT_TRUE(controller_.WaitFor([&] { return controller_.registrations_ > 0; }));
+  absl::MutexLock lock(&controller_.mu_);
+  EXPECT_EQ(controller_.inventory_.labels().size(), 2u);
+  EXPECT_EQ(controller_.inventory_.labels().at("zone"), "eu-1");
+  EXPECT_EQ(controller_.inventory_.labels().at("rack"), "7");
+}
+
+TEST_F(AgentTest, KillsAndReportsTheRanksAPreviousAgentLeftRunning) {
+  // A rank of a previous agent (killed with -9): a process in its own group, recorded.
+  SubprocessOptions sleeper_options;
+  sleeper_options.argv = {"/bin/sleep", "60"};
+  sleeper_options.stdout_mode = SubprocessOptions::Output::kDiscard;
+  sleeper_options.stderr_mode = SubprocessOptions::Output::kDiscard;
+  auto sleeper = Subprocess::Start(sleeper_options);
+  ASSERT_TRUE(sleeper.ok());
+  const pid_t pid = (*sleeper)->pid();
+  const std::string state = dir_ + "/state";
+  {
+    auto registry = RankRegistry::Open(state + "/ranks");
+    ASSERT_TRUE(registry.ok());
+    ASSERT_TRUE((*registry)->RecordProcess("job-old", 2, 1, pid).ok());
+  }
+  StartServer();
+  StartAgent([&](AgentOptions* options) { options->state_dir = state; });
+  // Start() returns after the leftover is gone.
+  auto exit_code = (*sleeper)->TryWait();
+  ASSERT_TRUE(exit_code.has_value());
+  EXPECT_EQ(*exit_code, -SIGKILL);
+  ASSERT_TRUE(FinalState("job-old", 1, benchfleet::v1::RANK_STATE_FAILED));
+  absl::MutexLock lock(&controller_.mu_);
+  const auto& report = controller_.reports_.front();
+  EXPECT_EQ(report.job_id(), "job-old");
+  EXPECT_EQ(report.attempt(), 2);
+  // Sent as soon as the controller answers: under the inventory name until registered.
+  EXPECT_TRUE(report.agent() == "node-1" || report.agent() == "agent-x") << report.agent();
+  EXPECT_EQ(controller_.LatestLocked("job-old", 1).message(),
+            absl::StrCat("bench-agent restarted while this rank ran; it was killed (pid ", pid,
+                         ")"));
+}
+
+TEST_F(AgentTest, RecordsItsRanksWhileTheyRunAndRefusesASecondAgentOnItsState) {
+  const std::string state = dir_ + "/state";
+  StartServer();
+  StartAgent([&](AgentOptions* options) { options->state_dir = state; });
+  controller_.Push(Assign("job-7", "hang"));
+  ASSERT_TRUE(WaitForFile("started.0"));
+  ASSERT_TRUE(WaitForFile("started.1"));
+  for (int rank : {0, 1}) {
+    std::ifstream in(absl::StrCat(state, "/ranks/rank-", Pid(rank)));
+    std::string line;
+    ASSERT_TRUE(std::getline(in, line)) << "rank " << rank << " not recorded";
+    auto record = ParseRankRecord(line);
+    ASSERT_TRUE(record.ok());
+    EXPECT_EQ(record->job_id, "job-7");
+    EXPECT_EQ(record->rank, rank);
+    EXPECT_EQ(record->start_time, *ProcessStartTime(Pid(rank)));
+  }
+  AgentOptions second;
+  second.controller = absl::StrCat("127.0.0.1:", port_);
+  second.name = "node-2";
+  second.cpu_slots = 1;
+  second.state_dir = state;
+  Agent other(second);
+  absl::Status started = other.Start();
+  EXPECT_TRUE(absl::IsFailedPrecondition(started)) << started;
+  EXPECT_NE(started.message().find("in use by another bench-agent"), absl::string_view::npos);
+  // The first agent's ranks were not touched.
+  EXPECT_EQ(kill(Pid(0), 0), 0);
+  EXPECT_EQ(kill(Pid(1), 0), 0);
+  agent_->Shutdown();
+  EXPECT_NE(access(absl::StrCat(state, "/ranks/rank-", Pid(0)).c_str(), F_OK), 0)
+      << "a reaped rank is forgotten";
+}
+
+TEST_F(AgentTest, AnUnusableStateDirectoryIsAStartError) {
+  AgentOptions options;
+  options.controller = "127.0.0.1:1";
+  options.cpu_slots = 1;
+  options.state_dir = "/proc/bench-agent-state";
+  Agent agent(options);
+  absl::Status started = agent.Start();
+  EXPECT_FALSE(started.ok());
+  EXPECT_NE(started.message().find("/proc/bench-agent-state"), absl::string_view::npos)
+      << started;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -19,6 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/agent_log.h"
+#include "worker/agent/labels.h"
+#include "worker/agent/nvml_inventory.h"
+#include "worker/agent/state_dir.h"
 
 ABSL_FLAG(std::string, controller, "", "HOST:PORT of benchd (required)");
 ABSL_FLAG(std::string, name, "", "agent name (default: the host name)");
@@ -35,6 +39,15 @@ ABSL_FLAG(std::string, nvml_library, "",
 ABSL_FLAG(double, gpu_sample_hz, 10,
           "NVML readings per second of each GPU that runs a rank (power, energy, clocks, "
           "temperature, utilisation, memory, throttle reasons); 0 turns sampling off");
+ABSL_FLAG(std::vector<std::string>, label, {},
+          "KEY=VALUE: a label of this node, for job constraints (repeatable: --label a=1 "
+          "--label b=2)");
+ABSL_FLAG(std::string, state_dir, "",
+          "where unacknowledged samples and reports are spooled and live ranks recorded "
+          "(created if missing; default: $BENCH_AGENT_STATE_DIR, else "
+          "/var/lib/bench-agent/NAME)");
+ABSL_FLAG(uint64_t, spool_max_bytes, uint64_t{1} << 30,
+          "bound of the on-disk sample spool; beyond it new samples are dropped (logged)");
 ABSL_FLAG(bool, gpu_ranks_on_cpu, false,
           "for tests: offer NVML's GPUs (e.g. a fake libnvidia-ml) but run the ranks "
           "placed on them on the CPU, still sampling their GPUs");
@@ -51,7 +64,9 @@ void OnSignal(int signal) {
 }
 
 // Abseil spells flags with underscores; accept the dashed spelling (--cpu-slots) too.
-std::vector<char*> NormalizeFlagNames(int argc, char** argv, std::vector<std::string>* storage) {
+std::vector<char*> NormalizeFlagNames(const std::vector<std::string>& argv,
+                                      std::vector<std::string>* storage) {
+  const int argc = static_cast<int>(argv.size());
   storage->reserve(argc);
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
@@ -84,15 +99,28 @@ std::string FromFlagOrEnv(const std::string& flag, const char* env, std::string 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "bench-agent --controller HOST:PORT [--name NAME] [--cpu-slots N] [--address HOST] "
-      "[--bench-train PATH] [--nvml-library PATH] [--gpu-sample-hz HZ] [--gpu-ranks-on-cpu]");
+      "[--bench-train PATH] [--nvml-library PATH] [--gpu-sample-hz HZ] [--gpu-ranks-on-cpu] "
+      "[--label KEY=VALUE]... [--state-dir DIR] [--spool-max-bytes N]");
   absl::FlagsUsageConfig usage_config;
   usage_config.contains_help_flags = [](absl::string_view path) {
     return absl::EndsWith(path, "worker/agent/main.cc");
   };
   usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
   absl::SetFlagsUsageConfig(usage_config);
+  // --label repeats, which absl flags cannot express: taken out before they parse.
+  std::vector<std::string> raw(argv, argv + argc);
+  auto label_specs = bench::agent::ExtractRepeatedFlag("label", &raw);
+  if (!label_specs.ok()) {
+    std::fprintf(stderr, "bench-agent: %s\n", std::string(label_specs.status().message()).c_str());
+    return 2;
+  }
+  auto labels = bench::agent::ParseLabels(*label_specs);
+  if (!labels.ok()) {
+    std::fprintf(stderr, "bench-agent: %s\n", std::string(labels.status().message()).c_str());
+    return 2;
+  }
   std::vector<std::string> storage;
-  std::vector<char*> args = NormalizeFlagNames(argc, argv, &storage);
+  std::vector<char*> args = NormalizeFlagNames(raw, &storage);
   std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
   if (positional.size() > 1) {
     std::fprintf(stderr, "bench-agent: unexpected argument '%s'\n", positional[1]);
@@ -110,6 +138,17 @@ int main(int argc, char** argv) {
                                        "BENCH_NVML_LIBRARY", bench::agent::kDefaultNvmlLibrary);
   options.gpu_sample_hz = absl::GetFlag(FLAGS_gpu_sample_hz);
   options.gpu_ranks_on_cpu = absl::GetFlag(FLAGS_gpu_ranks_on_cpu);
+  options.labels = std::move(*labels);
+  options.state_dir = absl::GetFlag(FLAGS_state_dir);
+  if (options.state_dir.empty()) {
+    options.state_dir = bench::agent::DefaultStateDir(
+        options.name.empty() ? bench::agent::HostName() : options.name);
+  }
+  options.spool_max_bytes = absl::GetFlag(FLAGS_spool_max_bytes);
+  if (options.spool_max_bytes < 4096) {
+    std::fprintf(stderr, "bench-agent: --spool-max-bytes must be at least 4096\n");
+    return 2;
+  }
   if (!(options.gpu_sample_hz >= 0) || options.gpu_sample_hz > 1000) {
     std::fprintf(stderr, "bench-agent: --gpu-sample-hz must be between 0 and 1000\n");
     return 2;
@@ -135,6 +174,13 @@ int main(int argc, char** argv) {
   sigemptyset(&action.sa_mask);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+
+  absl::Status writable = bench::agent::MakeWritableDirectory(options.state_dir);
+  if (!writable.ok()) {
+    std::fprintf(stderr, "bench-agent: --state-dir: %s\n",
+                 std::string(writable.message()).c_str());
+    return 2;
+  }
 
   bench::agent::Agent agent(options);
   absl::Status status = agent.Start();

@@ -195,6 +195,15 @@ void RankSupervisor::Start() {
       continue;
     }
     rank->process = std::move(*process);
+    if (options_.registry != nullptr) {
+      absl::Status recorded = options_.registry->RecordProcess(a.job_id(), a.attempt(),
+                                                               rank->rank,
+                                                               rank->process->pid());
+      if (!recorded.ok()) {
+        AgentLog(absl::StrCat(Prefix(*rank), "warning: cannot record the rank in ",
+                              options_.registry->dir(), ": ", recorded.message()));
+      }
+    }
     if (IsCuda(a) && options_.gpu_sampler != nullptr) {
       auto uuid = options_.gpu_uuids.find(rank->device_index);
       options_.gpu_sampler->Register(a.job_id(), a.attempt(), rank->rank, rank->device_index,
@@ -289,6 +298,7 @@ void RankSupervisor::Supervise(Rank* rank) {
     absl::MutexLock lock(&mu_);
     rank->process->SignalGroup(SIGKILL);  // whatever it left behind
     exit_code = rank->process->Wait();    // a zombie by now: returns at once
+    if (options_.registry != nullptr) options_.registry->Forget(rank->process->pid());
     rank->exited = true;
     --live_;
     cv_.SignalAll();
@@ -411,6 +421,16 @@ void RankSupervisor::Join() {
 uint64_t RankSupervisor::last_report_ticket() const {
   absl::MutexLock lock(&mu_);
   return last_report_ticket_;
+}
+
+std::vector<int> RankSupervisor::LiveRanks() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<int> live;
+  if (!started_) return live;
+  for (const auto& rank : ranks_) {
+    if (!rank->exited) live.push_back(rank->rank);
+  }
+  return live;
 }
 
 int RankSupervisor::master_port() const {

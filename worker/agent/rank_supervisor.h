@@ -32,6 +32,7 @@
 #include "common/subprocess.h"
 #include "worker/agent/gpu_sampler.h"
 #include "worker/agent/output_tail.h"
+#include "worker/agent/rank_registry.h"
 #include "worker/agent/sinks.h"
 
 namespace bench::agent {
@@ -53,6 +54,9 @@ struct RankSupervisorOptions {
   // Put in every report of a GPU rank (RankReport.telemetry_note): why its GPU is not
   // sampled. Empty where it is.
   std::string telemetry_note;
+  // Where each rank is recorded from its spawn until it is reaped, so that an agent
+  // restarted after a crash kills it. Not owned; null: ranks are not recorded.
+  RankRegistry* registry = nullptr;
 };
 
 // The command line and environment of one rank (exposed for tests).
@@ -99,6 +103,8 @@ class RankSupervisor {
   uint64_t last_report_ticket() const;
   // MASTER_PORT given to the ranks (0 before Start).
   int master_port() const;
+  // The ranks whose processes are alive (spawned and not yet reaped), in order.
+  std::vector<int> LiveRanks() const;
 
  private:
   struct Rank {

@@ -9,9 +9,22 @@
 
 namespace bench::agent {
 
-SampleUploader::SampleUploader(SampleUploadRpc* rpc, SampleUploaderOptions options)
-    : rpc_(rpc), options_(std::move(options)) {
-  thread_ = std::thread([this] { Run(); });
+SampleUploader::SampleUploader(SampleUploadRpc* rpc, SampleUploaderOptions options,
+                               Spool* spool)
+    : rpc_(rpc), options_(std::move(options)), spool_(spool) {
+  agent_ = options_.agent;
+  if (spool_ != nullptr) {
+    spooled_ = spool_->pending_at_open();
+    next_ticket_ = spooled_ + 1;
+    stats_.replayed = spooled_;
+    if (spooled_ > 0) {
+      AgentLog(absl::StrCat("replaying ", spooled_, " unacknowledged samples from the spool ",
+                            spool_->dir()));
+    }
+    thread_ = std::thread([this] { RunSpooled(); });
+  } else {
+    thread_ = std::thread([this] { Run(); });
+  }
 }
 
 SampleUploader::~SampleUploader() { Shutdown(); }
@@ -22,15 +35,48 @@ void SampleUploader::SetAgent(std::string agent) {
 }
 
 uint64_t SampleUploader::Add(benchfleet::v1::IterationSample sample) {
+  if (spool_ != nullptr) {
+    std::string payload = sample.SerializeAsString();
+    absl::MutexLock lock(&mu_);
+    ++stats_.added;
+    return AppendToSpoolLocked(SpoolKind::kIterationSample, payload, /*gpu=*/false);
+  }
   absl::MutexLock lock(&mu_);
   ++stats_.added;
   return Enqueue(Entry{0, std::move(sample)});
 }
 
 uint64_t SampleUploader::AddGpuSample(benchfleet::v1::GpuSample sample) {
+  if (spool_ != nullptr) {
+    std::string payload = sample.SerializeAsString();
+    absl::MutexLock lock(&mu_);
+    ++stats_.gpu_added;
+    return AppendToSpoolLocked(SpoolKind::kGpuSample, payload, /*gpu=*/true);
+  }
   absl::MutexLock lock(&mu_);
   ++stats_.gpu_added;
   return Enqueue(Entry{0, std::move(sample)});
+}
+
+uint64_t SampleUploader::AppendToSpoolLocked(SpoolKind kind, const std::string& payload,
+                                             bool gpu) {
+  absl::StatusOr<SpoolPosition> appended = spool_->Append(kind, payload);
+  if (!appended.ok()) {
+    ++(gpu ? stats_.gpu_dropped : stats_.dropped);
+    uint64_t dropped = stats_.dropped + stats_.gpu_dropped;
+    if (ShouldLogAttempt(dropped)) {
+      AgentLog(absl::StrCat("warning: dropping samples: ", appended.status().message(),
+                            "; ", dropped, " samples dropped so far"));
+    }
+    return next_ticket_ - 1;
+  }
+  ++spooled_;
+  if (spooled_ == 1 || spooled_ == options_.max_batch) work_cv_.Signal();
+  return next_ticket_++;
+}
+
+bool SampleUploader::EmptyLocked() const {
+  return spool_ != nullptr ? spooled_ == 0 : queue_.empty();
 }
 
 uint64_t SampleUploader::Enqueue(Entry entry) {
@@ -52,6 +98,7 @@ uint64_t SampleUploader::Enqueue(Entry entry) {
 }
 
 uint64_t SampleUploader::DoneThroughLocked() const {
+  if (spool_ != nullptr) return spool_done_through_;
   return queue_.empty() ? next_ticket_ - 1 : queue_.front().ticket - 1;
 }
 
@@ -73,10 +120,10 @@ bool SampleUploader::WaitDelivered(uint64_t ticket) {
 
 bool SampleUploader::Drain(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
-  while (!queue_.empty() && !stopping_) {
+  while (!EmptyLocked() && !stopping_) {
     if (delivered_cv_.WaitWithDeadline(&mu_, deadline)) break;
   }
-  return queue_.empty();
+  return EmptyLocked();
 }
 
 void SampleUploader::Shutdown() {
@@ -166,6 +213,140 @@ void SampleUploader::Run() {
                             absl::FormatDuration(delay)));
     }
     retrying = true;
+    absl::Time deadline = absl::Now() + delay;
+    while (!stopping_) {
+      if (work_cv_.WaitWithDeadline(&mu_, deadline)) break;
+    }
+  }
+  mu_.Unlock();
+}
+
+void SampleUploader::RunSpooled() {
+  Backoff backoff(options_.initial_backoff, options_.max_backoff);
+  uint64_t consecutive_failures = 0;
+  int permanent_failures = 0;
+  // The batch in flight (kept for retries): its request, where it ends in the spool,
+  // and how many samples of each kind (and lost records) it covers.
+  bool have_batch = false;
+  benchfleet::v1::UploadSamplesRequest request;
+  SpoolPosition end;
+  Counts counts;
+  uint64_t lost = 0;
+  uint64_t unparsable = 0;
+  mu_.Lock();
+  while (!stopping_) {
+    if (!have_batch) {
+      if (spooled_ == 0) {
+        work_cv_.Wait(&mu_);
+        continue;
+      }
+      if (spooled_ < options_.max_batch) {
+        absl::Time deadline = absl::Now() + options_.linger;
+        while (!stopping_ && spooled_ < options_.max_batch) {
+          if (work_cv_.WaitWithDeadline(&mu_, deadline)) break;
+        }
+        if (stopping_) break;
+      }
+      mu_.Unlock();
+      std::vector<SpoolRecord> records;
+      lost = 0;
+      unparsable = 0;
+      counts = Counts{};
+      request.Clear();
+      end = spool_->Read(spool_->acked(), options_.max_batch, &records, &lost);
+      for (const SpoolRecord& record : records) {
+        bool parsed = false;
+        if (record.kind == SpoolKind::kIterationSample) {
+          parsed = request.add_samples()->ParseFromString(record.payload);
+          if (parsed) ++counts.iterations; else request.mutable_samples()->RemoveLast();
+        } else if (record.kind == SpoolKind::kGpuSample) {
+          parsed = request.add_gpu_samples()->ParseFromString(record.payload);
+          if (parsed) ++counts.gpu; else request.mutable_gpu_samples()->RemoveLast();
+        }
+        if (!parsed) ++unparsable;
+      }
+      if (unparsable > 0) {
+        AgentLog(absl::StrCat("spool ", spool_->dir(), ": ", unparsable,
+                              " records are not samples; skipped"));
+      }
+      absl::Status synced = spool_->Sync();
+      if (!synced.ok()) AgentLog(absl::StrCat("warning: ", synced.message()));
+      mu_.Lock();
+      const uint64_t covered = records.size() + lost;
+      if (covered == 0) {
+        // Nothing readable although samples were counted: a bug or a vanished file.
+        AgentLog(absl::StrCat("warning: spool ", spool_->dir(), " has none of the ", spooled_,
+                              " samples expected; forgetting them"));
+        spool_done_through_ = next_ticket_ - 1;
+        spooled_ = 0;
+        delivered_cv_.SignalAll();
+        continue;
+      }
+      if (request.samples_size() + request.gpu_samples_size() == 0) {
+        mu_.Unlock();
+        spool_->Ack(end).IgnoreError();
+        mu_.Lock();
+        spool_done_through_ += covered;
+        spooled_ -= std::min(spooled_, covered);
+        delivered_cv_.SignalAll();
+        continue;
+      }
+      have_batch = true;
+      request.set_agent(agent_);
+      request.set_batch_id(next_batch_id_++);
+    }
+
+    request.set_agent(agent_);
+    mu_.Unlock();
+    benchfleet::v1::UploadSamplesResponse response;
+    absl::Status status = rpc_->UploadSamples(request, &response);
+    bool release = status.ok();
+    if (!status.ok() && !IsTransientError(status) &&
+        permanent_failures + 1 >= options_.max_permanent_failures) {
+      release = true;
+    }
+    absl::Status acked = absl::OkStatus();
+    if (release) acked = spool_->Ack(end);
+    mu_.Lock();
+    if (!acked.ok()) AgentLog(absl::StrCat("warning: ", acked.message()));
+
+    if (release) {
+      const uint64_t covered = counts.iterations + counts.gpu + lost + unparsable;
+      spool_done_through_ += covered;
+      spooled_ -= std::min(spooled_, covered);
+      stats_.dropped += lost + unparsable;
+      if (status.ok()) {
+        stats_.acknowledged += counts.iterations;
+        stats_.gpu_acknowledged += counts.gpu;
+        ++stats_.batches;
+        if (consecutive_failures > 0) {
+          AgentLog(absl::StrCat("sample upload recovered after ", consecutive_failures,
+                                " failed attempts"));
+        }
+      } else {
+        ++stats_.failed_uploads;
+        stats_.dropped += counts.iterations;
+        stats_.gpu_dropped += counts.gpu;
+        AgentLog(absl::StrCat("warning: dropping a batch of ", counts.iterations + counts.gpu,
+                              " samples after ", permanent_failures + 1,
+                              " rejected uploads: ", status.ToString()));
+      }
+      delivered_cv_.SignalAll();
+      have_batch = false;
+      consecutive_failures = 0;
+      permanent_failures = 0;
+      backoff.Reset();
+      continue;
+    }
+    ++stats_.failed_uploads;
+    ++consecutive_failures;
+    if (!IsTransientError(status)) ++permanent_failures;
+    absl::Duration delay = backoff.Next();
+    if (ShouldLogAttempt(consecutive_failures)) {
+      AgentLog(absl::StrCat("sample upload failed (attempt ", consecutive_failures, ", ",
+                            spooled_, " spooled): ", status.ToString(), "; retrying in ",
+                            absl::FormatDuration(delay)));
+    }
     absl::Time deadline = absl::Now() + delay;
     while (!stopping_) {
       if (work_cv_.WaitWithDeadline(&mu_, deadline)) break;

@@ -1,13 +1,24 @@
 // Streams iteration samples and GPU samples to the controller in batches, at least once.
 //
-// Samples of both kinds queue in memory, in one queue in the order added, and a background thread sends them with UploadSamples in
-// batches (up to max_batch samples of either kind, or whatever has gathered after `linger`). A batch
-// leaves the queue only when the controller acknowledges it; a failed upload is retried
-// with back-off (the controller dedupes by sample identity, so a retry after a lost
-// acknowledgement is harmless). A batch that fails with a non-transient error
-// max_permanent_failures times in a row is dropped with a warning, so one poisoned batch
-// cannot block the rest. Memory is bounded: beyond max_queued samples (both kinds) the
-// oldest are dropped (counted and logged).
+// Samples of both kinds queue in one queue, in the order added, and a background thread
+// sends them with UploadSamples in batches (up to max_batch samples of either kind, or
+// whatever has gathered after `linger`). A batch leaves the queue only when the
+// controller acknowledges it; a failed upload is retried with back-off (the controller
+// dedupes by sample identity, so a retry after a lost acknowledgement is harmless). A
+// batch that fails with a non-transient error max_permanent_failures times in a row is
+// dropped with a warning, so one poisoned batch cannot block the rest.
+//
+// Two kinds of queue:
+// - In memory (no Spool given): beyond max_queued samples (both kinds) the oldest are
+//   dropped (counted and logged).
+// - On disk (a Spool, see spool.h): Add() writes the sample to the spool (write(2))
+//   before it returns; the queue is the spool itself, read back a batch at a time, so
+//   memory holds one batch whatever the backlog. The spool is fdatasync'ed before each
+//   upload (a batch boundary); an acknowledged batch is acknowledged in the spool. What
+//   a previous agent left unacknowledged in the spool is sent first (replay). When the
+//   spool is full (its max_bytes), further samples are dropped, the NEWEST ones (the
+//   queue is on disk): counted in stats().dropped / gpu_dropped and logged (the 1st,
+//   2nd, 4th, ... and every 30th time). Trainers are never blocked by the uploader.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +34,7 @@
 #include "absl/time/time.h"
 #include "benchfleet/v1/agent.pb.h"
 #include "worker/agent/sinks.h"
+#include "worker/agent/spool.h"
 
 namespace bench::agent {
 
@@ -42,6 +54,9 @@ struct SampleUploaderOptions {
   absl::Duration initial_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(2);
   int max_permanent_failures = 5;
+  // The name put in each request's `agent` field until SetAgent (so that a replayed
+  // spool is not sent without one).
+  std::string agent;
 };
 
 // added, acknowledged and dropped count iteration samples; gpu_* count GPU samples.
@@ -54,12 +69,15 @@ struct SampleUploaderStats {
   uint64_t gpu_dropped = 0;
   uint64_t failed_uploads = 0;  // UploadSamples calls that failed
   uint64_t batches = 0;         // UploadSamples calls that succeeded
+  uint64_t replayed = 0;        // samples (both kinds) found in the spool at start
 };
 
-// Thread-safe. `rpc` is not owned and must outlive the uploader.
+// Thread-safe. `rpc` and `spool` (null: the queue is in memory) are not owned and must
+// outlive the uploader; nothing else may read or acknowledge that spool.
 class SampleUploader : public SampleSink {
  public:
-  explicit SampleUploader(SampleUploadRpc* rpc, SampleUploaderOptions options = {});
+  explicit SampleUploader(SampleUploadRpc* rpc, SampleUploaderOptions options = {},
+                          Spool* spool = nullptr);
   ~SampleUploader() override;  // Shutdown()
   SampleUploader(const SampleUploader&) = delete;
   SampleUploader& operator=(const SampleUploader&) = delete;
@@ -67,6 +85,8 @@ class SampleUploader : public SampleSink {
   // The name put in each request's `agent` field.
   void SetAgent(std::string agent);
 
+  // With a spool, a sample dropped because the spool is full (or cannot be written)
+  // gets the ticket of the sample before it, so tickets never decrease.
   uint64_t Add(benchfleet::v1::IterationSample sample) override;
   uint64_t AddGpuSample(benchfleet::v1::GpuSample sample) override;
   // Covers tickets of both kinds.
@@ -92,18 +112,27 @@ class SampleUploader : public SampleSink {
   };
 
   void Run();
+  void RunSpooled();
   uint64_t Enqueue(Entry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t AppendToSpoolLocked(SpoolKind kind, const std::string& payload, bool gpu)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool EmptyLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t DoneThroughLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Counts PopThroughLocked(uint64_t ticket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   SampleUploadRpc* const rpc_;
   const SampleUploaderOptions options_;
+  Spool* const spool_;
 
   mutable absl::Mutex mu_;
   absl::CondVar work_cv_;       // the upload thread waits here
   absl::CondVar delivered_cv_;  // WaitDelivered / Drain wait here
   std::string agent_ ABSL_GUARDED_BY(mu_);
-  std::deque<Entry> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<Entry> queue_ ABSL_GUARDED_BY(mu_);  // without a spool
+  // With a spool: samples in it not yet acknowledged (or given up on), and the ticket
+  // through which everything is acknowledged or given up on.
+  uint64_t spooled_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t spool_done_through_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,5 +1,7 @@
 #include "worker/agent/sample_uploader.h"
 
+#include <stdlib.h>
+
 #include <atomic>
 #include <set>
 #include <thread>
@@ -344,6 +346,107 @@ TEST(SampleUploaderTest, ConcurrentProducersWithFlakyUploadsLoseNothing) {
   EXPECT_EQ(identities.size(), static_cast<size_t>(kRanks * kIterations));
   for (int size : rpc.call_sizes()) EXPECT_LE(size, 500);
   EXPECT_GT(uploader.stats().failed_uploads, 0u);
+}
+
+class SpooledUploaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/spooled_uploader_test_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0); }
+  std::unique_ptr<Spool> OpenSpool(uint64_t max_bytes = uint64_t{1} << 30) {
+    SpoolOptions options;
+    options.max_bytes = max_bytes;
+    auto spool = Spool::Open(dir_ + "/samples", options);
+    EXPECT_TRUE(spool.ok()) << spool.status();
+    return spool.ok() ? std::move(*spool) : nullptr;
+  }
+  std::string dir_;
+};
+
+TEST_F(SpooledUploaderTest, DeliversInOrderAndEmptiesTheSpool) {
+  FakeUploadRpc rpc;
+  rpc.FailEvery(3);
+  auto spool = OpenSpool();
+  SampleUploaderOptions options = FastOptions();
+  options.max_batch = 100;
+  options.agent = "agent-s";
+  {
+    SampleUploader uploader(&rpc, options, spool.get());
+    uint64_t last = 0;
+    for (int i = 1; i <= 450; ++i) {
+      last = uploader.Add(Sample(0, i));
+      if (i % 10 == 0) last = uploader.AddGpuSample(Gpu(0, i / 10));
+    }
+    ASSERT_TRUE(uploader.WaitDelivered(last));
+    ASSERT_TRUE(uploader.Drain(absl::Now() + absl::Seconds(10)));
+    auto stats = uploader.stats();
+    EXPECT_EQ(stats.acknowledged, 450u);
+    EXPECT_EQ(stats.gpu_acknowledged, 45u);
+    EXPECT_EQ(stats.dropped + stats.gpu_dropped, 0u);
+  }
+  EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 450));
+  EXPECT_EQ(rpc.accepted_gpu().size(), 45u);
+  for (int size : rpc.call_sizes()) EXPECT_LE(size, 100);
+  EXPECT_EQ(rpc.agents(), (std::set<std::string>{"agent-s"}));
+  spool.reset();
+  EXPECT_EQ(OpenSpool()->pending_at_open(), 0u) << "everything acknowledged";
+}
+
+TEST_F(SpooledUploaderTest, UnacknowledgedSamplesAreReplayedByTheNextUploader) {
+  {
+    FakeUploadRpc down;
+    down.set_down(true);
+    auto spool = OpenSpool();
+    SampleUploader uploader(&down, FastOptions(), spool.get());
+    for (int i = 1; i <= 20; ++i) uploader.Add(Sample(1, i));
+    uploader.AddGpuSample(Gpu(1, 1));
+    EXPECT_FALSE(uploader.Drain(absl::Now() + absl::Milliseconds(50)));
+    EXPECT_TRUE(down.accepted().empty());
+  }  // the agent stops (or dies) with the controller away
+  FakeUploadRpc rpc;
+  auto spool = OpenSpool();
+  ASSERT_EQ(spool->pending_at_open(), 21u);
+  SampleUploaderOptions options = FastOptions();
+  options.agent = "agent-r";
+  SampleUploader uploader(&rpc, options, spool.get());
+  EXPECT_EQ(uploader.stats().replayed, 21u);
+  // Replayed samples take the first tickets; new ones follow them.
+  uint64_t ticket = uploader.Add(Sample(1, 21));
+  EXPECT_EQ(ticket, 22u);
+  ASSERT_TRUE(uploader.WaitDelivered(ticket));
+  EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 21));
+  EXPECT_EQ(rpc.accepted_gpu().size(), 1u);
+  EXPECT_EQ(rpc.agents(), (std::set<std::string>{"agent-r"}));
+}
+
+TEST_F(SpooledUploaderTest, AFullSpoolDropsNewSamplesAndCountsThem) {
+  FakeUploadRpc rpc;
+  rpc.set_down(true);
+  const uint64_t max_bytes = 16 * 1024;
+  auto spool = OpenSpool(max_bytes);
+  SampleUploader uploader(&rpc, FastOptions(), spool.get());
+  ::testing::internal::CaptureStderr();
+  uint64_t last = 0;
+  for (int i = 1; i <= 2000; ++i) last = uploader.Add(Sample(0, i));
+  std::string log = ::testing::internal::GetCapturedStderr();
+  auto stats = uploader.stats();
+  EXPECT_GT(stats.dropped, 0u);
+  EXPECT_LT(stats.dropped, 2000u);
+  EXPECT_LE(spool->bytes(), max_bytes);
+  EXPECT_NE(log.find("dropping samples"), std::string::npos) << log;
+  EXPECT_NE(log.find("is full"), std::string::npos) << log;
+  const int kept = 2000 - static_cast<int>(stats.dropped);
+  rpc.set_down(false);
+  ASSERT_TRUE(uploader.WaitDelivered(last));
+  // The oldest were kept (the queue is on disk): the newest were dropped.
+  EXPECT_EQ(Iterations(rpc.accepted()), Range(1, kept));
+  // With room again, samples are accepted again.
+  uint64_t ticket = uploader.Add(Sample(0, 5000));
+  ASSERT_TRUE(uploader.WaitDelivered(ticket));
+  EXPECT_EQ(rpc.accepted().back().iteration(), 5000);
 }
 
 }  // namespace

@@ -1,13 +1,44 @@
 #include "worker/agent/status_reporter.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "worker/agent/agent_log.h"
 #include "worker/agent/retry.h"
 
 namespace bench::agent {
 
-StatusReporter::StatusReporter(StatusReportRpc* rpc, StatusReporterOptions options)
-    : rpc_(rpc), options_(std::move(options)) {
+StatusReporter::StatusReporter(StatusReportRpc* rpc, StatusReporterOptions options,
+                               Spool* spool)
+    : rpc_(rpc), options_(std::move(options)), spool_(spool) {
+  agent_ = options_.agent;
+  if (spool_ != nullptr) {
+    SpoolPosition from = spool_->acked();
+    while (true) {
+      std::vector<SpoolRecord> records;
+      SpoolPosition next = spool_->Read(from, 1000, &records);
+      if (records.empty()) break;
+      for (SpoolRecord& record : records) {
+        Entry entry;
+        if (record.kind != SpoolKind::kReport ||
+            !entry.request.ParseFromString(record.payload)) {
+          AgentLog(absl::StrCat("spool ", spool_->dir(), ": a record before offset ",
+                                record.end.offset, " is not a status report; skipped"));
+          continue;
+        }
+        entry.ticket = next_ticket_++;
+        entry.spooled = true;
+        entry.end = record.end;
+        queue_.push_back(std::move(entry));
+      }
+      from = next;
+    }
+    replayed_ = queue_.size();
+    if (replayed_ > 0) {
+      AgentLog(absl::StrCat("replaying ", replayed_, " undelivered status reports from the spool ",
+                            spool_->dir()));
+    }
+  }
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -20,15 +51,32 @@ void StatusReporter::SetAgent(std::string agent) {
 
 uint64_t StatusReporter::Report(benchfleet::v1::ReportStatusRequest report) {
   absl::MutexLock lock(&mu_);
-  uint64_t ticket = next_ticket_++;
-  queue_.emplace_back(ticket, std::move(report));
+  Entry entry;
+  entry.ticket = next_ticket_++;
+  if (spool_ != nullptr) {
+    absl::StatusOr<SpoolPosition> end =
+        spool_->Append(SpoolKind::kReport, report.SerializeAsString());
+    absl::Status synced = end.ok() ? spool_->Sync() : end.status();
+    if (end.ok()) {
+      entry.spooled = true;
+      entry.end = *end;
+    }
+    if (!synced.ok()) {
+      AgentLog(absl::StrCat("warning: status report for job ", report.job_id(),
+                            end.ok() ? " spooled but not synced: " : " kept in memory only: ",
+                            synced.message()));
+    }
+  }
+  entry.request = std::move(report);
+  uint64_t ticket = entry.ticket;
+  queue_.push_back(std::move(entry));
   work_cv_.Signal();
   return ticket;
 }
 
 bool StatusReporter::IsDelivered(uint64_t ticket) const {
   absl::MutexLock lock(&mu_);
-  return queue_.empty() ? ticket < next_ticket_ : ticket < queue_.front().first;
+  return queue_.empty() ? ticket < next_ticket_ : ticket < queue_.front().ticket;
 }
 
 bool StatusReporter::Drain(absl::Time deadline) {
@@ -59,7 +107,7 @@ void StatusReporter::Run() {
       work_cv_.Wait(&mu_);
       continue;
     }
-    benchfleet::v1::ReportStatusRequest request = queue_.front().second;
+    benchfleet::v1::ReportStatusRequest request = queue_.front().request;
     request.set_agent(agent_);
     mu_.Unlock();
     absl::Status status = rpc_->ReportStatus(request);
@@ -78,6 +126,10 @@ void StatusReporter::Run() {
       if (status.ok() && consecutive_failures > 0) {
         AgentLog(absl::StrCat("status report delivered after ", consecutive_failures,
                               " failed attempts"));
+      }
+      if (queue_.front().spooled) {
+        absl::Status acked = spool_->Ack(queue_.front().end);
+        if (!acked.ok()) AgentLog(absl::StrCat("warning: ", acked.message()));
       }
       queue_.pop_front();
       delivered_cv_.SignalAll();

@@ -1,5 +1,7 @@
 #include "worker/agent/status_reporter.h"
 
+#include <stdlib.h>
+
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -95,6 +97,48 @@ TEST(StatusReporterTest, DrainTimesOutWhileTheControllerIsAway) {
   EXPECT_FALSE(reporter.Drain(absl::Now() + absl::Milliseconds(50)));
   EXPECT_FALSE(reporter.IsDelivered(ticket));
   reporter.Shutdown();
+}
+
+TEST(StatusReporterTest, SpooledReportsSurviveARestartAndAreNotSentTwice) {
+  char pattern[] = "/tmp/status_reporter_test_XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = std::string(pattern) + "/reports";
+  {
+    FakeReportRpc rpc;
+    rpc.FailNext(1000000);
+    auto spool = Spool::Open(dir);
+    ASSERT_TRUE(spool.ok());
+    StatusReporter reporter(&rpc, FastOptions(), spool->get());
+    reporter.Report(Report("job-1"));
+    reporter.Report(Report("job-2"));
+    EXPECT_FALSE(reporter.Drain(absl::Now() + absl::Milliseconds(20)));
+  }  // the agent stops with the controller away
+  {
+    FakeReportRpc rpc;
+    auto spool = Spool::Open(dir);
+    ASSERT_TRUE(spool.ok());
+    StatusReporterOptions options = FastOptions();
+    options.agent = "agent-r";
+    StatusReporter reporter(&rpc, options, spool->get());
+    EXPECT_EQ(reporter.replayed(), 2u);
+    uint64_t ticket = reporter.Report(Report("job-3"));
+    EXPECT_EQ(ticket, 3u);
+    ASSERT_TRUE(reporter.Drain(absl::Now() + absl::Seconds(10)));
+    auto delivered = rpc.delivered();
+    ASSERT_EQ(delivered.size(), 3u);
+    EXPECT_EQ(delivered[0].job_id(), "job-1");
+    EXPECT_EQ(delivered[1].job_id(), "job-2");
+    EXPECT_EQ(delivered[2].job_id(), "job-3");
+    EXPECT_EQ(delivered[0].agent(), "agent-r");
+  }
+  FakeReportRpc rpc;
+  auto spool = Spool::Open(dir);
+  ASSERT_TRUE(spool.ok());
+  StatusReporter reporter(&rpc, FastOptions(), spool->get());
+  EXPECT_EQ(reporter.replayed(), 0u) << "delivered reports are acknowledged in the spool";
+  reporter.Shutdown();
+  EXPECT_TRUE(rpc.delivered().empty());
+  ASSERT_EQ(system(("rm -rf '" + std::string(pattern) + "'").c_str()), 0);
 }
 
 }  // namespace
