@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <cstdio>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -420,6 +421,36 @@ TEST_F(SpooledUploaderTest, UnacknowledgedSamplesAreReplayedByTheNextUploader) {
   EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 21));
   EXPECT_EQ(rpc.accepted_gpu().size(), 1u);
   EXPECT_EQ(rpc.agents(), (std::set<std::string>{"agent-r"}));
+}
+
+TEST_F(SpooledUploaderTest, ConcurrentProducersWithFlakyUploadsLoseNothing) {
+  FakeUploadRpc rpc;
+  rpc.FailEvery(3);
+  auto spool = OpenSpool();
+  SampleUploaderOptions options = FastOptions();
+  options.max_batch = 2000;
+  SampleUploader uploader(&rpc, options, spool.get());
+  constexpr int kRanks = 4, kIterations = 25000;
+  std::vector<std::thread> producers;
+  std::vector<uint64_t> last(kRanks);
+  absl::Time start = absl::Now();
+  for (int rank = 0; rank < kRanks; ++rank) {
+    producers.emplace_back([&, rank] {
+      for (int i = 1; i <= kIterations; ++i) last[rank] = uploader.Add(Sample(rank, i));
+    });
+  }
+  for (auto& producer : producers) producer.join();
+  absl::Duration adding = absl::Now() - start;
+  for (uint64_t ticket : last) ASSERT_TRUE(uploader.WaitDelivered(ticket));
+  ASSERT_TRUE(uploader.Drain(absl::Now() + absl::Seconds(30)));
+  std::printf("spooled %d samples in %s, delivered after %s\n", kRanks * kIterations,
+              absl::FormatDuration(adding).c_str(),
+              absl::FormatDuration(absl::Now() - start).c_str());
+  std::set<std::tuple<int, int>> identities;
+  for (const auto& sample : rpc.accepted()) identities.emplace(sample.rank(), sample.iteration());
+  EXPECT_EQ(identities.size(), static_cast<size_t>(kRanks * kIterations));
+  EXPECT_EQ(uploader.stats().acknowledged, static_cast<uint64_t>(kRanks * kIterations));
+  EXPECT_GT(uploader.stats().failed_uploads, 0u);
 }
 
 TEST_F(SpooledUploaderTest, AFullSpoolDropsNewSamplesAndCountsThem) {

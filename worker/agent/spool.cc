@@ -283,7 +283,8 @@ absl::StatusOr<SpoolPosition> Spool::Append(SpoolKind kind, absl::string_view pa
     if (!started.ok()) return started;
   }
   Segment& segment = segments_.back();
-  std::string buffer(record, '\0');
+  std::string& buffer = write_buffer_;
+  buffer.resize(record);
   buffer[kHeader] = static_cast<char>(kind);
   std::memcpy(buffer.data() + kHeader + 1, payload.data(), payload.size());
   PutU32(buffer.data(), static_cast<uint32_t>(length));

@@ -142,6 +142,7 @@ class Spool {
   uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int> unsynced_ ABSL_GUARDED_BY(mu_);  // fds written to since the last Sync
   bool dir_unsynced_ ABSL_GUARDED_BY(mu_) = false;
+  std::string write_buffer_ ABSL_GUARDED_BY(mu_);  // reused by Append
   uint64_t pending_at_open_ = 0;
 };
 
