@@ -315,21 +315,33 @@ absl::StatusOr<SpoolPosition> Spool::Append(SpoolKind kind, absl::string_view pa
 }
 
 absl::Status Spool::Sync() {
-  absl::MutexLock lock(&mu_);
+  // fdatasync without the lock, so that appends (trainers' samples) never wait for the
+  // disk: on duplicates, since Ack may close a segment meanwhile.
+  std::vector<int> fds;
+  bool sync_dir = false;
+  {
+    absl::MutexLock lock(&mu_);
+    for (int fd : unsynced_) {
+      int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      if (copy >= 0) fds.push_back(copy);
+    }
+    unsynced_.clear();
+    sync_dir = dir_unsynced_;
+    dir_unsynced_ = false;
+  }
   absl::Status status;
-  for (int fd : unsynced_) {
+  for (int fd : fds) {
     if (fdatasync(fd) != 0 && status.ok()) {
       status = absl::InternalError(absl::StrCat("fdatasync in ", dir_, ": ", ErrnoText(errno)));
     }
+    close(fd);
   }
-  unsynced_.clear();
-  if (dir_unsynced_) {
+  if (sync_dir) {
     int fd = open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {
       fsync(fd);
       close(fd);
     }
-    dir_unsynced_ = false;
   }
   return status;
 }

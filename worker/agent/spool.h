@@ -89,7 +89,7 @@ class Spool {
   // RESOURCE_EXHAUSTED if it would pass max_bytes; another error if the write failed
   // (the record is then not in the spool).
   absl::StatusOr<SpoolPosition> Append(SpoolKind kind, absl::string_view payload);
-  // fdatasync of what was appended since the last Sync.
+  // fdatasync of what was appended since the last Sync (Append does not wait for it).
   absl::Status Sync();
 
   // Up to `max_records` unacknowledged records from `from` on (in order), appended to
