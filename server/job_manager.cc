@@ -853,9 +853,9 @@ void JobManager::UploadSamples(const std::string& agent_name,
         ++dropped;
         continue;
       }
-      if (metrics_ != nullptr) metrics_->RecordIteration(sample.job_id, agent_name, sample);
       known.push_back(std::move(sample));
     }
+    if (metrics_ != nullptr) metrics_->RecordIterations(agent_name, known);
     for (GpuSample& sample : gpu_samples) {
       Job* job = FindJob(sample.job_id);
       if (job == nullptr || job->attempt < 1 || sample.attempt != job->attempt ||

@@ -1,5 +1,7 @@
 #include "server/live_metrics.h"
 
+#include <set>
+
 namespace bench {
 
 LiveMetrics::LiveMetrics(absl::Duration retention) : retention_(retention) {}
@@ -38,20 +40,15 @@ std::optional<double> LiveMetrics::RateOf(const RankWindow& window) {
   return static_cast<double>(images) / seconds;
 }
 
-void LiveMetrics::RecordIteration(const std::string& job_id, const std::string& node,
-                                  const IterationSample& sample) {
-  absl::MutexLock lock(&mu_);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end() || it->second.state.ended) return;
-  Entry& entry = it->second;
-  RankWindow& window = entry.windows[sample.rank];
+void LiveMetrics::AddToWindow(RankWindow& window, const IterationSample& sample) {
   window.recent[sample.iteration] = {sample.elapsed_s, sample.images};
   while (window.recent.size() > static_cast<size_t>(kWindow) + 1) {
     window.recent.erase(window.recent.begin());
   }
-  RankState& rank = entry.state.ranks[sample.rank];
-  rank.node = node;
-  rank.images_per_second = RateOf(window);
+}
+
+void LiveMetrics::UpdateRates(Entry& entry, int rank) {
+  entry.state.ranks[rank].images_per_second = RateOf(entry.windows[rank]);
   double total = 0;
   bool any = false;
   for (const auto& [index, state] : entry.state.ranks) {
@@ -60,6 +57,37 @@ void LiveMetrics::RecordIteration(const std::string& job_id, const std::string& 
     any = true;
   }
   entry.state.images_per_second = any ? std::optional<double>(total) : std::nullopt;
+}
+
+void LiveMetrics::RecordIteration(const std::string& job_id, const std::string& node,
+                                  const IterationSample& sample) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || it->second.state.ended) return;
+  Entry& entry = it->second;
+  AddToWindow(entry.windows[sample.rank], sample);
+  entry.state.ranks[sample.rank].node = node;
+  UpdateRates(entry, sample.rank);
+}
+
+void LiveMetrics::RecordIterations(const std::string& node,
+                                   const std::vector<IterationSample>& samples) {
+  absl::MutexLock lock(&mu_);
+  std::set<std::pair<Entry*, int>> touched;  // (job, rank): rates once, at the end
+  const std::string* last_id = nullptr;
+  Entry* entry = nullptr;
+  for (const IterationSample& sample : samples) {
+    if (last_id == nullptr || *last_id != sample.job_id) {
+      last_id = &sample.job_id;
+      auto it = jobs_.find(sample.job_id);
+      entry = it == jobs_.end() || it->second.state.ended ? nullptr : &it->second;
+    }
+    if (entry == nullptr) continue;
+    AddToWindow(entry->windows[sample.rank], sample);
+    entry->state.ranks[sample.rank].node = node;
+    touched.insert({entry, sample.rank});
+  }
+  for (const auto& [job, rank] : touched) UpdateRates(*job, rank);
 }
 
 void LiveMetrics::RecordGpuSample(const std::string& job_id, const std::string& node,

@@ -63,6 +63,8 @@ class LiveMetrics {
   void JobStarted(const std::string& job_id, JobLabels labels);
   void RecordIteration(const std::string& job_id, const std::string& node,
                        const IterationSample& sample);
+  // The same as RecordIteration for each sample in turn, under one lock.
+  void RecordIterations(const std::string& node, const std::vector<IterationSample>& samples);
   void RecordGpuSample(const std::string& job_id, const std::string& node,
                        const GpuSample& sample);
   // The rank's process ended: its GPU series go.
@@ -89,6 +91,9 @@ class LiveMetrics {
   };
 
   static std::optional<double> RateOf(const RankWindow& window);
+  static void AddToWindow(RankWindow& window, const IterationSample& sample);
+  // The rank's live rate, then the job's sum over its ranks.
+  static void UpdateRates(Entry& entry, int rank);
   void PruneLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const absl::Duration retention_;

@@ -39,6 +39,35 @@ GpuSample Reading(int rank, int64_t seq, double watts) {
   return g;
 }
 
+TEST(LiveMetrics, RecordIterationsEqualsRecordingEachInTurn) {
+  LiveMetrics one_by_one;
+  LiveMetrics batched;
+  for (LiveMetrics* live : {&one_by_one, &batched}) {
+    live->JobStarted("job-1", {"resnet50", "amp", 256, 2});
+  }
+  std::vector<IterationSample> samples;
+  for (int i = 1; i <= 25; ++i) {
+    samples.push_back(Iteration(0, i, 0.5 * i, 100));
+    samples.push_back(Iteration(1, i, 0.25 * i + (i % 3), 100));
+  }
+  IterationSample unknown = Iteration(0, 3, 1, 1);
+  unknown.job_id = "job-unknown";
+  samples.push_back(unknown);
+  for (const IterationSample& s : samples) one_by_one.RecordIteration(s.job_id, "node-a", s);
+  batched.RecordIterations("node-a", samples);
+  LiveMetrics::Snapshot a = one_by_one.Take(absl::Now());
+  LiveMetrics::Snapshot b = batched.Take(absl::Now());
+  ASSERT_EQ(a.jobs.size(), 1u);
+  ASSERT_EQ(b.jobs.size(), 1u);
+  const LiveMetrics::JobState& ja = a.jobs.at("job-1");
+  const LiveMetrics::JobState& jb = b.jobs.at("job-1");
+  EXPECT_DOUBLE_EQ(*jb.images_per_second, *ja.images_per_second);
+  for (int rank : {0, 1}) {
+    EXPECT_EQ(jb.ranks.at(rank).node, "node-a");
+    EXPECT_DOUBLE_EQ(*jb.ranks.at(rank).images_per_second, *ja.ranks.at(rank).images_per_second);
+  }
+}
+
 TEST(LiveMetrics, RankRateIsImagesOverTheLastIterationsOwnTime) {
   LiveMetrics live;
   live.JobStarted("job-1", {"resnet50", "amp", 256, 2});

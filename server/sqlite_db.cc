@@ -42,6 +42,9 @@ void Statement::Bind(int index, absl::string_view value) {
   sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()),
                     SQLITE_TRANSIENT);
 }
+void Statement::BindUnowned(int index, absl::string_view value) {
+  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
+}
 void Statement::BindNull(int index) { sqlite3_bind_null(stmt_, index); }
 
 absl::StatusOr<bool> Statement::Step() {
@@ -89,7 +92,8 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
     return absl::Status(status.code(),
                         absl::StrCat("database ", path, " is unusable: ", status.message()));
   }
-  for (const char* pragma : {"PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"}) {
+  for (const char* pragma : {"PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON",
+                             "PRAGMA cache_size=-32768"}) {
     absl::Status s = database->Exec(pragma);
     if (!s.ok()) return s;
   }

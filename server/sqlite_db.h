@@ -29,6 +29,8 @@ class Statement {
   void Bind(int index, int64_t value);
   void Bind(int index, double value);
   void Bind(int index, absl::string_view value);
+  // Without a copy: `value` must stay alive and unchanged until the next Reset.
+  void BindUnowned(int index, absl::string_view value);
   void BindNull(int index);
   // SQLITE_ROW (true), SQLITE_DONE (false), or an error.
   absl::StatusOr<bool> Step();
@@ -46,8 +48,9 @@ class Statement {
 
 class Database {
  public:
-  // Opens (creating if asked) the file; sets WAL, synchronous=NORMAL, foreign keys and a
-  // busy timeout. A file that is not a SQLite database is DATA_LOSS naming the path.
+  // Opens (creating if asked) the file; sets WAL, synchronous=NORMAL, foreign keys, a
+  // page cache of up to 32 MiB and a busy timeout. A file that is not a SQLite database
+  // is DATA_LOSS naming the path.
   static absl::StatusOr<std::unique_ptr<Database>> Open(const std::string& path,
                                                         bool create);
   ~Database();

@@ -469,38 +469,110 @@ void Store::AppendSamples(std::vector<IterationSample> samples, AppendDone done)
   AppendSamples(std::move(samples), {}, std::move(done));
 }
 
+namespace {
+
+// Samples go in with multi-row INSERT statements of these sizes (largest first), which
+// spares SQLite most of its per-statement work; 64 rows are 704 parameters.
+constexpr int kInsertRowSizes[] = {64, 8, 1};
+constexpr int kSampleColumns = 11;
+
+const std::string& InsertSamplesSql(int rows) {
+  static const auto* sql = new std::map<int, std::string>([] {
+    std::map<int, std::string> texts;
+    for (int n : kInsertRowSizes) {
+      std::string text =
+          "INSERT OR IGNORE INTO samples (job_id, attempt, rank, iteration, step_time_s, "
+          "images, loss, data_time_s, elapsed_s, warmup, received_unix_ns) VALUES ";
+      for (int r = 0; r < n; ++r) {
+        absl::StrAppend(&text, r == 0 ? "(" : ",(");
+        for (int c = 1; c <= kSampleColumns; ++c) {
+          absl::StrAppend(&text, c == 1 ? "?" : ",?", r * kSampleColumns + c);
+        }
+        text += ")";
+      }
+      texts[n] = std::move(text);
+    }
+    return texts;
+  }());
+  return sql->at(rows);
+}
+
+void BindSample(Statement* insert, int row, const IterationSample& s) {
+  const int base = row * kSampleColumns;
+  insert->BindUnowned(base + 1, s.job_id);
+  insert->Bind(base + 2, int64_t{s.attempt});
+  insert->Bind(base + 3, int64_t{s.rank});
+  insert->Bind(base + 4, int64_t{s.iteration});
+  insert->Bind(base + 5, s.step_time_s);
+  insert->Bind(base + 6, int64_t{s.images});
+  insert->Bind(base + 7, s.loss);
+  insert->Bind(base + 8, s.data_time_s);
+  insert->Bind(base + 9, s.elapsed_s);
+  insert->Bind(base + 10, int64_t{s.warmup ? 1 : 0});
+  insert->Bind(base + 11, s.received_unix_ns);
+}
+
+bool SameRank(const IterationSample& a, const IterationSample& b) {
+  return a.rank == b.rank && a.attempt == b.attempt && a.job_id == b.job_id;
+}
+
+// Groups the samples by rank, in iteration order: each insert then lands beside the
+// previous one in the B-tree, and a statement's changes() are that rank's newly stored
+// samples. Stable, so of two samples with one identity the earlier one is stored, as
+// in arrival order.
+void SortForInsert(std::vector<IterationSample>& samples) {
+  std::stable_sort(samples.begin(), samples.end(),
+                   [](const IterationSample& a, const IterationSample& b) {
+                     if (a.rank != b.rank || a.attempt != b.attempt) {
+                       return std::tie(a.attempt, a.rank) < std::tie(b.attempt, b.rank);
+                     }
+                     if (a.job_id != b.job_id) return a.job_id < b.job_id;
+                     return a.iteration < b.iteration;
+                   });
+}
+
+// INSERT OR IGNORE of samples sorted by SortForInsert, counted into `counted`.
+absl::Status InsertSamples(Database& db, const std::vector<IterationSample>& samples,
+                           AppendResult& counted) {
+  size_t i = 0;
+  while (i < samples.size()) {
+    size_t end = i + 1;
+    while (end < samples.size() && SameRank(samples[i], samples[end])) ++end;
+    int stored = 0;
+    for (size_t at = i; at < end;) {
+      int rows = 1;
+      for (int n : kInsertRowSizes) {
+        if (end - at >= static_cast<size_t>(n)) {
+          rows = n;
+          break;
+        }
+      }
+      ASSIGN_OR_RETURN(Statement * insert, db.Prepare(InsertSamplesSql(rows)));
+      for (int r = 0; r < rows; ++r) BindSample(insert, r, samples[at + r]);
+      RETURN_IF_ERROR(insert->Run());
+      stored += insert->changes();
+      insert->Reset();  // drops the unowned job ids
+      at += rows;
+    }
+    const IterationSample& s = samples[i];
+    counted.stored += stored;
+    counted.duplicates += static_cast<int>(end - i) - stored;
+    if (stored > 0) counted.stored_by_rank[{s.job_id, s.attempt, s.rank}] += stored;
+    i = end;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 void Store::AppendSamples(std::vector<IterationSample> samples,
                           std::vector<GpuSample> gpu_samples, AppendDone done) {
+  SortForInsert(samples);  // on the caller's thread, not the writer's
   auto result = std::make_shared<AppendResult>();
   auto apply = [samples = std::move(samples), gpu_samples = std::move(gpu_samples),
                 result](Database& db) -> absl::Status {
-    ASSIGN_OR_RETURN(Statement * insert,
-                     db.Prepare("INSERT OR IGNORE INTO samples (job_id, attempt, rank, "
-                                "iteration, step_time_s, images, loss, data_time_s, "
-                                "elapsed_s, warmup, received_unix_ns) VALUES "
-                                "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
     AppendResult counted;
-    for (const IterationSample& s : samples) {
-      insert->Reset();
-      insert->Bind(1, s.job_id);
-      insert->Bind(2, int64_t{s.attempt});
-      insert->Bind(3, int64_t{s.rank});
-      insert->Bind(4, int64_t{s.iteration});
-      insert->Bind(5, s.step_time_s);
-      insert->Bind(6, int64_t{s.images});
-      insert->Bind(7, s.loss);
-      insert->Bind(8, s.data_time_s);
-      insert->Bind(9, s.elapsed_s);
-      insert->Bind(10, int64_t{s.warmup ? 1 : 0});
-      insert->Bind(11, s.received_unix_ns);
-      RETURN_IF_ERROR(insert->Run());
-      if (insert->changes() == 1) {
-        ++counted.stored;
-        ++counted.stored_by_rank[{s.job_id, s.attempt, s.rank}];
-      } else {
-        ++counted.duplicates;
-      }
-    }
+    RETURN_IF_ERROR(InsertSamples(db, samples, counted));
     RETURN_IF_ERROR(InsertGpuSamples(db, gpu_samples, &counted));
     *result = counted;
     return absl::OkStatus();

@@ -121,6 +121,45 @@ TEST_F(StoreTest, SamplesAreStoredExactlyOnce) {
   EXPECT_DOUBLE_EQ(samples->at(2).step_time_s, 0.3);
 }
 
+// Batches large enough for the multi-row inserts, interleaved by rank as agents send
+// them, with repeats inside a batch and across batches: each identity is stored once,
+// the first copy wins, and the counts add up per rank.
+TEST_F(StoreTest, LargeInterleavedBatchesCountStoredAndDuplicatesPerRank) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->InsertJob(MakeJob(1)).ok());
+  ASSERT_TRUE((*store)->InsertJob(MakeJob(2)).ok());
+  std::vector<IterationSample> batch;
+  for (int it = 1; it <= 150; ++it) {
+    for (int rank = 0; rank < 3; ++rank) batch.push_back(Sample("job-1", rank, it));
+    batch.push_back(Sample("job-2", 0, it));
+  }
+  IterationSample repeat = Sample("job-1", 1, 7);
+  repeat.step_time_s = 99;  // a later copy of a stored identity: not stored
+  batch.push_back(repeat);
+  auto first = (*store)->AppendSamplesSync(batch);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->stored, 600);
+  EXPECT_EQ(first->duplicates, 1);
+  EXPECT_EQ((first->stored_by_rank.at({"job-1", 1, 1})), 150);
+  EXPECT_EQ((first->stored_by_rank.at({"job-2", 1, 0})), 150);
+
+  std::vector<IterationSample> second;
+  for (int it = 140; it <= 160; ++it) second.push_back(Sample("job-1", 2, it));
+  auto again = (*store)->AppendSamplesSync(second);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->stored, 10);
+  EXPECT_EQ(again->duplicates, 11);
+  EXPECT_EQ(again->stored_by_rank.size(), 1u);
+  EXPECT_EQ(*(*store)->CountSamples("job-1", 1), 460);
+  auto samples = (*store)->ReadSamples("job-1", 1);
+  ASSERT_TRUE(samples.ok());
+  ASSERT_EQ(samples->size(), 460u);
+  EXPECT_EQ(samples->at(150 + 6).rank, 1);
+  EXPECT_EQ(samples->at(150 + 6).iteration, 7);
+  EXPECT_DOUBLE_EQ(samples->at(150 + 6).step_time_s, 0.7);
+}
+
 TEST_F(StoreTest, ManyConcurrentAppendsAllCommit) {
   auto store = Store::Open(path_);
   ASSERT_TRUE(store.ok());
