@@ -9,6 +9,7 @@
 
 #include <deque>
 #include <fstream>
+#include <iterator>
 #include <functional>
 #include <memory>
 #include <string>
@@ -89,6 +90,8 @@ class FakeController final : public benchfleet::v1::AgentService::Service {
                              const benchfleet::v1::UploadSamplesRequest* request,
                              benchfleet::v1::UploadSamplesResponse* response) override {
     absl::MutexLock lock(&mu_);
+    ++upload_calls_;
+    if (uploads_down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "uploads down");
     for (const auto& sample : request->samples()) {
       ++samples_per_rank_[{sample.job_id(), sample.rank()}];
     }
@@ -151,6 +154,8 @@ class FakeController final : public benchfleet::v1::AgentService::Service {
   absl::CondVar cv_;
   int registrations_ = 0, heartbeats_ = 0, streams_ = 0;
   bool stopping_ = false, end_stream_ = false;
+  bool uploads_down_ = false;  // UploadSamples fails (UNAVAILABLE) while set
+  int upload_calls_ = 0;
   benchfleet::v1::AgentInventory inventory_;
   benchfleet::v1::HeartbeatRequest last_heartbeat_;
   std::string stream_agent_;
@@ -518,6 +523,74 @@ TEST_F(AgentTest, RecordsItsRanksWhileTheyRunAndRefusesASecondAgentOnItsState) {
   agent_->Shutdown();
   EXPECT_NE(access(absl::StrCat(state, "/ranks/rank-", Pid(0)).c_str(), F_OK), 0)
       << "a reaped rank is forgotten";
+}
+
+// The bench-agent executable killed with -9 while its ranks run and before its samples
+// were acknowledged; a new one on the same state directory kills the ranks, reports them
+// FAILED and replays the samples.
+TEST_F(AgentTest, AnAgentKilledWithSignal9IsCleanedUpAfterByTheNextOne) {
+  StartServer();
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    controller_.uploads_down_ = true;
+  }
+  const std::string state = dir_ + "/state";
+  auto start_agent = [&] {
+    SubprocessOptions options;
+    options.argv = {BENCH_AGENT_PATH, "--controller", absl::StrCat("127.0.0.1:", port_),
+                    "--name", "node-1", "--cpu-slots", "2", "--bench-train",
+                    dir_ + "/bench-train", "--state-dir", state, "--label", "zone=test"};
+    options.stdout_mode = SubprocessOptions::Output::kFile;
+    options.stderr_mode = SubprocessOptions::Output::kFile;
+    options.stdout_path = options.stderr_path = dir_ + "/agent.log";
+    auto process = Subprocess::Start(options);
+    EXPECT_TRUE(process.ok()) << process.status();
+    return process.ok() ? std::move(*process) : nullptr;
+  };
+  auto log = [&] {
+    std::ifstream in(dir_ + "/agent.log");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  auto first = start_agent();
+  ASSERT_NE(first, nullptr);
+  ASSERT_TRUE(controller_.WaitFor([&] { return controller_.streams_ > 0; })) << log();
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    EXPECT_EQ(controller_.inventory_.labels().at("zone"), "test");
+  }
+  controller_.Push(Assign("job-8", "hang"));
+  ASSERT_TRUE(WaitForFile("started.0")) << log();
+  ASSERT_TRUE(WaitForFile("started.1")) << log();
+  ASSERT_TRUE(controller_.WaitFor([&] { return controller_.upload_calls_ > 0; })) << log();
+  const pid_t rank0 = Pid(0), rank1 = Pid(1);
+  ASSERT_EQ(kill(first->pid(), SIGKILL), 0);
+  EXPECT_EQ(first->Wait(), -SIGKILL);
+  EXPECT_EQ(kill(rank0, 0), 0) << "ranks outlive a kill -9'd agent";
+  EXPECT_EQ(kill(rank1, 0), 0);
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    EXPECT_EQ((controller_.samples_per_rank_[{"job-8", 0}]), 0);
+    controller_.uploads_down_ = false;
+  }
+
+  auto second = start_agent();
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(FinalState("job-8", 0, benchfleet::v1::RANK_STATE_FAILED)) << log();
+  ASSERT_TRUE(FinalState("job-8", 1, benchfleet::v1::RANK_STATE_FAILED)) << log();
+  EXPECT_EQ(controller_.Latest("job-8", 0).message(), LeftoverRankMessage(rank0));
+  EXPECT_EQ(controller_.Latest("job-8", 1).message(), LeftoverRankMessage(rank1));
+  EXPECT_FALSE(ProcessStartTime(rank0).ok()) << "rank 0 still runs";
+  EXPECT_FALSE(ProcessStartTime(rank1).ok()) << "rank 1 still runs";
+  // The five samples of each rank, spooled by the first agent, come from the second.
+  EXPECT_TRUE(controller_.WaitFor([&] {
+    return controller_.samples_per_rank_[{"job-8", 0}] == 5 &&
+           controller_.samples_per_rank_[{"job-8", 1}] == 5;
+  })) << log();
+  ASSERT_EQ(kill(second->pid(), SIGTERM), 0);
+  EXPECT_EQ(second->Wait(), 0) << log();
+  std::string text = log();
+  EXPECT_NE(text.find("left running by a previous bench-agent"), std::string::npos) << text;
+  EXPECT_NE(text.find("replaying"), std::string::npos) << text;
 }
 
 TEST_F(AgentTest, AnUnusableStateDirectoryIsAStartError) {
