@@ -48,8 +48,17 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Register(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* AgentServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
                                                       const v1::HeartbeatRequest* request,
                                                       v1::HeartbeatResponse*) {
-  std::vector<std::string> running(request->running_jobs().begin(),
-                                   request->running_jobs().end());
+  std::vector<RunningOnAgent> running;
+  if (request->running_size() > 0) {
+    for (const v1::RunningJob& job : request->running()) {
+      running.push_back(RunningOnAgent{job.job_id(), job.attempt(),
+                                       {job.ranks().begin(), job.ranks().end()}});
+    }
+  } else {
+    for (const std::string& job_id : request->running_jobs()) {
+      running.push_back(RunningOnAgent{job_id, 0, {}});
+    }
+  }
   return FinishNow(context, manager_->Heartbeat(request->agent(), running));
 }
 

@@ -71,6 +71,12 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
   JobManagerOptions manager_options;
   manager_options.agent_lease = options.agent_lease;
   manager_options.heartbeat_interval = options.heartbeat_interval;
+  manager_options.max_requeues = options.max_requeues;
+  manager_options.reconcile_grace = options.reconcile_grace > absl::ZeroDuration()
+                                        ? options.reconcile_grace
+                                        : options.agent_lease;
+  manager_options.default_wall_time = options.default_wall_time;
+  manager_options.default_hang_timeout = options.default_hang_timeout;
   benchd->metrics_ = std::make_unique<LiveMetrics>(options.metrics_retention);
   benchd->manager_ = std::make_unique<JobManager>(benchd->store_.get(), manager_options,
                                                   benchd->metrics_.get());
@@ -112,8 +118,9 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
 }
 
 void Benchd::LivenessLoop() {
-  while (!stop_.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+  while (!stop_.WaitForNotificationWithTimeout(absl::Milliseconds(250))) {
     manager_->CheckAgents(JobManager::Clock::now());
+    manager_->CheckLimits(absl::Now());
   }
 }
 

@@ -28,7 +28,11 @@ struct BenchdOptions {
   std::string http = "127.0.0.1:7601";    // web port, HOST:PORT; empty disables it
   std::string db = "benchfleet.db";
   absl::Duration agent_lease = absl::Seconds(30);
-  absl::Duration heartbeat_interval = absl::Seconds(2);
+  absl::Duration heartbeat_interval = absl::Seconds(5);
+  int max_requeues = 1;                                // --requeue_on_node_lost
+  absl::Duration reconcile_grace = absl::ZeroDuration();  // zero: the agent lease
+  absl::Duration default_wall_time = absl::Hours(24);
+  absl::Duration default_hang_timeout = absl::Minutes(10);
   // How long a finished job's series stay on /metrics.
   absl::Duration metrics_retention = absl::Minutes(10);
 };

@@ -81,6 +81,13 @@ grpc::ServerUnaryReactor* ControllerService::ListAgents(grpc::CallbackServerCont
   return FinishNow(context, absl::OkStatus());
 }
 
+grpc::ServerUnaryReactor* ControllerService::ListQueue(grpc::CallbackServerContext* context,
+                                                       const v1::ListQueueRequest*,
+                                                       v1::ListQueueResponse* response) {
+  for (const JobView& view : manager_->Queue()) ToProto(view, response->add_jobs());
+  return FinishNow(context, absl::OkStatus());
+}
+
 grpc::ServerUnaryReactor* ControllerService::SetBaseline(grpc::CallbackServerContext* context,
                                                          const v1::SetBaselineRequest* request,
                                                          v1::Baseline* response) {

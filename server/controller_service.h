@@ -32,6 +32,9 @@ class ControllerService final : public benchfleet::v1::Controller::CallbackServi
   grpc::ServerUnaryReactor* ListAgents(grpc::CallbackServerContext* context,
                                        const benchfleet::v1::ListAgentsRequest* request,
                                        benchfleet::v1::ListAgentsResponse* response) override;
+  grpc::ServerUnaryReactor* ListQueue(grpc::CallbackServerContext* context,
+                                      const benchfleet::v1::ListQueueRequest* request,
+                                      benchfleet::v1::ListQueueResponse* response) override;
   grpc::ServerUnaryReactor* SetBaseline(grpc::CallbackServerContext* context,
                                         const benchfleet::v1::SetBaselineRequest* request,
                                         benchfleet::v1::Baseline* response) override;

@@ -48,7 +48,10 @@ bool JobSpec::operator==(const JobSpec& o) const {
          batch_size == o.batch_size && iterations == o.iterations &&
          warmup_iterations == o.warmup_iterations && image_size == o.image_size &&
          data == o.data && name == o.name && labels == o.labels &&
-         request_id == o.request_id;
+         request_id == o.request_id && nodes == o.nodes &&
+         devices_per_node == o.devices_per_node && allowed_nodes == o.allowed_nodes &&
+         node_labels == o.node_labels && wall_time_limit_s == o.wall_time_limit_s &&
+         hang_timeout_s == o.hang_timeout_s;
 }
 
 std::string GpuModelOf(const Job& job) {

@@ -33,6 +33,15 @@ struct JobSpec {
   std::string name;
   std::map<std::string, std::string> labels;
   std::string request_id;
+  // Placement shape: exactly `nodes` agents with `devices_per_node` ranks each; 0: any.
+  int nodes = 0;
+  int devices_per_node = 0;
+  // Constraints: only these agents (empty: any), only agents carrying every label.
+  std::vector<std::string> allowed_nodes;
+  std::map<std::string, std::string> node_labels;
+  // Limits in seconds; 0: benchd's defaults (JobManagerOptions).
+  int wall_time_limit_s = 0;
+  int hang_timeout_s = 0;
 
   // Equal in everything that decides what runs (name and labels included).
   bool operator==(const JobSpec& other) const;
@@ -126,6 +135,7 @@ struct Job {
   // trainer versions (their start events). Empty where an older agent sent none.
   std::map<std::string, Versions> agent_versions;  // by agent name
   std::map<int, Versions> rank_versions;           // by rank
+  int requeues = 0;  // times it went back to the queue after losing a node
 };
 
 // The GPU model of a job's ranks: their GPU name, or the distinct names sorted and
@@ -160,6 +170,7 @@ struct AgentInventory {
   std::vector<Gpu> gpus;
   int cpu_slots = 0;
   Versions versions;  // from NVML: driver, nvml, cuda_driver (empty from older agents)
+  std::map<std::string, std::string> labels;  // bench-agent --label, for job constraints
 
   DeviceKind kind() const { return gpus.empty() ? DeviceKind::kCpu : DeviceKind::kCuda; }
   int device_count() const { return gpus.empty() ? cpu_slots : static_cast<int>(gpus.size()); }

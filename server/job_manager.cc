@@ -83,9 +83,7 @@ absl::Status JobManager::Recover() {
       }
     }
     if (stored.state == JobState::kRunning) {
-      Transition(stored, JobState::kFailed,
-                 "benchd restarted while the job was running; its ranks were not "
-                 "reconciled");
+      AdoptRecoveredRunningJob(stored);
     } else if (IsTerminal(stored.state) && stored.attempt > 0 &&
                stored.device_kind == DeviceKind::kCuda && stored.gpu_telemetry.empty() &&
                (stored.telemetry_note.empty() ||
@@ -95,7 +93,45 @@ absl::Status JobManager::Recover() {
     }
   }
   Log("recovered ", jobs_.size(), " jobs from ", store_->path());
+  Schedule();
   return absl::OkStatus();
+}
+
+void JobManager::AdoptRecoveredRunningJob(Job& job) {
+  JobRuntime& runtime = runtime_[job.id];
+  runtime.all_dispatched = true;
+  runtime.last_progress = absl::Now();
+  runtime.started = job.created;
+  for (auto it = job.history.rbegin(); it != job.history.rend(); ++it) {
+    if (it->state == JobState::kRunning) {
+      runtime.started = it->time;
+      break;
+    }
+  }
+  // The agents are expected back within the grace: until then they hold the devices.
+  Clock::time_point expires =
+      Clock::now() + absl::ToChronoMilliseconds(options_.reconcile_grace - options_.agent_lease);
+  for (const Placement& placement : job.placements) {
+    AgentRecord& agent = agents_[placement.agent];
+    if (agent.inventory.name.empty()) {
+      agent.inventory.name = placement.agent;
+      agent.placeholder = true;
+      agent.last_seen = expires;
+      agent.last_seen_wall = absl::Now();
+    }
+    for (size_t i = 0; i < placement.ranks.size(); ++i) {
+      int rank = placement.ranks[i];
+      if (job.summaries.count(rank) > 0) {
+        runtime.succeeded_ranks.insert(rank);  // reported SUCCEEDED before the restart
+        continue;
+      }
+      runtime.running_ranks[placement.agent].insert(rank);
+      agent.busy[placement.device_indices[i]] = BusyDevice{job.id, job.attempt, rank};
+    }
+  }
+  Log(job.id, " was RUNNING (attempt ", job.attempt, ") when benchd stopped: waiting up to ",
+      absl::FormatDuration(options_.reconcile_grace), " for ",
+      DescribePlacements(job.placements), " to reconnect");
 }
 
 bool JobManager::RankPlacedOn(const Job& job, const std::string& agent, int rank) {
@@ -115,6 +151,10 @@ Job* JobManager::FindJob(const std::string& job_id) {
 JobView JobManager::ViewOf(const Job& job) {
   JobView view;
   view.job = job;
+  if (job.state == JobState::kQueued) {
+    auto position = queue_positions_.find(job.id);
+    if (position != queue_positions_.end()) view.queue_position = position->second;
+  }
   auto it = runtime_.find(job.id);
   if (it != runtime_.end() && job.attempt > 0) {
     const JobRuntime& runtime = it->second;
@@ -239,7 +279,8 @@ FleetCounts JobManager::Fleet() {
   for (const auto& [name, agent] : agents_) {
     bool connected = agent.channel != nullptr && !agent.lost;
     if (connected) ++fleet.agents_connected;
-    if (agent.lost) continue;  // its devices are not in the pool until it returns
+    // A lost agent's devices are not in the pool until it returns.
+    if (agent.lost || agent.placeholder) continue;
     fleet.nodes.push_back({name, DeviceKindText(agent.inventory.kind()),
                            agent.inventory.device_count(), static_cast<int>(agent.busy.size())});
   }
@@ -282,10 +323,18 @@ absl::StatusOr<SubmitResult> JobManager::Submit(JobSpec spec) {
                          "\" was already used for ", it->second, " with a different spec"));
       }
     }
-    std::vector<AgentCapacity> fleet = Capacities(/*connected_only=*/false);
-    if (ChooseDeviceKind(spec.devices, fleet) == DeviceKind::kNone) {
+    std::vector<AgentCapacity> fleet = Capacities();
+    PlacementRequest request = PlacementRequestOf(spec);
+    if (ChooseDeviceKind(request, fleet) == DeviceKind::kNone) {
       int gpus = FleetDevices(DeviceKind::kCuda, fleet);
       int slots = FleetDevices(DeviceKind::kCpu, fleet);
+      bool constrained = !spec.allowed_nodes.empty() || !spec.node_labels.empty() ||
+                         spec.nodes > 0;
+      if (constrained) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the registered fleet can never run this job: ",
+            NeverFitsReason(request, fleet)));
+      }
       return absl::FailedPreconditionError(absl::StrCat(
           "devices (--gpus): the job asks for ", Count(spec.devices, "device"),
           " but the registered fleet has ", Count(gpus, "GPU"), " and ",
@@ -345,6 +394,20 @@ std::vector<JobView> JobManager::List() {
   return views;
 }
 
+std::vector<JobView> JobManager::Queue() {
+  absl::MutexLock lock(&mu_);
+  std::vector<JobView> views;
+  for (const Job& job : jobs_) {
+    if (job.state == JobState::kQueued) views.push_back(ViewOf(job));
+  }
+  std::stable_sort(views.begin(), views.end(), [](const JobView& a, const JobView& b) {
+    // Not yet considered (0) last.
+    return (a.queue_position == 0 ? INT32_MAX : a.queue_position) <
+           (b.queue_position == 0 ? INT32_MAX : b.queue_position);
+  });
+  return views;
+}
+
 absl::StatusOr<JobView> JobManager::Cancel(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   Job* job = FindJob(job_id);
@@ -358,6 +421,7 @@ absl::StatusOr<JobView> JobManager::Cancel(const std::string& job_id) {
   } else {
     EndRunningJob(*job, JobState::kCancelled, "cancelled by the user");
   }
+  Schedule();  // the queue moved up
   return ViewOf(*job);
 }
 
@@ -501,15 +565,16 @@ void JobManager::Unwatch(int64_t handle) {
   watchers_.erase(handle);
 }
 
-std::vector<AgentCapacity> JobManager::Capacities(bool connected_only) {
+std::vector<AgentCapacity> JobManager::Capacities() {
   std::vector<AgentCapacity> capacities;
   for (const auto& [name, agent] : agents_) {
-    if (agent.lost) continue;
-    if (connected_only && agent.channel == nullptr) continue;
+    if (agent.lost || agent.placeholder) continue;
     AgentCapacity capacity;
     capacity.agent = name;
     capacity.kind = agent.inventory.kind();
     capacity.total_devices = agent.inventory.device_count();
+    capacity.labels = agent.inventory.labels;
+    capacity.connected = agent.channel != nullptr;
     for (int i = 0; i < capacity.total_devices; ++i) {
       int index = agent.inventory.gpus.empty() ? i : agent.inventory.gpus[i].index;
       if (agent.busy.count(index) == 0) capacity.free_devices.push_back(index);
@@ -519,71 +584,100 @@ std::vector<AgentCapacity> JobManager::Capacities(bool connected_only) {
   return capacities;
 }
 
+absl::Duration JobManager::WallTimeLimit(const Job& job) const {
+  return job.spec.wall_time_limit_s > 0 ? absl::Seconds(job.spec.wall_time_limit_s)
+                                        : options_.default_wall_time;
+}
+
+absl::Duration JobManager::HangTimeout(const Job& job) const {
+  return job.spec.hang_timeout_s > 0 ? absl::Seconds(job.spec.hang_timeout_s)
+                                     : options_.default_hang_timeout;
+}
+
 void JobManager::Schedule() {
   if (shut_down_) return;
-  std::vector<AgentCapacity> fleet = Capacities(/*connected_only=*/false);
+  absl::Time now = absl::Now();
+  std::vector<QueuedJob> queue;
+  std::vector<RunningAllocation> running;
   for (Job& job : jobs_) {
-    if (job.state != JobState::kQueued || !runtime_[job.id].persisted) continue;
-    DeviceKind kind = ChooseDeviceKind(job.spec.devices, fleet);
-    if (kind == DeviceKind::kNone) {
-      // The fleet shrank below the job since it was accepted: it cannot run until agents
-      // return, so it must not hold up the jobs behind it.
-      std::string reason = absl::StrCat("waiting for agents: the registered fleet is smaller "
-                                        "than the ", Count(job.spec.devices, "device"),
-                                        " this job needs");
-      if (job.reason != reason) {
-        job.reason = reason;
-        Persist(job);
-        Notify(job);
-      }
+    if (job.state == JobState::kQueued && runtime_[job.id].persisted) {
+      queue.push_back(QueuedJob{job.id, PlacementRequestOf(job.spec), WallTimeLimit(job)});
+    } else if (job.state == JobState::kRunning) {
+      running.push_back(
+          RunningAllocation{job.id, runtime_[job.id].started + WallTimeLimit(job), job.placements});
+    }
+  }
+  queue_positions_.clear();
+  if (queue.empty()) return;
+  std::vector<QueueDecision> decisions = PlanQueue(queue, Capacities(), running, now);
+  int position = 0;
+  for (QueueDecision& decision : decisions) {
+    Job* job = FindJob(decision.job_id);
+    if (decision.plan) {
+      StartJob(*job, *decision.plan);
+      if (decision.backfilled) Log(job->id, " backfilled ahead of jobs that wait");
       continue;
     }
-    std::optional<PlacementPlan> plan = PlaceJob(job.spec.devices, kind, Capacities(true));
-    if (!plan) return;  // strict FIFO: later jobs wait behind the head of the queue
-    JobRuntime& runtime = runtime_[job.id];
-    runtime = JobRuntime{};
-    runtime.persisted = true;
-    job.attempt += 1;
-    job.device_kind = plan->kind;
-    job.placements = plan->placements;
-    job.summaries.clear();
-    job.rank_devices.clear();
-    job.agent_versions.clear();
-    job.rank_versions.clear();
-    for (const Placement& placement : job.placements) {
-      const AgentInventory& inventory = agents_[placement.agent].inventory;
-      if (!inventory.versions.empty()) job.agent_versions[placement.agent] = inventory.versions;
-      for (size_t i = 0; i < placement.ranks.size(); ++i) {
-        RankDevice device;
-        device.rank = placement.ranks[i];
-        device.agent = placement.agent;
-        device.hostname = inventory.hostname;
-        device.device_index = placement.device_indices[i];
-        if (plan->kind == DeviceKind::kCuda) {
-          for (const Gpu& gpu : inventory.gpus) {
-            if (gpu.index != device.device_index) continue;
-            device.gpu_uuid = gpu.uuid;
-            device.gpu_name = gpu.name;
-          }
-        }
-        job.rank_devices.push_back(std::move(device));
-      }
+    queue_positions_[job->id] = ++position;
+    if (job->reason != decision.reason) {
+      job->reason = std::move(decision.reason);
+      Persist(*job);
+      Notify(*job);
     }
-    std::sort(job.rank_devices.begin(), job.rank_devices.end(),
-              [](const RankDevice& a, const RankDevice& b) { return a.rank < b.rank; });
-    for (const Placement& placement : job.placements) {
-      AgentRecord& agent = agents_[placement.agent];
-      for (int device : placement.device_indices) agent.busy[device] = job.id;
-      runtime.running_ranks[placement.agent] =
-          std::set<int>(placement.ranks.begin(), placement.ranks.end());
-      runtime.undelivered.insert(placement.agent);
-    }
-    Transition(job, JobState::kRunning,
-               absl::StrCat("placed on ", DescribePlacements(job.placements)));
-    // Rank 0's agent goes first: it picks the rendezvous port, then the rest follow.
-    Dispatch(job, job.placements.front());
-    fleet = Capacities(/*connected_only=*/false);
   }
+}
+
+void JobManager::StartJob(Job& job, const PlacementPlan& plan) {
+  JobRuntime& runtime = runtime_[job.id];
+  runtime = JobRuntime{};
+  runtime.persisted = true;
+  runtime.started = absl::Now();
+  runtime.last_progress = runtime.started;
+  job.attempt += 1;
+  job.device_kind = plan.kind;
+  job.placements = plan.placements;
+  job.summaries.clear();
+  job.rank_devices.clear();
+  job.agent_versions.clear();
+  job.rank_versions.clear();
+  job.gpu_telemetry.clear();
+  job.telemetry_note.clear();
+  for (const Placement& placement : job.placements) {
+    const AgentInventory& inventory = agents_[placement.agent].inventory;
+    if (!inventory.versions.empty()) job.agent_versions[placement.agent] = inventory.versions;
+    for (size_t i = 0; i < placement.ranks.size(); ++i) {
+      RankDevice device;
+      device.rank = placement.ranks[i];
+      device.agent = placement.agent;
+      device.hostname = inventory.hostname;
+      device.device_index = placement.device_indices[i];
+      if (plan.kind == DeviceKind::kCuda) {
+        for (const Gpu& gpu : inventory.gpus) {
+          if (gpu.index != device.device_index) continue;
+          device.gpu_uuid = gpu.uuid;
+          device.gpu_name = gpu.name;
+        }
+      }
+      job.rank_devices.push_back(std::move(device));
+    }
+  }
+  std::sort(job.rank_devices.begin(), job.rank_devices.end(),
+            [](const RankDevice& a, const RankDevice& b) { return a.rank < b.rank; });
+  for (const Placement& placement : job.placements) {
+    AgentRecord& agent = agents_[placement.agent];
+    for (size_t i = 0; i < placement.ranks.size(); ++i) {
+      agent.busy[placement.device_indices[i]] =
+          BusyDevice{job.id, job.attempt, placement.ranks[i]};
+    }
+    runtime.running_ranks[placement.agent] =
+        std::set<int>(placement.ranks.begin(), placement.ranks.end());
+    runtime.undelivered.insert(placement.agent);
+  }
+  Transition(job, JobState::kRunning,
+             absl::StrCat(job.attempt > 1 ? absl::StrCat("attempt ", job.attempt, " ") : "",
+                          "placed on ", DescribePlacements(job.placements)));
+  // Rank 0's agent goes first: it picks the rendezvous port, then the rest follow.
+  Dispatch(job, job.placements.front());
 }
 
 AssignmentMessage JobManager::AssignmentFor(const Job& job, const Placement& placement) {
@@ -618,11 +712,14 @@ absl::StatusOr<std::string> JobManager::RegisterAgent(AgentInventory inventory) 
   absl::MutexLock lock(&mu_);
   if (shut_down_) return absl::UnavailableError("benchd is shutting down");
   AgentRecord& agent = agents_[inventory.name];
-  bool returning = agent.lost;
+  const char* how = agent.lost          ? " returned: "
+                    : agent.placeholder ? " reconnected after benchd restarted: "
+                                        : " registered: ";
   agent.inventory = inventory;
   agent.Touch();
   agent.lost = false;
-  Log("agent ", inventory.name, returning ? " returned: " : " registered: ",
+  agent.placeholder = false;
+  Log("agent ", inventory.name, how,
       inventory.gpus.empty() ? absl::StrCat(inventory.cpu_slots, " CPU slots")
                              : absl::StrCat(inventory.gpus.size(), " GPUs"),
       " at ", inventory.address);
@@ -630,55 +727,61 @@ absl::StatusOr<std::string> JobManager::RegisterAgent(AgentInventory inventory) 
 }
 
 absl::Status JobManager::Heartbeat(const std::string& agent_name,
-                                   const std::vector<std::string>& running) {
+                                   const std::vector<RunningOnAgent>& running) {
   absl::MutexLock lock(&mu_);
   auto it = agents_.find(agent_name);
-  if (it == agents_.end() || it->second.lost) {
+  if (it == agents_.end() || it->second.lost || it->second.placeholder) {
     return absl::NotFoundError(absl::StrCat("agent ", agent_name, " is not registered"));
   }
   AgentRecord& agent = it->second;
   agent.Touch();
-  // Ranks the controller does not know to be running there (their job ended, or benchd
-  // restarted) must not keep holding devices: tell the agent to stop them.
-  for (const std::string& job_id : running) {
-    Job* job = FindJob(job_id);
+  // Ranks the controller does not expect there (their job ended or was requeued, or it
+  // is unknown) must not keep holding devices: tell the agent to stop them.
+  std::set<std::pair<std::string, int>> listed;
+  for (const RunningOnAgent& entry : running) {
+    Job* job = FindJob(entry.job_id);
+    int attempt = entry.attempt > 0 ? entry.attempt : (job != nullptr ? job->attempt : 0);
+    listed.insert({entry.job_id, attempt});
     bool expected = job != nullptr && job->state == JobState::kRunning &&
+                    attempt == job->attempt && !Fenced(agent_name, job->id, attempt) &&
                     std::any_of(job->placements.begin(), job->placements.end(),
                                 [&](const Placement& p) { return p.agent == agent_name; });
     if (expected || agent.channel == nullptr) continue;
     std::string reason =
         job == nullptr ? "unknown job"
-                       : absl::StrCat("the job is ", JobStateText(job->state),
-                                      job->reason.empty() ? "" : ": ", job->reason);
-    agent.channel->SendCancel(CancelMessage{job_id, 0, std::move(reason)});
+        : attempt != job->attempt
+            ? absl::StrCat("attempt ", attempt, " is over (the job is on attempt ",
+                           job->attempt, ")")
+            : absl::StrCat("the job is ", JobStateText(job->state),
+                           job->reason.empty() ? "" : ": ", job->reason);
+    agent.channel->SendCancel(CancelMessage{entry.job_id, attempt, std::move(reason)});
   }
-  // The other way round: devices held for jobs the agent no longer runs. The agent drops
-  // a job from its list only after its final reports were delivered, so an ended job's
-  // devices are free; a running job whose acknowledged ranks vanished (the agent
-  // restarted within its lease) has failed. Twice in a row, in case this heartbeat
-  // overtook the acknowledgement.
-  std::set<std::string> listed(running.begin(), running.end());
-  std::set<std::string> held;
-  for (const auto& [device, job_id] : agent.busy) held.insert(job_id);
-  for (const std::string& job_id : held) {
+  // The other way round: devices held for attempts the agent no longer runs. The agent
+  // drops an attempt from its list only after its final reports were delivered, so an
+  // ended attempt's devices are free; a running job whose acknowledged ranks vanished
+  // (the agent restarted within its lease) lost its node. Twice in a row, in case this
+  // heartbeat overtook the acknowledgement.
+  std::set<std::pair<std::string, int>> held;
+  for (const auto& [device, holder] : agent.busy) held.insert({holder.job_id, holder.attempt});
+  for (const auto& [job_id, attempt] : held) {
     Job* job = FindJob(job_id);
     JobRuntime& runtime = runtime_[job_id];
-    if (job == nullptr || listed.count(job_id) > 0) {
+    if (listed.count({job_id, attempt}) > 0) {
       runtime.missing_from_heartbeat.erase(agent_name);
       continue;
     }
-    if (job->state != JobState::kRunning) {
-      runtime.running_ranks.erase(agent_name);
-      ReleaseAllDevices(*job, agent_name);
+    if (job == nullptr || attempt != job->attempt || job->state != JobState::kRunning) {
+      if (job != nullptr && attempt == job->attempt) runtime.running_ranks.erase(agent_name);
+      ReleaseDevices(agent_name, job_id, attempt);
       continue;
     }
     if (runtime.undelivered.count(agent_name) > 0) continue;  // not acknowledged yet
     if (++runtime.missing_from_heartbeat[agent_name] < 2) continue;
     runtime.running_ranks.erase(agent_name);
-    EndRunningJob(*job, JobState::kFailed,
-                  absl::StrCat("the ranks on ", agent_name,
-                               " vanished (the agent no longer runs them; did it restart?)"));
     ReleaseAllDevices(*job, agent_name);
+    NodeLost(*job, agent_name,
+             absl::StrCat("node lost: the ranks on ", agent_name,
+                          " vanished (the agent no longer runs them; did it restart?)"));
   }
   Schedule();
   return absl::OkStatus();
@@ -733,7 +836,16 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
   agent_it->second.Touch();
   Job* job = FindJob(job_id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
-  if (attempt != job->attempt) return absl::OkStatus();  // a stale attempt: fenced off
+  if (attempt != job->attempt || Fenced(agent_name, job_id, attempt)) {
+    // A stale attempt (requeued since) or a fenced agent: only its devices matter.
+    for (const RankReport& report : ranks) {
+      if (report.outcome != RankOutcome::kStarted) {
+        ReleaseDevices(agent_name, job_id, attempt, report.rank);
+      }
+    }
+    Schedule();
+    return absl::OkStatus();
+  }
   JobRuntime& runtime = runtime_[job_id];
   runtime.undelivered.erase(agent_name);
 
@@ -772,6 +884,15 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
       runtime.succeeded_ranks.insert(report.rank);
       if (report.summary) job->summaries[report.rank] = *report.summary;
       changed = true;
+    } else if (report.outcome == RankOutcome::kFailed && job->state == JobState::kRunning &&
+               absl::StartsWith(report.message, kAgentRestartedPrefix)) {
+      // The agent died and came back: its node failed, not the trainer.
+      ReleaseAllDevices(*job, agent_name);
+      runtime.running_ranks.erase(agent_name);
+      NodeLost(*job, agent_name,
+               absl::StrCat("node lost: rank ", report.rank, " on ", agent_name, ": ",
+                            report.message));
+      changed = false;
     } else if (report.outcome == RankOutcome::kFailed && job->state == JobState::kRunning) {
       std::string reason = absl::StrCat("rank ", report.rank, " on ", agent_name, " failed (",
                                         report.message, ")");
@@ -796,13 +917,36 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
 }
 
 void JobManager::EndRunningJob(Job& job, JobState state, std::string reason) {
-  Transition(job, state, reason);
+  Transition(job, state, std::move(reason));
+  StopRanks(job);
+}
+
+void JobManager::NodeLost(Job& job, const std::string& agent, std::string reason) {
+  fenced_.insert({agent, job.id, job.attempt});
+  if (job.requeues >= options_.max_requeues) {
+    if (options_.max_requeues > 0) {
+      absl::StrAppend(&reason, "; not requeued again (", Count(job.requeues, "requeue"),
+                      " already, --requeue_on_node_lost=", options_.max_requeues, ")");
+    }
+    EndRunningJob(job, JobState::kFailed, std::move(reason));
+    return;
+  }
+  job.requeues += 1;
+  absl::StrAppend(&reason, "; requeued (", job.requeues, " of ", options_.max_requeues, ")");
+  StopRanks(job);
+  JobRuntime& runtime = runtime_[job.id];
+  runtime.iterations_by_rank.clear();
+  runtime.samples_stored = 0;
+  Transition(job, JobState::kQueued, std::move(reason));
+}
+
+void JobManager::StopRanks(Job& job) {
   JobRuntime& runtime = runtime_[job.id];
   for (size_t i = 0; i < job.placements.size(); ++i) {
     const std::string& agent_name = job.placements[i].agent;
     std::set<int>& ranks = runtime.running_ranks[agent_name];
     if (ranks.empty()) continue;
-    bool sent = i == 0 || runtime.master_port != 0;
+    bool sent = i == 0 || runtime.master_port != 0 || runtime.all_dispatched;
     if (!sent) {
       // Its assignment was still waiting for the rendezvous port: nothing runs there.
       ranks.clear();
@@ -824,12 +968,25 @@ void JobManager::MaybeReleaseDevices(Job& job, const std::string& agent_name) {
 }
 
 void JobManager::ReleaseAllDevices(Job& job, const std::string& agent_name) {
+  ReleaseDevices(agent_name, job.id, job.attempt);
+}
+
+void JobManager::ReleaseDevices(const std::string& agent_name, const std::string& job_id,
+                                int attempt, std::optional<int> rank) {
   auto agent = agents_.find(agent_name);
   if (agent == agents_.end()) return;
   auto& busy = agent->second.busy;
   for (auto it = busy.begin(); it != busy.end();) {
-    it = it->second == job.id ? busy.erase(it) : std::next(it);
+    const BusyDevice& holder = it->second;
+    bool match = holder.job_id == job_id && holder.attempt == attempt &&
+                 (!rank || holder.rank == *rank);
+    it = match ? busy.erase(it) : std::next(it);
   }
+}
+
+bool JobManager::Fenced(const std::string& agent, const std::string& job_id,
+                        int attempt) const {
+  return !fenced_.empty() && fenced_.count({agent, job_id, attempt}) > 0;
 }
 
 void JobManager::UploadSamples(const std::string& agent_name,
@@ -849,7 +1006,8 @@ void JobManager::UploadSamples(const std::string& agent_name,
       Job* job = FindJob(sample.job_id);
       if (job == nullptr || job->attempt < 1 || sample.attempt != job->attempt ||
           sample.iteration < 1 || sample.iteration > job->spec.iterations ||
-          !RankPlacedOn(*job, agent_name, sample.rank)) {
+          !RankPlacedOn(*job, agent_name, sample.rank) ||
+          Fenced(agent_name, sample.job_id, sample.attempt)) {
         ++dropped;
         continue;
       }
@@ -859,7 +1017,8 @@ void JobManager::UploadSamples(const std::string& agent_name,
     for (GpuSample& sample : gpu_samples) {
       Job* job = FindJob(sample.job_id);
       if (job == nullptr || job->attempt < 1 || sample.attempt != job->attempt ||
-          sample.seq < 1 || !RankPlacedOn(*job, agent_name, sample.rank)) {
+          sample.seq < 1 || !RankPlacedOn(*job, agent_name, sample.rank) ||
+          Fenced(agent_name, sample.job_id, sample.attempt)) {
         ++dropped;
         continue;
       }
@@ -899,6 +1058,7 @@ void JobManager::UploadSamples(const std::string& agent_name,
             JobRuntime& runtime = runtime_[job_id];
             runtime.iterations_by_rank[rank] += stored;  // distinct stored iterations
             runtime.samples_stored += stored;
+            if (stored > 0) runtime.last_progress = absl::Now();
             touched.insert(job_id);
           }
           for (const std::string& id : touched) Notify(*FindJob(id));
@@ -917,7 +1077,7 @@ std::vector<AgentView> JobManager::ListAgents() {
     view.last_seen = agent.last_seen_wall;
     view.devices_busy = static_cast<int>(agent.busy.size());
     std::set<std::string> running;
-    for (const auto& [device, job_id] : agent.busy) running.insert(job_id);
+    for (const auto& [device, holder] : agent.busy) running.insert(holder.job_id);
     view.running_jobs.assign(running.begin(), running.end());
     views.push_back(std::move(view));
   }
@@ -930,23 +1090,50 @@ void JobManager::CheckAgents(Clock::time_point now) {
   for (auto& [name, agent] : agents_) {
     if (agent.lost || now - agent.last_seen < lease) continue;
     agent.lost = true;
-    Log("agent ", name, " lost: not heard from for ", absl::FormatDuration(options_.agent_lease));
+    std::string why =
+        agent.placeholder
+            ? absl::StrCat("node lost: agent ", name, " did not reconnect within ",
+                           absl::FormatDuration(options_.reconcile_grace),
+                           " of benchd's restart")
+            : absl::StrCat("node lost: agent ", name, " not heard from for ",
+                           absl::FormatDuration(options_.agent_lease));
+    agent.placeholder = false;
+    Log("agent ", name, " lost: ", why);
     if (agent.channel != nullptr) {
       agent.channel->Close(absl::UnavailableError("lease expired"));
       agent.channel = nullptr;
     }
-    std::set<std::string> job_ids;
-    for (const auto& [device, job_id] : agent.busy) job_ids.insert(job_id);
-    for (const std::string& job_id : job_ids) {
+    std::set<std::pair<std::string, int>> held;
+    for (const auto& [device, holder] : agent.busy) held.insert({holder.job_id, holder.attempt});
+    agent.busy.clear();
+    for (const auto& [job_id, attempt] : held) {
       Job* job = FindJob(job_id);
-      if (job == nullptr) continue;
+      if (job == nullptr || attempt != job->attempt) continue;
       runtime_[job_id].running_ranks.erase(name);
-      if (job->state == JobState::kRunning) {
-        EndRunningJob(*job, JobState::kFailed,
-                      absl::StrCat("node lost: agent ", name, " not heard from for ",
-                                   absl::FormatDuration(options_.agent_lease)));
-      }
-      ReleaseAllDevices(*job, name);
+      if (job->state == JobState::kRunning) NodeLost(*job, name, why);
+    }
+  }
+  Schedule();
+}
+
+void JobManager::CheckLimits(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  for (Job& job : jobs_) {
+    if (job.state != JobState::kRunning) continue;
+    const JobRuntime& runtime = runtime_[job.id];
+    absl::Duration wall = WallTimeLimit(job);
+    absl::Duration hang = HangTimeout(job);
+    if (now - runtime.started > wall) {
+      EndRunningJob(job, JobState::kFailed,
+                    absl::StrCat("wall-time limit: attempt ", job.attempt, " ran longer than ",
+                                 absl::FormatDuration(wall), "; its ranks were stopped"));
+    } else if (now - runtime.last_progress > hang) {
+      EndRunningJob(job, JobState::kFailed,
+                    absl::StrCat("hung: no iteration stored for ",
+                                 absl::FormatDuration(absl::Trunc(now - runtime.last_progress,
+                                                                  absl::Seconds(1))),
+                                 " (hang timeout ", absl::FormatDuration(hang),
+                                 "); its ranks were stopped"));
     }
   }
   Schedule();

@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -79,6 +80,7 @@ struct RankReport {
 // A job as clients see it: the stored job plus live progress.
 struct JobView {
   Job job;
+  int queue_position = 0;   // QUEUED: 1 = next to be considered; 0 otherwise
   int iterations_done = 0;  // lowest count of stored iterations across ranks
   int64_t samples_stored = 0;
   std::optional<double> images_per_second;
@@ -106,11 +108,31 @@ struct SubmitResult {
   bool existing = false;
 };
 
-struct JobManagerOptions {
-  // An agent unheard-of for this long is lost: its running jobs fail.
-  absl::Duration agent_lease = absl::Seconds(30);
-  absl::Duration heartbeat_interval = absl::Seconds(2);
+// What an agent's heartbeat says it runs: one (job, attempt) and its live ranks.
+struct RunningOnAgent {
+  std::string job_id;
+  int attempt = 0;         // 0: not said (an older agent): the job's current attempt
+  std::vector<int> ranks;  // empty: not said
 };
+
+struct JobManagerOptions {
+  // An agent unheard-of for this long is lost: its running jobs end with "node lost".
+  absl::Duration agent_lease = absl::Seconds(30);
+  absl::Duration heartbeat_interval = absl::Seconds(5);
+  // How many times a job whose node was lost (lease expired, or its ranks vanished
+  // when the agent restarted) goes back to the queue before it fails instead.
+  int max_requeues = 1;
+  // After a restart, how long RUNNING jobs wait for their agents to reconnect and say
+  // they still run them before their nodes count as lost.
+  absl::Duration reconcile_grace = absl::Seconds(30);
+  // Limits of jobs whose spec sets none.
+  absl::Duration default_wall_time = absl::Hours(24);
+  absl::Duration default_hang_timeout = absl::Minutes(10);
+};
+
+// The message of a rank report for a rank the agent killed because the agent itself
+// restarted while it ran (worker/agent): a node fault, not the trainer's.
+inline constexpr char kAgentRestartedPrefix[] = "bench-agent restarted";
 
 class JobManager {
  public:
@@ -121,8 +143,9 @@ class JobManager {
   // Waits for telemetry joins in flight (the store must still be running them).
   ~JobManager();
 
-  // Loads jobs from the store. Jobs that were RUNNING when the controller stopped are
-  // failed with a reason saying so (their ranks cannot be reconciled yet).
+  // Loads jobs from the store. Jobs that were RUNNING when the controller stopped stay
+  // RUNNING: their agents hold their devices and are expected to reconnect within
+  // reconcile_grace and list them in heartbeats; an agent that does not is lost.
   absl::Status Recover();
 
   // Validates (INVALID_ARGUMENT naming the field), checks the registered fleet can ever
@@ -131,6 +154,8 @@ class JobManager {
   absl::StatusOr<SubmitResult> Submit(JobSpec spec);
   absl::StatusOr<JobView> Get(const std::string& job_id);
   std::vector<JobView> List();
+  // The QUEUED jobs in the order the scheduler considers them, each with why it waits.
+  std::vector<JobView> Queue();
   // QUEUED or RUNNING → CANCELLED (ranks are told to stop); a finished job is
   // FAILED_PRECONDITION.
   absl::StatusOr<JobView> Cancel(const std::string& job_id);
@@ -166,12 +191,12 @@ class JobManager {
 
   // Agent protocol.
   absl::StatusOr<std::string> RegisterAgent(AgentInventory inventory);
-  // `running`: the jobs the agent still runs ranks of. Those not RUNNING here with
-  // ranks on that agent (ended, unknown, or from before a benchd restart) are cancelled
-  // on it (attempt 0: every attempt). Devices held for jobs it no longer lists are
+  // `running`: the (job, attempt)s the agent still runs ranks of. Those that are not
+  // the job's current RUNNING attempt with ranks on that agent (ended, requeued,
+  // unknown) are cancelled on it. Devices held for attempts it no longer lists are
   // freed; a RUNNING job whose acknowledged ranks are missing from two heartbeats in a
-  // row fails.
-  absl::Status Heartbeat(const std::string& agent, const std::vector<std::string>& running);
+  // row lost its node (requeued or failed, as CheckAgents).
+  absl::Status Heartbeat(const std::string& agent, const std::vector<RunningOnAgent>& running);
   // The agent's assignment stream opened: undelivered assignments are re-sent.
   absl::Status AttachChannel(const std::string& agent, AgentChannel* channel);
   void DetachChannel(const std::string& agent, AgentChannel* channel);
@@ -191,21 +216,35 @@ class JobManager {
   FleetCounts Fleet();
   std::vector<AgentView> ListAgents();
 
-  // Marks agents silent for longer than the lease as lost and fails their jobs.
+  // Marks agents silent for longer than the lease as lost: their samples of the jobs
+  // they ran are fenced off from then on, and those jobs are requeued (up to
+  // max_requeues times) or fail with "node lost".
   void CheckAgents(Clock::time_point now);
+  // Fails RUNNING jobs past their wall-time limit, or with no iteration stored for
+  // their hang timeout (since placement, or since benchd restarted); their ranks are
+  // told to stop.
+  void CheckLimits(absl::Time now);
   // Closes every agent stream and watcher (benchd is stopping).
   void Shutdown();
 
   absl::Duration heartbeat_interval() const { return options_.heartbeat_interval; }
 
  private:
+  // A device held by one rank of one attempt.
+  struct BusyDevice {
+    std::string job_id;
+    int attempt = 0;
+    int rank = 0;
+  };
   struct AgentRecord {
     AgentInventory inventory;
     AgentChannel* channel = nullptr;
     Clock::time_point last_seen;
     absl::Time last_seen_wall;
     bool lost = false;
-    std::map<int, std::string> busy;  // device index → job id
+    // Known only from a RUNNING job's placement after a restart; not registered yet.
+    bool placeholder = false;
+    std::map<int, BusyDevice> busy;  // device index → what holds it
 
     // The agent was just heard from.
     void Touch() {
@@ -224,6 +263,9 @@ class JobManager {
     int master_port = 0;
     std::map<std::string, int> missing_from_heartbeat;  // agent → heartbeats in a row
     std::set<std::string> telemetry_notes;  // from the agents' rank reports
+    absl::Time started;        // placed (or recovered: its last RUNNING transition)
+    absl::Time last_progress;  // placed, recovered, or an iteration of it stored
+    bool all_dispatched = false;  // recovered: every assignment counts as sent
   };
   struct Watcher {
     std::string job_id;
@@ -239,8 +281,24 @@ class JobManager {
   void Persist(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Schedule() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::vector<struct AgentCapacity> Capacities(bool connected_only)
+  // Recover: a RUNNING job keeps its devices on its agents (placeholders until they
+  // register) and waits for them to reconnect.
+  void AdoptRecoveredRunningJob(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartJob(Job& job, const struct PlacementPlan& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Duration WallTimeLimit(const Job& job) const;
+  absl::Duration HangTimeout(const Job& job) const;
+  // The attempt lost a node (`agent`): the agent's samples of it are fenced off, its
+  // other ranks are told to stop, and the job goes back to the queue while it has
+  // requeues left, else it fails.
+  void NodeLost(Job& job, const std::string& agent, std::string reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells every agent still running ranks of the current attempt to stop them.
+  void StopRanks(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Fenced(const std::string& agent, const std::string& job_id, int attempt) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every registered agent that is not lost (placeholders and agents without a stream
+  // count as not connected).
+  std::vector<struct AgentCapacity> Capacities() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Dispatch(Job& job, const Placement& placement) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   AssignmentMessage AssignmentFor(const Job& job, const Placement& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -250,8 +308,12 @@ class JobManager {
   // Frees the agent's devices held by the job once none of its ranks runs there.
   void MaybeReleaseDevices(Job& job, const std::string& agent)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Frees the agent's devices held by the job's current attempt.
   void ReleaseAllDevices(Job& job, const std::string& agent)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Frees the agent's devices held by (job, attempt), or only by `rank` of it.
+  void ReleaseDevices(const std::string& agent, const std::string& job_id, int attempt,
+                      std::optional<int> rank = std::nullopt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After the attempt ended: joins its GPU samples to its iterations (in the store's
   // writer thread) and records the per-GPU figures on the job.
   void JoinTelemetry(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -269,6 +331,11 @@ class JobManager {
   std::map<std::string, JobRuntime> runtime_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);  // → job id
   std::map<std::string, AgentRecord> agents_ ABSL_GUARDED_BY(mu_);
+  // QUEUED job id → its place, from the latest scheduling pass.
+  std::map<std::string, int> queue_positions_ ABSL_GUARDED_BY(mu_);
+  // (agent, job, attempt) whose samples and reports are refused: the agent's lease
+  // expired while it ran them.
+  std::set<std::tuple<std::string, std::string, int>> fenced_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
   int64_t next_watch_handle_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;

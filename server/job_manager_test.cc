@@ -191,7 +191,55 @@ TEST_F(JobManagerTest, CancelQueuedAndRunningJobs) {
             absl::StatusCode::kFailedPrecondition);
 }
 
-TEST_F(JobManagerTest, AnAgentPastItsLeaseFailsItsJobs) {
+TEST_F(JobManagerTest, AJobThatLostItsNodeIsRequeuedOnceThenFails) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  auto submitted = manager_->Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(31));
+  JobView view = *manager_->Get(submitted->job_id);
+  EXPECT_EQ(view.job.state, JobState::kQueued);
+  EXPECT_EQ(view.job.requeues, 1);
+  EXPECT_THAT(view.job.history.back().reason, HasSubstr("node lost: agent a not heard from"));
+  EXPECT_THAT(view.job.history.back().reason, HasSubstr("requeued (1 of 1)"));
+  EXPECT_EQ(a.closed.code(), absl::StatusCode::kUnavailable);
+
+  // The agent returns: attempt 2 runs there; attempt 1's samples are fenced off.
+  FakeChannel a2;
+  AddCpuAgent("a", 1, &a2);
+  view = *manager_->Get(submitted->job_id);
+  EXPECT_EQ(view.job.state, JobState::kRunning);
+  EXPECT_EQ(view.job.attempt, 2);
+  ASSERT_EQ(a2.assignments.size(), 1u);
+  EXPECT_EQ(a2.assignments[0].attempt, 2);
+  std::promise<absl::StatusOr<AppendResult>> uploaded;
+  IterationSample stale{submitted->job_id, 1, 0, 1, 0.1, 2, 1.0, 0, 0.1, true};
+  IterationSample fresh{submitted->job_id, 2, 0, 1, 0.1, 2, 1.0, 0, 0.1, true};
+  manager_->UploadSamples("a", {stale, fresh},
+                          [&](absl::StatusOr<AppendResult> r) { uploaded.set_value(r); });
+  absl::StatusOr<AppendResult> result = uploaded.get_future().get();
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->stored, 1);
+  // The heartbeat still lists attempt 1: it is cancelled, attempt 2 is not.
+  ASSERT_TRUE(manager_->Heartbeat("a", {{submitted->job_id, 1, {0}},
+                                        {submitted->job_id, 2, {0}}}).ok());
+  ASSERT_EQ(a2.cancels.size(), 1u);
+  EXPECT_EQ(a2.cancels[0].attempt, 1);
+
+  // Lost again: no requeue left.
+  manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(31));
+  view = *manager_->Get(submitted->job_id);
+  EXPECT_EQ(view.job.state, JobState::kFailed);
+  EXPECT_THAT(view.job.reason, HasSubstr("node lost"));
+  EXPECT_THAT(view.job.reason, HasSubstr("not requeued again"));
+}
+
+TEST_F(JobManagerTest, WithoutRequeuesALostNodeFailsTheJobAndItsLateSamplesAreFenced) {
+  manager_.reset();
+  JobManagerOptions options;
+  options.max_requeues = 0;
+  manager_ = std::make_unique<JobManager>(store_.get(), options);
+  ASSERT_TRUE(manager_->Recover().ok());
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
   auto submitted = manager_->Submit(Spec(1));
@@ -199,8 +247,138 @@ TEST_F(JobManagerTest, AnAgentPastItsLeaseFailsItsJobs) {
   manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(31));
   JobView view = *manager_->Get(submitted->job_id);
   EXPECT_EQ(view.job.state, JobState::kFailed);
-  EXPECT_THAT(view.job.reason, HasSubstr("node lost"));
-  EXPECT_EQ(a.closed.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(view.job.requeues, 0);
+  // It wakes up (SIGCONT) and re-registers: its samples of attempt 1 are refused and
+  // its ranks are told to stop.
+  FakeChannel back;
+  AddCpuAgent("a", 1, &back);
+  std::promise<absl::StatusOr<AppendResult>> uploaded;
+  manager_->UploadSamples("a", {{submitted->job_id, 1, 0, 1, 0.1, 2, 1.0, 0, 0.1, true}},
+                          [&](absl::StatusOr<AppendResult> r) { uploaded.set_value(r); });
+  EXPECT_EQ(uploaded.get_future().get()->stored, 0);
+  ASSERT_TRUE(manager_->Heartbeat("a", {{submitted->job_id, 1, {0}}}).ok());
+  ASSERT_EQ(back.cancels.size(), 1u);
+  // A late report of that attempt changes nothing.
+  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 0, {Succeeded(0, 1.0)}).ok());
+  EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kFailed);
+}
+
+TEST_F(JobManagerTest, ARestartKeepsRunningJobsForAgentsThatReconnect) {
+  FakeChannel a;
+  AddCpuAgent("a", 2, &a);
+  auto submitted = manager_->Submit(Spec(2));
+  ASSERT_TRUE(submitted.ok());
+  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 29500, {Succeeded(0, 1.0)}).ok());
+  Reopen();  // benchd restarted; rank 1 still runs on "a"
+  JobView view = *manager_->Get(submitted->job_id);
+  EXPECT_EQ(view.job.state, JobState::kRunning);
+  // Its devices stay held: another job waits.
+  FakeChannel a2;
+  AddCpuAgent("a", 2, &a2);
+  // Rank 0 ended before the restart: its slot is free, rank 1's is not.
+  auto other = manager_->Submit(Spec(2));
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(manager_->Get(other->job_id)->job.state, JobState::kQueued);
+  ASSERT_TRUE(manager_->Heartbeat("a", {{submitted->job_id, 1, {1}}}).ok());
+  EXPECT_TRUE(a2.cancels.empty());
+  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 0, {Succeeded(1, 1.0)}).ok());
+  EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kSucceeded);
+  EXPECT_EQ(manager_->Get(other->job_id)->job.state, JobState::kRunning);
+}
+
+TEST_F(JobManagerTest, ARestartRequeuesJobsWhoseAgentDoesNotReturnWithinTheGrace) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  auto submitted = manager_->Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  Reopen();
+  manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(29));
+  EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kRunning);
+  manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(31));
+  JobView view = *manager_->Get(submitted->job_id);
+  EXPECT_EQ(view.job.state, JobState::kQueued);
+  EXPECT_THAT(view.job.history.back().reason,
+              HasSubstr("agent a did not reconnect within 30s of benchd's restart"));
+}
+
+TEST_F(JobManagerTest, AnAgentRestartThatKilledRanksRequeuesTheJob) {
+  FakeChannel a;
+  FakeChannel b;
+  AddCpuAgent("a", 1, &a);
+  AddCpuAgent("b", 1, &b);
+  auto submitted = manager_->Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  std::string agent = manager_->Get(submitted->job_id)->job.placements[0].agent;
+  RankReport killed;
+  killed.rank = 0;
+  killed.outcome = RankOutcome::kFailed;
+  killed.exit_code = -9;
+  killed.message = "bench-agent restarted while this rank ran; it was killed (pid 42)";
+  ASSERT_TRUE(manager_->ReportStatus(agent, submitted->job_id, 1, 0, {killed}).ok());
+  JobView view = *manager_->Get(submitted->job_id);
+  EXPECT_EQ(view.job.requeues, 1);
+  EXPECT_EQ(view.job.state, JobState::kRunning);  // placed again at once
+  EXPECT_EQ(view.job.attempt, 2);
+}
+
+TEST_F(JobManagerTest, WallTimeAndHangLimitsFailTheJobAndStopItsRanks) {
+  FakeChannel a;
+  AddCpuAgent("a", 2, &a);
+  JobSpec walled = Spec(1);
+  walled.wall_time_limit_s = 3600;
+  walled.hang_timeout_s = 7200;
+  JobSpec hangs = Spec(1);
+  hangs.hang_timeout_s = 60;
+  auto first = manager_->Submit(walled);
+  auto second = manager_->Submit(hangs);
+  ASSERT_TRUE(first.ok() && second.ok());
+  manager_->CheckLimits(absl::Now() + absl::Seconds(30));
+  EXPECT_EQ(manager_->Get(first->job_id)->job.state, JobState::kRunning);
+  EXPECT_EQ(manager_->Get(second->job_id)->job.state, JobState::kRunning);
+  manager_->CheckLimits(absl::Now() + absl::Seconds(61));
+  JobView hung = *manager_->Get(second->job_id);
+  EXPECT_EQ(hung.job.state, JobState::kFailed);
+  EXPECT_THAT(hung.job.reason, HasSubstr("hung: no iteration stored for 1m"));
+  EXPECT_EQ(manager_->Get(first->job_id)->job.state, JobState::kRunning);
+  manager_->CheckLimits(absl::Now() + absl::Seconds(3601));
+  JobView walled_view = *manager_->Get(first->job_id);
+  EXPECT_EQ(walled_view.job.state, JobState::kFailed);
+  EXPECT_THAT(walled_view.job.reason, HasSubstr("wall-time limit"));
+  EXPECT_EQ(a.cancels.size(), 2u);
+}
+
+TEST_F(JobManagerTest, TheQueueListsWaitingJobsInOrderWithWhyTheyWait) {
+  FakeChannel a;
+  AddCpuAgent("a", 2, &a);
+  auto running = manager_->Submit(Spec(2));
+  auto big = manager_->Submit(Spec(2));
+  auto small = manager_->Submit(Spec(1));
+  ASSERT_TRUE(running.ok() && big.ok() && small.ok());
+  std::vector<JobView> queue = manager_->Queue();
+  ASSERT_EQ(queue.size(), 2u);
+  EXPECT_EQ(queue[0].job.id, big->job_id);
+  EXPECT_EQ(queue[0].queue_position, 1);
+  EXPECT_THAT(queue[0].job.reason, HasSubstr("waiting for 2 free CPU slots (0 free now"));
+  EXPECT_EQ(queue[1].job.id, small->job_id);
+  EXPECT_EQ(queue[1].queue_position, 2);
+  EXPECT_THAT(queue[1].job.reason, HasSubstr("behind " + big->job_id));
+  ASSERT_TRUE(manager_->Cancel(big->job_id).ok());
+  queue = manager_->Queue();
+  ASSERT_EQ(queue.size(), 1u);
+  EXPECT_EQ(queue[0].queue_position, 1);
+}
+
+TEST_F(JobManagerTest, ConstraintsNoAgentCanMeetAreRefusedAtSubmit) {
+  FakeChannel a;
+  AddCpuAgent("a", 2, &a);
+  JobSpec spec = Spec(1);
+  spec.node_labels = {{"rack", "r9"}};
+  auto refused = manager_->Submit(spec);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("labels rack=r9"));
+  spec.node_labels.clear();
+  spec.allowed_nodes = {"a"};
+  EXPECT_TRUE(manager_->Submit(spec).ok());
 }
 
 TEST_F(JobManagerTest, WatchersSeeProgressAndTheEnd) {
@@ -238,7 +416,7 @@ TEST_F(JobManagerTest, WatchersSeeProgressAndTheEnd) {
   EXPECT_EQ(manager_->Get(submitted->job_id)->samples_stored, 3);
 }
 
-TEST_F(JobManagerTest, RestartFailsJobsThatWereRunningAndKeepsQueuedOnes) {
+TEST_F(JobManagerTest, RestartKeepsRunningAndQueuedJobs) {
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
   auto running = manager_->Submit(Spec(1));
@@ -247,8 +425,7 @@ TEST_F(JobManagerTest, RestartFailsJobsThatWereRunningAndKeepsQueuedOnes) {
   Reopen();
   auto view = manager_->Get(running->job_id);
   ASSERT_TRUE(view.ok());
-  EXPECT_EQ(view->job.state, JobState::kFailed);
-  EXPECT_THAT(view->job.reason, HasSubstr("restarted"));
+  EXPECT_EQ(view->job.state, JobState::kRunning);
   EXPECT_EQ(manager_->Get(queued->job_id)->job.state, JobState::kQueued);
   // Ids continue after the highest stored one.
   FakeChannel b;
@@ -263,16 +440,17 @@ TEST_F(JobManagerTest, HeartbeatListingAnEndedJobGetsItCancelledOnTheAgent) {
   AddCpuAgent("a", 1, &a);
   auto submitted = manager_->Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
-  // benchd restarts while the rank runs: the job is failed on recovery ...
+  ASSERT_TRUE(manager_->Cancel(submitted->job_id).ok());
+  // benchd restarts before the agent heard of the cancel ...
   Reopen();
   FakeChannel after;
   AddCpuAgent("a", 1, &after);
   // ... and the agent, still running it, is told to stop it.
-  ASSERT_TRUE(manager_->Heartbeat("a", {submitted->job_id}).ok());
+  ASSERT_TRUE(manager_->Heartbeat("a", {{submitted->job_id, 0, {}}}).ok());
   ASSERT_EQ(after.cancels.size(), 1u);
   EXPECT_EQ(after.cancels[0].job_id, submitted->job_id);
-  EXPECT_EQ(after.cancels[0].attempt, 0);
-  EXPECT_THAT(after.cancels[0].reason, HasSubstr("FAILED"));
+  EXPECT_EQ(after.cancels[0].attempt, 1);
+  EXPECT_THAT(after.cancels[0].reason, HasSubstr("CANCELLED"));
 }
 
 TEST_F(JobManagerTest, HeartbeatListingARunningJobChangesNothing) {
@@ -280,7 +458,7 @@ TEST_F(JobManagerTest, HeartbeatListingARunningJobChangesNothing) {
   AddCpuAgent("a", 1, &a);
   auto submitted = manager_->Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
-  ASSERT_TRUE(manager_->Heartbeat("a", {submitted->job_id}).ok());
+  ASSERT_TRUE(manager_->Heartbeat("a", {{submitted->job_id, 0, {}}}).ok());
   EXPECT_TRUE(a.cancels.empty());
   EXPECT_EQ(manager_->Heartbeat("nobody", {}).code(), absl::StatusCode::kNotFound);
 }
@@ -303,7 +481,7 @@ TEST_F(JobManagerTest, CancelBeforeTheRendezvousPortFreesEveryAgentsDevices) {
   }
 }
 
-TEST_F(JobManagerTest, RanksThatVanishFromHeartbeatsFailTheJobAndFreeTheDevices) {
+TEST_F(JobManagerTest, RanksThatVanishFromHeartbeatsRequeueTheJobAndFreeTheDevices) {
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
   auto submitted = manager_->Submit(Spec(1));
@@ -311,15 +489,18 @@ TEST_F(JobManagerTest, RanksThatVanishFromHeartbeatsFailTheJobAndFreeTheDevices)
   RankReport started;
   started.outcome = RankOutcome::kStarted;
   ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 29500, {started}).ok());
-  ASSERT_TRUE(manager_->Heartbeat("a", {submitted->job_id}).ok());
+  ASSERT_TRUE(manager_->Heartbeat("a", {{submitted->job_id, 0, {}}}).ok());
   // The agent restarts within its lease and no longer runs the job.
   ASSERT_TRUE(manager_->Heartbeat("a", {}).ok());
   EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kRunning);  // once: wait
   ASSERT_TRUE(manager_->Heartbeat("a", {}).ok());
   JobView view = *manager_->Get(submitted->job_id);
-  EXPECT_EQ(view.job.state, JobState::kFailed);
-  EXPECT_THAT(view.job.reason, HasSubstr("vanished"));
-  EXPECT_EQ(manager_->ListAgents()[0].devices_busy, 0);
+  EXPECT_EQ(view.job.requeues, 1);
+  EXPECT_THAT(view.job.history[view.job.history.size() - 2].reason, HasSubstr("vanished"));
+  // Attempt 1's slot was freed and attempt 2 took it.
+  EXPECT_EQ(view.job.state, JobState::kRunning);
+  EXPECT_EQ(view.job.attempt, 2);
+  EXPECT_EQ(manager_->ListAgents()[0].devices_busy, 1);
 }
 
 TEST_F(JobManagerTest, SamplesThatMatchNoRankPlacedOnTheSenderAreDropped) {

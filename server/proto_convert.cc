@@ -73,6 +73,12 @@ JobSpec FromProto(const v1::JobSpec& proto) {
   spec.name = proto.name();
   spec.labels.insert(proto.labels().begin(), proto.labels().end());
   spec.request_id = proto.request_id();
+  spec.nodes = proto.nodes();
+  spec.devices_per_node = proto.devices_per_node();
+  spec.allowed_nodes.assign(proto.allowed_nodes().begin(), proto.allowed_nodes().end());
+  spec.node_labels.insert(proto.node_labels().begin(), proto.node_labels().end());
+  spec.wall_time_limit_s = proto.wall_time_limit_s();
+  spec.hang_timeout_s = proto.hang_timeout_s();
   return spec;
 }
 
@@ -86,6 +92,7 @@ AgentInventory FromProto(const v1::AgentInventory& proto) {
     inventory.gpus.push_back({gpu.index(), gpu.name(), gpu.uuid(), gpu.memory_bytes()});
   }
   inventory.versions.insert(proto.versions().begin(), proto.versions().end());
+  inventory.labels.insert(proto.labels().begin(), proto.labels().end());
   return inventory;
 }
 
@@ -179,6 +186,12 @@ void ToProto(const JobSpec& spec, v1::JobSpec* proto) {
   proto->set_name(spec.name);
   proto->mutable_labels()->insert(spec.labels.begin(), spec.labels.end());
   proto->set_request_id(spec.request_id);
+  proto->set_nodes(spec.nodes);
+  proto->set_devices_per_node(spec.devices_per_node);
+  for (const std::string& node : spec.allowed_nodes) proto->add_allowed_nodes(node);
+  proto->mutable_node_labels()->insert(spec.node_labels.begin(), spec.node_labels.end());
+  proto->set_wall_time_limit_s(spec.wall_time_limit_s);
+  proto->set_hang_timeout_s(spec.hang_timeout_s);
 }
 
 void ToProto(const JobView& view, v1::JobStatus* proto) {
@@ -229,6 +242,8 @@ void ToProto(const JobView& view, v1::JobStatus* proto) {
     out->set_gpu_name(device.gpu_name);
   }
   if (view.baseline) ToProto(*view.baseline, proto->mutable_baseline());
+  proto->set_requeues(job.requeues);
+  proto->set_queue_position(view.queue_position);
 }
 
 void ToProto(const GpuTelemetry& gpu, v1::GpuTelemetry* proto) {
@@ -256,6 +271,8 @@ void ToProto(const AgentView& view, v1::AgentStatus* proto) {
   inventory->set_cpu_slots(view.inventory.cpu_slots);
   inventory->mutable_versions()->insert(view.inventory.versions.begin(),
                                         view.inventory.versions.end());
+  inventory->mutable_labels()->insert(view.inventory.labels.begin(),
+                                      view.inventory.labels.end());
   for (const Gpu& gpu : view.inventory.gpus) {
     v1::Gpu* out = inventory->add_gpus();
     out->set_index(gpu.index);

@@ -1,8 +1,222 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace bench {
+namespace {
+
+std::string Plural(int n, const char* noun) {
+  return absl::StrCat(n, " ", noun, n == 1 ? "" : "s");
+}
+
+const char* DeviceNoun(DeviceKind kind) { return kind == DeviceKind::kCuda ? "GPU" : "CPU slot"; }
+
+bool Shaped(const PlacementRequest& request) {
+  return request.nodes > 0 && request.devices_per_node > 0;
+}
+
+std::vector<int> LowestFree(const AgentCapacity& agent, int count) {
+  std::vector<int> free = agent.free_devices;
+  std::sort(free.begin(), free.end());
+  free.resize(std::min<size_t>(free.size(), count));
+  return free;
+}
+
+// Connected eligible agents of `kind` with at least `min_free` free devices.
+std::vector<const AgentCapacity*> Candidates(const PlacementRequest& request, DeviceKind kind,
+                                             const std::vector<AgentCapacity>& agents,
+                                             size_t min_free) {
+  std::vector<const AgentCapacity*> candidates;
+  for (const AgentCapacity& agent : agents) {
+    if (agent.kind == kind && agent.connected && agent.free_devices.size() >= min_free &&
+        Eligible(request, agent)) {
+      candidates.push_back(&agent);
+    }
+  }
+  return candidates;
+}
+
+// Fewest free devices first (best fit), then by name.
+bool FewerFree(const AgentCapacity* a, const AgentCapacity* b) {
+  if (a->free_devices.size() != b->free_devices.size()) {
+    return a->free_devices.size() < b->free_devices.size();
+  }
+  return a->agent < b->agent;
+}
+
+bool CanEverHold(const PlacementRequest& request, DeviceKind kind,
+                 const std::vector<AgentCapacity>& agents) {
+  int devices = 0;
+  int nodes = 0;
+  for (const AgentCapacity& agent : agents) {
+    if (agent.kind != kind || !Eligible(request, agent)) continue;
+    devices += agent.total_devices;
+    if (agent.total_devices >= request.devices_per_node) ++nodes;
+  }
+  return Shaped(request) ? nodes >= request.nodes : devices >= request.devices;
+}
+
+void Take(const PlacementPlan& plan, std::vector<AgentCapacity>& agents) {
+  for (const Placement& placement : plan.placements) {
+    for (AgentCapacity& agent : agents) {
+      if (agent.agent != placement.agent) continue;
+      std::set<int> taken(placement.device_indices.begin(), placement.device_indices.end());
+      auto& free = agent.free_devices;
+      free.erase(std::remove_if(free.begin(), free.end(),
+                                [&](int d) { return taken.count(d) > 0; }),
+                 free.end());
+    }
+  }
+}
+
+void Give(const std::vector<Placement>& placements, std::vector<AgentCapacity>& agents) {
+  for (const Placement& placement : placements) {
+    for (AgentCapacity& agent : agents) {
+      if (agent.agent != placement.agent) continue;
+      for (int device : placement.device_indices) {
+        if (std::find(agent.free_devices.begin(), agent.free_devices.end(), device) ==
+            agent.free_devices.end()) {
+          agent.free_devices.push_back(device);
+        }
+      }
+    }
+  }
+}
+
+std::string DescribeConstraints(const PlacementRequest& request) {
+  std::vector<std::string> parts;
+  if (!request.allowed_nodes.empty()) {
+    parts.push_back(absl::StrCat("nodes ", absl::StrJoin(request.allowed_nodes, ", ")));
+  }
+  if (!request.node_labels.empty()) {
+    parts.push_back(absl::StrCat("labels ",
+                                 absl::StrJoin(request.node_labels, ", ",
+                                               absl::PairFormatter("="))));
+  }
+  if (Shaped(request)) {
+    parts.push_back(absl::StrCat(request.nodes, " nodes × ", request.devices_per_node));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+// Why a job that does not fit in the free devices now waits.
+std::string NoRoomReason(const PlacementRequest& request, DeviceKind kind,
+                         const std::vector<AgentCapacity>& agents) {
+  const char* noun = DeviceNoun(kind);
+  if (Shaped(request)) {
+    size_t nodes = Candidates(request, kind, agents, request.devices_per_node).size();
+    return absl::StrCat("waiting for ", Plural(request.nodes, "node"), " with ",
+                        request.devices_per_node, " free ", noun, "s each (",
+                        nodes, " such now)");
+  }
+  int free = 0;
+  for (const AgentCapacity* agent : Candidates(request, kind, agents, 1)) {
+    free += static_cast<int>(agent->free_devices.size());
+  }
+  return absl::StrCat("waiting for ", request.devices, " free ", noun, "s (", free,
+                      " free now on eligible connected agents)");
+}
+
+std::string FormatUtc(absl::Time time) {
+  return absl::FormatTime("%H:%M:%S UTC", time, absl::UTCTimeZone());
+}
+
+// The first waiting job's reservation.
+struct Reservation {
+  std::string job_id;
+  absl::Time shadow = absl::InfiniteFuture();  // when it can start at the latest
+  std::vector<AgentCapacity> reserved;          // its devices then, as free lists
+};
+
+Reservation Reserve(const QueuedJob& job, DeviceKind kind, std::vector<AgentCapacity> agents,
+                    std::vector<RunningAllocation> running, absl::Time now) {
+  Reservation reservation;
+  reservation.job_id = job.job_id;
+  std::sort(running.begin(), running.end(),
+            [](const RunningAllocation& a, const RunningAllocation& b) {
+              return a.expected_end < b.expected_end;
+            });
+  for (const RunningAllocation& allocation : running) {
+    Give(allocation.placements, agents);
+    std::optional<PlacementPlan> plan = PlaceJob(job.request, kind, agents);
+    if (!plan) continue;
+    reservation.shadow = std::max(now, allocation.expected_end);
+    for (const Placement& placement : plan->placements) {
+      AgentCapacity held;
+      held.agent = placement.agent;
+      held.free_devices = placement.device_indices;
+      reservation.reserved.push_back(std::move(held));
+    }
+    break;
+  }
+  return reservation;
+}
+
+// `agents` without the reserved devices.
+std::vector<AgentCapacity> Without(std::vector<AgentCapacity> agents,
+                                   const Reservation& reservation) {
+  for (const AgentCapacity& held : reservation.reserved) {
+    PlacementPlan plan;
+    plan.placements.push_back(Placement{held.agent, {}, held.free_devices});
+    Take(plan, agents);
+  }
+  return agents;
+}
+
+}  // namespace
+
+std::string NeverFitsReason(const PlacementRequest& request,
+                            const std::vector<AgentCapacity>& agents) {
+  int eligible = 0;
+  int gpus = 0;
+  int slots = 0;
+  for (const AgentCapacity& agent : agents) {
+    if (!Eligible(request, agent)) continue;
+    ++eligible;
+    (agent.kind == DeviceKind::kCuda ? gpus : slots) += agent.total_devices;
+  }
+  std::string constraints = DescribeConstraints(request);
+  if (eligible == 0 && constraints.empty()) {
+    return "waiting for agents: none is registered (lost agents count once they return)";
+  }
+  if (eligible == 0) {
+    return absl::StrCat("waiting for agents: no registered agent matches its constraints (",
+                        constraints, ")");
+  }
+  return absl::StrCat("waiting for agents: the eligible registered agents (",
+                      Plural(eligible, "agent"), ": ", Plural(gpus, "GPU"), ", ",
+                      Plural(slots, "CPU slot"), ") cannot hold ",
+                      Shaped(request) ? absl::StrCat(request.nodes, " nodes × ",
+                                                     request.devices_per_node, " devices")
+                                      : Plural(request.devices, "device"));
+}
+
+PlacementRequest PlacementRequestOf(const JobSpec& spec) {
+  PlacementRequest request;
+  request.devices = spec.devices;
+  request.nodes = spec.nodes;
+  request.devices_per_node = spec.devices_per_node;
+  request.allowed_nodes = spec.allowed_nodes;
+  request.node_labels = spec.node_labels;
+  return request;
+}
+
+bool Eligible(const PlacementRequest& request, const AgentCapacity& agent) {
+  if (!request.allowed_nodes.empty() &&
+      std::find(request.allowed_nodes.begin(), request.allowed_nodes.end(), agent.agent) ==
+          request.allowed_nodes.end()) {
+    return false;
+  }
+  for (const auto& [key, value] : request.node_labels) {
+    auto it = agent.labels.find(key);
+    if (it == agent.labels.end() || it->second != value) return false;
+  }
+  return true;
+}
 
 int FleetDevices(DeviceKind kind, const std::vector<AgentCapacity>& agents) {
   int total = 0;
@@ -12,46 +226,134 @@ int FleetDevices(DeviceKind kind, const std::vector<AgentCapacity>& agents) {
   return total;
 }
 
-DeviceKind ChooseDeviceKind(int devices, const std::vector<AgentCapacity>& agents) {
-  if (devices <= FleetDevices(DeviceKind::kCuda, agents)) return DeviceKind::kCuda;
-  if (devices <= FleetDevices(DeviceKind::kCpu, agents)) return DeviceKind::kCpu;
+DeviceKind ChooseDeviceKind(const PlacementRequest& request,
+                            const std::vector<AgentCapacity>& agents) {
+  if (request.devices < 1) return DeviceKind::kNone;
+  if (CanEverHold(request, DeviceKind::kCuda, agents)) return DeviceKind::kCuda;
+  if (CanEverHold(request, DeviceKind::kCpu, agents)) return DeviceKind::kCpu;
   return DeviceKind::kNone;
 }
 
-std::optional<PlacementPlan> PlaceJob(int devices, DeviceKind kind,
+std::optional<PlacementPlan> PlaceJob(const PlacementRequest& request, DeviceKind kind,
                                       const std::vector<AgentCapacity>& agents) {
-  if (kind == DeviceKind::kNone || devices < 1) return std::nullopt;
-
-  std::vector<const AgentCapacity*> candidates;
-  for (const auto& agent : agents) {
-    if (agent.kind == kind && !agent.free_devices.empty()) candidates.push_back(&agent);
+  if (kind == DeviceKind::kNone || request.devices < 1) return std::nullopt;
+  std::vector<const AgentCapacity*> chosen;  // with how many devices each
+  std::vector<int> counts;
+  if (Shaped(request)) {
+    auto candidates = Candidates(request, kind, agents, request.devices_per_node);
+    if (static_cast<int>(candidates.size()) < request.nodes) return std::nullopt;
+    std::sort(candidates.begin(), candidates.end(), FewerFree);
+    candidates.resize(request.nodes);
+    std::sort(candidates.begin(), candidates.end(),
+              [](const AgentCapacity* a, const AgentCapacity* b) { return a->agent < b->agent; });
+    chosen = candidates;
+    counts.assign(chosen.size(), request.devices_per_node);
+  } else {
+    auto candidates = Candidates(request, kind, agents, 1);
+    std::sort(candidates.begin(), candidates.end(), FewerFree);
+    auto fits = [](int needed) {
+      return [needed](const AgentCapacity* agent) {
+        return static_cast<int>(agent->free_devices.size()) >= needed;
+      };
+    };
+    auto single = std::find_if(candidates.begin(), candidates.end(), fits(request.devices));
+    if (single != candidates.end()) {
+      chosen.push_back(*single);
+      counts.push_back(request.devices);
+    } else {
+      // Whole agents, freest first, while the rest needs at least all of one; then the
+      // best fit for the remainder.
+      std::sort(candidates.begin(), candidates.end(),
+                [](const AgentCapacity* a, const AgentCapacity* b) {
+                  if (a->free_devices.size() != b->free_devices.size()) {
+                    return a->free_devices.size() > b->free_devices.size();
+                  }
+                  return a->agent < b->agent;
+                });
+      int remaining = request.devices;
+      size_t next = 0;
+      while (next < candidates.size() &&
+             static_cast<int>(candidates[next]->free_devices.size()) <= remaining) {
+        chosen.push_back(candidates[next]);
+        counts.push_back(static_cast<int>(candidates[next]->free_devices.size()));
+        remaining -= counts.back();
+        ++next;
+      }
+      if (remaining > 0) {
+        std::vector<const AgentCapacity*> rest(candidates.begin() + next, candidates.end());
+        std::sort(rest.begin(), rest.end(), FewerFree);
+        auto fit = std::find_if(rest.begin(), rest.end(), fits(remaining));
+        if (fit == rest.end()) return std::nullopt;
+        chosen.push_back(*fit);
+        counts.push_back(remaining);
+      }
+    }
   }
-  std::sort(candidates.begin(), candidates.end(),
-            [](const AgentCapacity* a, const AgentCapacity* b) {
-              if (a->free_devices.size() != b->free_devices.size()) {
-                return a->free_devices.size() > b->free_devices.size();
-              }
-              return a->agent < b->agent;
-            });
-
   PlacementPlan plan;
   plan.kind = kind;
   int next_rank = 0;
-  for (const AgentCapacity* agent : candidates) {
-    if (next_rank == devices) break;
-    std::vector<int> free = agent->free_devices;
-    std::sort(free.begin(), free.end());
-    int take = std::min<int>(devices - next_rank, static_cast<int>(free.size()));
+  for (size_t i = 0; i < chosen.size(); ++i) {
     Placement placement;
-    placement.agent = agent->agent;
-    for (int i = 0; i < take; ++i) {
+    placement.agent = chosen[i]->agent;
+    placement.device_indices = LowestFree(*chosen[i], counts[i]);
+    for (size_t d = 0; d < placement.device_indices.size(); ++d) {
       placement.ranks.push_back(next_rank++);
-      placement.device_indices.push_back(free[i]);
     }
     plan.placements.push_back(std::move(placement));
   }
-  if (next_rank < devices) return std::nullopt;
   return plan;
+}
+
+std::vector<QueueDecision> PlanQueue(const std::vector<QueuedJob>& queue,
+                                     std::vector<AgentCapacity> agents,
+                                     const std::vector<RunningAllocation>& running,
+                                     absl::Time now) {
+  std::vector<QueueDecision> decisions;
+  decisions.reserve(queue.size());
+  std::optional<Reservation> head;
+  for (const QueuedJob& job : queue) {
+    QueueDecision decision;
+    decision.job_id = job.job_id;
+    DeviceKind kind = ChooseDeviceKind(job.request, agents);
+    if (kind == DeviceKind::kNone) {
+      decision.reason = NeverFitsReason(job.request, agents);
+      decisions.push_back(std::move(decision));
+      continue;
+    }
+    if (!head) {
+      decision.plan = PlaceJob(job.request, kind, agents);
+      if (!decision.plan) {
+        head = Reserve(job, kind, agents, running, now);
+        decision.reason = NoRoomReason(job.request, kind, agents);
+        if (head->shadow != absl::InfiniteFuture()) {
+          absl::StrAppend(&decision.reason, "; first in the queue, its devices are reserved "
+                                            "and it starts by ",
+                          FormatUtc(head->shadow), " at the latest (running jobs' wall-time "
+                                                   "limits)");
+        }
+      }
+    } else {
+      decision.plan = PlaceJob(job.request, kind, Without(agents, *head));
+      if (!decision.plan && now + job.wall_time_limit <= head->shadow) {
+        decision.plan = PlaceJob(job.request, kind, agents);
+      }
+      decision.backfilled = decision.plan.has_value();
+      if (!decision.plan) {
+        if (PlaceJob(job.request, kind, agents)) {
+          decision.reason = absl::StrCat(
+              "behind ", head->job_id, ", first in the queue: the free devices are reserved "
+              "for it from ", FormatUtc(head->shadow), " and this job's wall-time limit "
+              "would run past that");
+        } else {
+          decision.reason = absl::StrCat(NoRoomReason(job.request, kind, agents), "; behind ",
+                                         head->job_id);
+        }
+      }
+    }
+    if (decision.plan) Take(*decision.plan, agents);
+    decisions.push_back(std::move(decision));
+  }
+  return decisions;
 }
 
 }  // namespace bench

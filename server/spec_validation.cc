@@ -1,6 +1,7 @@
 #include "server/spec_validation.h"
 
 #include <array>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -15,6 +16,7 @@ constexpr int kMaxBatch = 65536;
 constexpr int kMaxIterations = 10'000'000;
 constexpr int kMinImageSize = 32;
 constexpr int kMaxImageSize = 1024;
+constexpr int kMaxLimitSeconds = 30 * 24 * 3600;  // 30 days
 
 absl::Status FieldError(const char* field, const char* flag, const std::string& problem) {
   return absl::InvalidArgumentError(absl::StrCat(field, " (", flag, "): ", problem));
@@ -35,6 +37,18 @@ absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
     return FieldError("model", "--model",
                       absl::StrCat("unknown model \"", spec.model, "\" (known: ",
                                    absl::StrJoin(kModels, ", "), ")"));
+  }
+  if (spec.nodes < 0 || spec.devices_per_node < 0) {
+    return FieldError(spec.nodes < 0 ? "nodes" : "devices_per_node",
+                      spec.nodes < 0 ? "--nodes" : "--gpus-per-node", "must not be negative");
+  }
+  if ((spec.nodes > 0) != (spec.devices_per_node > 0)) {
+    return FieldError("nodes", "--nodes",
+                      "--nodes and --gpus-per-node go together: give both or neither");
+  }
+  if (spec.devices == 0 && spec.nodes > 0 && spec.devices_per_node <= kMaxDevices &&
+      spec.nodes <= kMaxDevices / spec.devices_per_node) {
+    spec.devices = spec.nodes * spec.devices_per_node;
   }
   if (spec.devices < 1 || spec.devices > kMaxDevices) {
     return FieldError("devices", "--gpus",
@@ -68,6 +82,31 @@ absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
     return FieldError("image_size", "--image-size",
                       absl::StrCat("must be between ", kMinImageSize, " and ",
                                    kMaxImageSize, ", got ", spec.image_size));
+  }
+  if (spec.nodes > 0 && static_cast<int64_t>(spec.nodes) * spec.devices_per_node != spec.devices) {
+    return FieldError("nodes", "--nodes",
+                      absl::StrCat(spec.nodes, " nodes × ", spec.devices_per_node,
+                                   " per node (--gpus-per-node) is not the ", spec.devices,
+                                   " devices asked for (--gpus)"));
+  }
+  for (const std::string& node : spec.allowed_nodes) {
+    if (node.empty()) return FieldError("allowed_nodes", "--node", "an empty node name");
+  }
+  for (const auto& [key, value] : spec.node_labels) {
+    if (key.empty() || key.find('=') != std::string::npos) {
+      return FieldError("node_labels", "--node-label",
+                        absl::StrCat("bad label key \"", key, "\" (empty, or contains '=')"));
+    }
+  }
+  if (spec.wall_time_limit_s < 0 || spec.wall_time_limit_s > kMaxLimitSeconds) {
+    return FieldError("wall_time_limit_s", "--wall-time",
+                      absl::StrCat("must be between 0 (benchd's default) and ",
+                                   kMaxLimitSeconds, " seconds, got ", spec.wall_time_limit_s));
+  }
+  if (spec.hang_timeout_s < 0 || spec.hang_timeout_s > kMaxLimitSeconds) {
+    return FieldError("hang_timeout_s", "--hang-timeout",
+                      absl::StrCat("must be between 0 (benchd's default) and ",
+                                   kMaxLimitSeconds, " seconds, got ", spec.hang_timeout_s));
   }
   if (spec.data != "synthetic") {
     return FieldError("data", "--data",

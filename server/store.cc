@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "server/sqlite_db.h"
 #include "server/store_internal.h"
@@ -159,6 +161,16 @@ CREATE TABLE baselines (
   PRIMARY KEY (model, precision, batch_size, devices, gpu_model, device_kind, image_size)
 ) WITHOUT ROWID;
 )sql",
+    // 4: scheduling (docs/scheduling.md): placement shape, constraints, limits, requeues.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN nodes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN devices_per_node INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN allowed_nodes TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN node_labels TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN wall_time_limit_s INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN hang_timeout_s INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN requeues INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);
@@ -166,6 +178,33 @@ constexpr size_t kMaxOpsPerTransaction = 512;
 
 int64_t ToMs(absl::Time t) { return absl::ToUnixMillis(t); }
 absl::Time FromMs(int64_t ms) { return absl::FromUnixMillis(ms); }
+
+// allowed_nodes and node_labels in one TEXT column each: items separated by the ASCII
+// unit separator, a label as KEY=VALUE (keys never contain '=': spec_validation.cc).
+constexpr char kItemSeparator = '\x1f';
+
+std::string EncodeNodes(const std::vector<std::string>& nodes) {
+  return absl::StrJoin(nodes, std::string(1, kItemSeparator));
+}
+
+std::vector<std::string> DecodeNodes(const std::string& text) {
+  if (text.empty()) return {};
+  return absl::StrSplit(text, kItemSeparator);
+}
+
+std::string EncodeLabels(const std::map<std::string, std::string>& labels) {
+  return absl::StrJoin(labels, std::string(1, kItemSeparator), absl::PairFormatter("="));
+}
+
+std::map<std::string, std::string> DecodeLabels(const std::string& text) {
+  std::map<std::string, std::string> labels;
+  if (text.empty()) return labels;
+  for (absl::string_view item : absl::StrSplit(text, kItemSeparator)) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    labels.insert(std::move(kv));
+  }
+  return labels;
+}
 
 JobState ParseState(const std::string& text) {
   for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kSucceeded,
@@ -220,7 +259,7 @@ absl::Status WriteMutableJobState(Database& db, const Job& job) {
   ASSIGN_OR_RETURN(Statement * update,
                    db.Prepare("UPDATE jobs SET state=?2, reason=?3, attempt=?4, "
                               "device_kind=?5, parameters=?6, updated_ms=?7, "
-                              "telemetry_note=?8 WHERE id=?1"));
+                              "telemetry_note=?8, requeues=?9 WHERE id=?1"));
   update->Bind(1, job.id);
   update->Bind(2, JobStateText(job.state));
   update->Bind(3, job.reason);
@@ -229,6 +268,7 @@ absl::Status WriteMutableJobState(Database& db, const Job& job) {
   update->Bind(6, job.parameters);
   update->Bind(7, ToMs(absl::Now()));
   update->Bind(8, job.telemetry_note);
+  update->Bind(9, int64_t{job.requeues});
   RETURN_IF_ERROR(update->Run());
   if (update->changes() != 1) return absl::NotFoundError(absl::StrCat("job ", job.id));
 
@@ -310,7 +350,7 @@ absl::Status InsertJobRows(Database& db, const Job& job) {
   ASSIGN_OR_RETURN(
       Statement * insert,
       db.Prepare("INSERT INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                 "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18, '')"));
+                 "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18, '', ?19, ?20, ?21, ?22, ?23, ?24, ?25)"));
   const JobSpec& spec = job.spec;
   insert->Bind(1, job.id);
   insert->Bind(2, job.seq);
@@ -334,6 +374,13 @@ absl::Status InsertJobRows(Database& db, const Job& job) {
   insert->Bind(16, DeviceKindText(job.device_kind));
   insert->Bind(17, job.parameters);
   insert->Bind(18, ToMs(job.created));
+  insert->Bind(19, int64_t{spec.nodes});
+  insert->Bind(20, int64_t{spec.devices_per_node});
+  insert->Bind(21, EncodeNodes(spec.allowed_nodes));
+  insert->Bind(22, EncodeLabels(spec.node_labels));
+  insert->Bind(23, int64_t{spec.wall_time_limit_s});
+  insert->Bind(24, int64_t{spec.hang_timeout_s});
+  insert->Bind(25, int64_t{job.requeues});
   RETURN_IF_ERROR(insert->Run());
   ASSIGN_OR_RETURN(Statement * label, db.Prepare("INSERT INTO job_labels VALUES (?1, ?2, ?3)"));
   for (const auto& [key, value] : spec.labels) {
@@ -604,7 +651,9 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
                    db.Prepare("SELECT id, seq, request_id, model, devices, precision, "
                               "batch_size, iterations, warmup_iterations, image_size, data, "
                               "name, state, reason, attempt, device_kind, parameters, "
-                              "created_ms, telemetry_note FROM jobs ORDER BY seq"));
+                              "created_ms, telemetry_note, nodes, devices_per_node, "
+                              "allowed_nodes, node_labels, wall_time_limit_s, "
+                              "hang_timeout_s, requeues FROM jobs ORDER BY seq"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, select->Step());
     if (!row) break;
@@ -628,6 +677,13 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
     job.parameters = select->Int(16);
     job.created = FromMs(select->Int(17));
     job.telemetry_note = select->Text(18);
+    job.spec.nodes = static_cast<int>(select->Int(19));
+    job.spec.devices_per_node = static_cast<int>(select->Int(20));
+    job.spec.allowed_nodes = DecodeNodes(select->Text(21));
+    job.spec.node_labels = DecodeLabels(select->Text(22));
+    job.spec.wall_time_limit_s = static_cast<int>(select->Int(23));
+    job.spec.hang_timeout_s = static_cast<int>(select->Int(24));
+    job.requeues = static_cast<int>(select->Int(25));
     index[job.id] = jobs.size();
     jobs.push_back(std::move(job));
   }

@@ -44,7 +44,7 @@ struct AppendResult {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens or creates the database at `path` and migrates it to kSchemaVersion. A file
   // that is not a database, or whose schema is newer than this build, is an error
