@@ -346,13 +346,6 @@ absl::Status Spool::Sync() {
   return status;
 }
 
-Spool::Segment* Spool::FindSegment(uint64_t seq) {
-  for (auto& segment : segments_) {
-    if (segment.seq == seq) return &segment;
-  }
-  return nullptr;
-}
-
 SpoolPosition Spool::Read(SpoolPosition from, size_t max_records,
                           std::vector<SpoolRecord>* out, uint64_t* skipped) {
   absl::MutexLock lock(&mu_);

@@ -126,7 +126,6 @@ class Spool {
   Spool(std::string dir, SpoolOptions options);
   absl::Status OpenExisting();
   absl::Status StartSegment() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Segment* FindSegment(uint64_t seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string SegmentPath(uint64_t seq) const;
   absl::Status WriteAckFile(SpoolPosition position) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Scans `segment` from `offset`: readable records until the first corrupt one (logged
