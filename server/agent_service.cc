@@ -41,6 +41,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Register(grpc::CallbackServerContext
     response->set_agent(*name);
     response->set_heartbeat_interval_ms(
         static_cast<int32_t>(absl::ToInt64Milliseconds(manager_->heartbeat_interval())));
+    response->set_controller_id(manager_->controller_id());
   }
   return FinishNow(context, name.status());
 }

@@ -138,6 +138,35 @@ TEST_F(ControllerServiceTest, SubmitGetWatchAndCancel) {
   ASSERT_GE(last.history_size(), 2);
 }
 
+TEST_F(ControllerServiceTest, TheQueueComesBackInOrderWithConstraintsAndReasons) {
+  RegisterCpuAgent("a", 2);  // no assignment stream: nothing is placed on it
+  v1::JobSpec constrained = Spec();
+  constrained.add_allowed_nodes("a");
+  (*constrained.mutable_node_labels())["rack"] = "r1";
+  v1::SubmitJobResponse refused;
+  grpc::Status status = Submit(constrained, &refused);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), HasSubstr("labels rack=r1"));
+  constrained.mutable_node_labels()->clear();
+  constrained.set_wall_time_limit_s(600);
+  v1::SubmitJobResponse first;
+  v1::SubmitJobResponse second;
+  ASSERT_TRUE(Submit(constrained, &first).ok());
+  ASSERT_TRUE(Submit(Spec(), &second).ok());
+
+  grpc::ClientContext context;
+  v1::ListQueueResponse queue;
+  ASSERT_TRUE(controller_->ListQueue(&context, v1::ListQueueRequest(), &queue).ok());
+  ASSERT_EQ(queue.jobs_size(), 2);
+  EXPECT_EQ(queue.jobs(0).id(), first.job_id());
+  EXPECT_EQ(queue.jobs(0).queue_position(), 1);
+  EXPECT_EQ(queue.jobs(0).spec().wall_time_limit_s(), 600);
+  ASSERT_EQ(queue.jobs(0).spec().allowed_nodes_size(), 1);
+  EXPECT_THAT(queue.jobs(0).reason(), HasSubstr("waiting for 1 free CPU slot (0 free now"));
+  EXPECT_EQ(queue.jobs(1).id(), second.job_id());
+  EXPECT_EQ(queue.jobs(1).queue_position(), 2);
+}
+
 TEST_F(ControllerServiceTest, UnknownJobIsNotFound) {
   grpc::ClientContext context;
   v1::GetJobRequest request;

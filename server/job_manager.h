@@ -228,6 +228,8 @@ class JobManager {
   void Shutdown();
 
   absl::Duration heartbeat_interval() const { return options_.heartbeat_interval; }
+  // The store's database id (RegisterResponse.controller_id).
+  const std::string& controller_id() const { return store_->database_id(); }
 
  private:
   // A device held by one rank of one attempt.

@@ -9,7 +9,7 @@
 namespace bench {
 namespace {
 
-std::string Plural(int n, const char* noun) {
+std::string Plural(int n, const std::string& noun) {
   return absl::StrCat(n, " ", noun, n == 1 ? "" : "s");
 }
 
@@ -117,8 +117,8 @@ std::string NoRoomReason(const PlacementRequest& request, DeviceKind kind,
   for (const AgentCapacity* agent : Candidates(request, kind, agents, 1)) {
     free += static_cast<int>(agent->free_devices.size());
   }
-  return absl::StrCat("waiting for ", request.devices, " free ", noun, "s (", free,
-                      " free now on eligible connected agents)");
+  return absl::StrCat("waiting for ", Plural(request.devices, absl::StrCat("free ", noun)),
+                      " (", free, " free now on eligible connected agents)");
 }
 
 std::string FormatUtc(absl::Time time) {

@@ -160,7 +160,7 @@ TEST(SchedulerTest, QueueStartsJobsInOrderWhileTheyFit) {
   EXPECT_TRUE(decisions[1].plan.has_value());
   EXPECT_THAT(decisions[1].plan->placements[0].device_indices, ElementsAre(2, 3));
   EXPECT_FALSE(decisions[2].plan.has_value());
-  EXPECT_THAT(decisions[2].reason, HasSubstr("waiting for 1 free CPU slots (0 free now"));
+  EXPECT_THAT(decisions[2].reason, HasSubstr("waiting for 1 free CPU slot (0 free now"));
 }
 
 TEST(SchedulerTest, BackfillUsesDevicesTheFirstWaitingJobCannotUseYet) {

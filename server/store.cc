@@ -171,6 +171,12 @@ ALTER TABLE jobs ADD COLUMN wall_time_limit_s INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN hang_timeout_s INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN requeues INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 5: the database's identity, which agents use to tell their spooled samples of
+    // another database (a wiped or replaced one) from samples of this one.
+    R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+INSERT INTO meta VALUES ('database_id', lower(hex(randomblob(16))));
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);
@@ -399,7 +405,18 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   ASSIGN_OR_RETURN(auto writer, Database::Open(path, /*create=*/true));
   RETURN_IF_ERROR(Migrate(*writer));
   ASSIGN_OR_RETURN(auto reader, Database::Open(path, /*create=*/false));
-  return std::unique_ptr<Store>(new Store(path, std::move(writer), std::move(reader)));
+  std::string database_id;
+  {
+    ASSIGN_OR_RETURN(Statement * select,
+                     reader->Prepare("SELECT value FROM meta WHERE key='database_id'"));
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) return absl::DataLossError(absl::StrCat(path, ": the database has no id (meta)"));
+    database_id = select->Text(0);
+    select->Reset();  // ends the read: a statement left mid-step pins the reader's snapshot
+  }
+  auto store = std::unique_ptr<Store>(new Store(path, std::move(writer), std::move(reader)));
+  store->database_id_ = std::move(database_id);
+  return store;
 }
 
 Store::Store(std::string path, std::unique_ptr<Database> writer,

@@ -44,7 +44,7 @@ struct AppendResult {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Opens or creates the database at `path` and migrates it to kSchemaVersion. A file
   // that is not a database, or whose schema is newer than this build, is an error
@@ -118,6 +118,9 @@ class Store {
   absl::StatusOr<std::map<int, int>> IterationsByRank(const std::string& job_id,
                                                       int attempt);
   const std::string& path() const { return path_; }
+  // Random, made when the database was created (or migrated to schema 5); a new or
+  // replaced database has a new one.
+  const std::string& database_id() const { return database_id_; }
 
  private:
   struct WriteOp {
@@ -132,6 +135,7 @@ class Store {
   void WriterLoop();
 
   const std::string path_;
+  std::string database_id_;
   std::unique_ptr<Database> writer_db_;  // used only by writer_thread_
   std::mutex reader_mu_;
   std::unique_ptr<Database> reader_db_;  // guarded by reader_mu_

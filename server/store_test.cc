@@ -126,6 +126,22 @@ TEST_F(StoreTest, ShapeConstraintsLimitsAndRequeuesSurviveReopen) {
   EXPECT_EQ(jobs->front().requeues, 1);
 }
 
+TEST_F(StoreTest, TheDatabaseIdIsKeptAcrossReopensAndNewForANewDatabase) {
+  std::string id;
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    id = (*store)->database_id();
+    EXPECT_EQ(id.size(), 32u);
+  }
+  auto again = Store::Open(path_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->database_id(), id);
+  auto other = Store::Open(dir_ + "/other.db");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_NE((*other)->database_id(), id);
+}
+
 TEST_F(StoreTest, SamplesAreStoredExactlyOnce) {
   auto store = Store::Open(path_);
   ASSERT_TRUE(store.ok());
