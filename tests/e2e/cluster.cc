@@ -1,5 +1,6 @@
 #include "tests/e2e/cluster.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,9 +15,42 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "common/free_port.h"
 
 namespace bench::testing {
+namespace {
+
+std::string ExeOf(pid_t pid) {
+  std::error_code error;
+  std::filesystem::path exe =
+      std::filesystem::read_symlink(absl::StrCat("/proc/", pid, "/exe"), error);
+  return error ? "" : exe.string();
+}
+
+// Live processes whose parent is `parent` (from /proc/PID/stat).
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> children;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return children;
+  while (dirent* entry = readdir(proc)) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
+    std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    size_t paren = stat.rfind(')');  // the command may hold spaces and parentheses
+    if (paren == std::string::npos || paren + 4 >= stat.size()) continue;
+    char state = stat[paren + 2];
+    int ppid = 0;
+    std::string rest = stat.substr(paren + 4);
+    if (state == 'Z' || !absl::SimpleAtoi(rest.substr(0, rest.find(' ')), &ppid)) continue;
+    if (ppid == parent) children.push_back(pid);
+  }
+  closedir(proc);
+  return children;
+}
+
+}  // namespace
 
 int CountOccurrences(const std::string& text, const std::string& needle) {
   int count = 0;
@@ -33,11 +67,16 @@ LoopbackCluster::LoopbackCluster() {
 }
 
 LoopbackCluster::~LoopbackCluster() {
-  for (auto& agent : agents_) {
+  for (auto& [name, agent] : agents_) {
+    agent->SignalGroup(SIGCONT);
     agent->SignalGroup(SIGTERM);
     agent->Wait();
   }
+  for (const auto& [pid, exe] : orphans_) {
+    if (!exe.empty() && ExeOf(pid) == exe) kill(-pid, SIGKILL);  // each rank leads its group
+  }
   if (benchd_) {
+    benchd_->SignalGroup(SIGCONT);
     benchd_->SignalGroup(SIGTERM);
     benchd_->Wait();
   }
@@ -54,6 +93,58 @@ int LoopbackCluster::StopBenchd() {
   return code;
 }
 
+int LoopbackCluster::KillBenchd() {
+  if (!benchd_) return -1;
+  benchd_->SignalGroup(SIGKILL);
+  int code = benchd_->Wait();
+  benchd_.reset();
+  return code;
+}
+
+bool LoopbackCluster::BenchdAlive() { return benchd_ && !benchd_->TryWait().has_value(); }
+
+pid_t LoopbackCluster::benchd_pid() const { return benchd_ ? benchd_->pid() : -1; }
+
+absl::Status LoopbackCluster::StartBenchd(const std::vector<std::string>& flags) {
+  set_benchd_flags(flags);
+  return StartBenchd();
+}
+
+std::string LoopbackCluster::agent_state_dir(const std::string& name) const {
+  return absl::StrCat(dir_, "/state-", name);
+}
+
+Subprocess* LoopbackCluster::FindAgent(const std::string& name) {
+  for (auto it = agents_.rbegin(); it != agents_.rend(); ++it) {
+    if (it->first == name) return it->second.get();
+  }
+  return nullptr;
+}
+
+pid_t LoopbackCluster::agent_pid(const std::string& name) {
+  Subprocess* agent = FindAgent(name);
+  return agent == nullptr || agent->TryWait().has_value() ? -1 : agent->pid();
+}
+
+std::vector<pid_t> LoopbackCluster::AgentChildren(const std::string& name) {
+  pid_t pid = agent_pid(name);
+  return pid < 0 ? std::vector<pid_t>{} : ChildrenOf(pid);
+}
+
+int LoopbackCluster::KillAgent(const std::string& name) {
+  Subprocess* agent = FindAgent(name);
+  if (agent == nullptr) return -1;
+  for (pid_t child : AgentChildren(name)) orphans_.emplace_back(child, ExeOf(child));
+  // Only the agent: kill(2) on its pid, not its group (its ranks lead groups of their own).
+  if (!agent->TryWait().has_value()) kill(agent->pid(), SIGKILL);
+  return agent->Wait();
+}
+
+void LoopbackCluster::SignalAgent(const std::string& name, int signal) {
+  pid_t pid = agent_pid(name);
+  if (pid > 0) kill(pid, signal);
+}
+
 absl::Status LoopbackCluster::StartBenchd() {
   if (grpc_port_ == 0) {
     absl::StatusOr<int> port = PickFreePort("127.0.0.1");
@@ -66,6 +157,7 @@ absl::Status LoopbackCluster::StartBenchd() {
   SubprocessOptions options;
   options.argv = {BENCHD_PATH, "--listen", server(), "--http",
                   absl::StrCat("127.0.0.1:", http_port_), "--db", db_path_};
+  options.argv.insert(options.argv.end(), benchd_flags_.begin(), benchd_flags_.end());
   options.stdout_mode = SubprocessOptions::Output::kFile;
   options.stderr_mode = SubprocessOptions::Output::kFile;
   options.stdout_path = options.stderr_path = dir_ + "/benchd.log";
@@ -96,13 +188,18 @@ absl::Status LoopbackCluster::StartAgent(
     options.argv.push_back("--cpu-slots");
     options.argv.push_back(absl::StrCat(cpu_slots));
   }
+  if (agent_state_dirs_) {
+    std::filesystem::create_directories(agent_state_dir(name));
+    options.argv.push_back("--state-dir");
+    options.argv.push_back(agent_state_dir(name));
+  }
   options.argv.insert(options.argv.end(), extra_args.begin(), extra_args.end());
   options.stdout_mode = SubprocessOptions::Output::kFile;
   options.stderr_mode = SubprocessOptions::Output::kFile;
   options.stdout_path = options.stderr_path = absl::StrCat(dir_, "/agent-", name, ".log");
   auto process = Subprocess::Start(options);
   if (!process.ok()) return process.status();
-  agents_.push_back(std::move(*process));
+  agents_.emplace_back(name, std::move(*process));
   return absl::OkStatus();
 }
 
