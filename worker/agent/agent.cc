@@ -87,17 +87,26 @@ absl::Status Agent::Start() {
     auto reports = Spool::Open(options_.state_dir + "/spool/reports", report_spool);
     if (!reports.ok()) return reports.status();
     report_spool_ = std::move(*reports);
+    auto recorded = ReadControllerId(options_.state_dir);
+    if (recorded.ok()) {
+      controller_id_ = *recorded;
+    } else {
+      AgentLog(absl::StrCat("warning: ", recorded.status().message(),
+                            "; the spool is replayed to whichever controller answers"));
+    }
     auto registry = RankRegistry::Open(options_.state_dir + "/ranks");
     if (!registry.ok()) return registry.status();
     registry_ = std::move(*registry);
   }
   StatusReporterOptions reporter_options;
   reporter_options.agent = inventory_.name();
+  reporter_options.start_paused = true;  // until registered (AdoptControllerId)
   reporter_ = std::make_unique<StatusReporter>(client_.get(), reporter_options,
                                                report_spool_.get());
   if (registry_ != nullptr) ReportLeftovers(registry_->KillLeftovers());
   SampleUploaderOptions uploader_options;
   uploader_options.agent = inventory_.name();
+  uploader_options.start_paused = true;
   uploader_ = std::make_unique<SampleUploader>(client_.get(), uploader_options,
                                                sample_spool_.get());
   {
@@ -185,6 +194,9 @@ void Agent::StreamLoop() {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
+    // Nothing goes out until this registration's controller id has been checked.
+    uploader_->Pause();
+    reporter_->Pause();
     auto registered = client_->Register(inventory_);
     if (!registered.ok()) {
       absl::Duration delay = backoff.Next();
@@ -204,6 +216,9 @@ void Agent::StreamLoop() {
                                   : absl::Seconds(1);
     uploader_->SetAgent(name);
     reporter_->SetAgent(name);
+    AdoptControllerId(registered->controller_id());
+    uploader_->Resume();
+    reporter_->Resume();
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
@@ -232,6 +247,25 @@ void Agent::StreamLoop() {
     AgentLog(absl::StrCat("assignment stream ended (", status.ToString(),
                           "); re-registering in ", absl::FormatDuration(delay)));
     if (!SleepUnlessStopping(delay)) return;
+  }
+}
+
+void Agent::AdoptControllerId(const std::string& controller_id) {
+  if (controller_id.empty() || controller_id == controller_id_) return;
+  if (!controller_id_.empty()) {
+    uint64_t samples = uploader_->DiscardPending();
+    uint64_t reports = reporter_->DiscardPending();
+    AgentLog(absl::StrCat(
+        "controller ", options_.controller, " has database id ", controller_id,
+        ", not ", controller_id_, " (the database the ",
+        options_.state_dir.empty() ? "queued" : "spooled",
+        " records were meant for was wiped or replaced): discarding ", samples,
+        " samples and ", reports, " status reports"));
+  }
+  controller_id_ = controller_id;
+  if (!options_.state_dir.empty()) {
+    absl::Status written = WriteControllerId(options_.state_dir, controller_id_);
+    if (!written.ok()) AgentLog(absl::StrCat("warning: ", written.message()));
   }
 }
 

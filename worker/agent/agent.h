@@ -12,6 +12,14 @@
 // and on start the ranks a previous agent left running are killed and reported FAILED
 // (LeftoverRankMessage). Without a state_dir (tests) samples and reports queue in
 // memory only and ranks are not recorded.
+//
+// Controller database: the uploader and the reporter are held (nothing is sent, spooled
+// or new) until the agent has registered; at every registration the stream thread
+// compares RegisterResponse.controller_id with the id the queued records were meant for
+// (DIR/controller_id, or the previous registration's). A different, non-empty id means
+// benchd's database was wiped or replaced (job ids restart): what is queued or spooled
+// is discarded (logged with both ids and the counts), the new id is recorded, and only
+// then is sending resumed. An empty id (an older benchd) keeps the queue as it is.
 #pragma once
 
 #include <deque>
@@ -106,6 +114,9 @@ class Agent {
   void ReapFinished();
   // Reports FAILED (through reporter_) the ranks a previous agent left running.
   void ReportLeftovers(const std::vector<LeftoverRank>& leftovers);
+  // After a registration whose response carries `controller_id`: discards what is
+  // queued if it was meant for another database, records the id. Stream thread only.
+  void AdoptControllerId(const std::string& controller_id);
   // Fills the heartbeat's running_jobs and running from the supervisors.
   void FillRunning(benchfleet::v1::HeartbeatRequest* request);
   // Sleeps up to `duration`; false if the agent is stopping.
@@ -123,6 +134,9 @@ class Agent {
   std::unique_ptr<StatusReporter> reporter_;
   GpuTelemetrySession telemetry_;  // after uploader_: its sampler feeds it
   std::map<int, std::string> gpu_uuids_;
+  // The database id the queued records are meant for ("" unknown): read from the state
+  // directory by Start(), then only touched by the stream thread.
+  std::string controller_id_;
 
   absl::Mutex mu_;
   absl::CondVar cv_;

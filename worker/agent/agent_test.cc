@@ -24,6 +24,8 @@
 #include "common/free_port.h"
 #include "common/subprocess.h"
 #include "worker/agent/rank_registry.h"
+#include "worker/agent/spool.h"
+#include "worker/agent/state_dir.h"
 
 namespace bench::agent {
 namespace {
@@ -36,10 +38,12 @@ class FakeController final : public benchfleet::v1::AgentService::Service {
   grpc::Status Register(grpc::ServerContext*, const benchfleet::v1::RegisterRequest* request,
                         benchfleet::v1::RegisterResponse* response) override {
     absl::MutexLock lock(&mu_);
+    if (register_down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "register down");
     ++registrations_;
     inventory_ = request->inventory();
     response->set_agent("agent-x");
     response->set_heartbeat_interval_ms(50);
+    response->set_controller_id(controller_id_);
     return grpc::Status::OK;
   }
   grpc::Status Heartbeat(grpc::ServerContext*, const benchfleet::v1::HeartbeatRequest* request,
@@ -75,6 +79,7 @@ class FakeController final : public benchfleet::v1::AgentService::Service {
                             const benchfleet::v1::ReportStatusRequest* request,
                             benchfleet::v1::ReportStatusResponse*) override {
     absl::MutexLock lock(&mu_);
+    if (registrations_ == 0) ++sent_before_register_;
     reports_.push_back(*request);
     for (const auto& rank : request->ranks()) {
       if (rank.state() != benchfleet::v1::RANK_STATE_STARTED) {
@@ -90,6 +95,7 @@ class FakeController final : public benchfleet::v1::AgentService::Service {
                              const benchfleet::v1::UploadSamplesRequest* request,
                              benchfleet::v1::UploadSamplesResponse* response) override {
     absl::MutexLock lock(&mu_);
+    if (registrations_ == 0) ++sent_before_register_;
     ++upload_calls_;
     if (uploads_down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "uploads down");
     for (const auto& sample : request->samples()) {
@@ -156,6 +162,9 @@ class FakeController final : public benchfleet::v1::AgentService::Service {
   bool stopping_ = false, end_stream_ = false;
   bool uploads_down_ = false;  // UploadSamples fails (UNAVAILABLE) while set
   int upload_calls_ = 0;
+  bool register_down_ = false;  // Register fails (UNAVAILABLE) while set
+  std::string controller_id_;   // RegisterResponse.controller_id ("" an older benchd)
+  int sent_before_register_ = 0;  // ReportStatus and UploadSamples calls before that
   benchfleet::v1::AgentInventory inventory_;
   benchfleet::v1::HeartbeatRequest last_heartbeat_;
   std::string stream_agent_;
@@ -253,6 +262,39 @@ class AgentTest : public ::testing::Test {
 
   bool FinalState(const std::string& job, int rank, benchfleet::v1::RankState state) {
     return controller_.WaitFor([&] { return controller_.LatestLocked(job, rank).state() == state; });
+  }
+
+  // Leaves in `state` what an agent stopped with its controller away leaves: three
+  // spooled samples and a SUCCEEDED report of job-000001, and `recorded_id` (if not
+  // empty) as the id of the database they were meant for.
+  void SpoolLeftovers(const std::string& state, const std::string& recorded_id) {
+    ASSERT_TRUE(MakeWritableDirectory(state).ok());
+    if (!recorded_id.empty()) ASSERT_TRUE(WriteControllerId(state, recorded_id).ok());
+    auto samples = Spool::Open(state + "/spool/samples");
+    ASSERT_TRUE(samples.ok());
+    for (int i = 1; i <= 3; ++i) {
+      benchfleet::v1::IterationSample sample;
+      sample.set_job_id("job-000001");
+      sample.set_attempt(1);
+      sample.set_rank(0);
+      sample.set_iteration(i);
+      ASSERT_TRUE(
+          (*samples)->Append(SpoolKind::kIterationSample, sample.SerializeAsString()).ok());
+    }
+    auto reports = Spool::Open(state + "/spool/reports");
+    ASSERT_TRUE(reports.ok());
+    benchfleet::v1::ReportStatusRequest report;
+    report.set_job_id("job-000001");
+    report.set_attempt(1);
+    auto* rank = report.add_ranks();
+    rank->set_rank(0);
+    rank->set_state(benchfleet::v1::RANK_STATE_SUCCEEDED);
+    ASSERT_TRUE((*reports)->Append(SpoolKind::kReport, report.SerializeAsString()).ok());
+  }
+  // Unacknowledged records in the spool `name` (samples, reports) of `state`.
+  static uint64_t Pending(const std::string& state, const std::string& name) {
+    auto spool = Spool::Open(state + "/spool/" + name);
+    return spool.ok() ? (*spool)->pending_at_open() : 999999;
   }
 
   bool Exists(const std::string& name) { return access((dir_ + "/" + name).c_str(), F_OK) == 0; }
@@ -484,8 +526,9 @@ TEST_F(AgentTest, KillsAndReportsTheRanksAPreviousAgentLeftRunning) {
   const auto& report = controller_.reports_.front();
   EXPECT_EQ(report.job_id(), "job-old");
   EXPECT_EQ(report.attempt(), 2);
-  // Sent as soon as the controller answers: under the inventory name until registered.
-  EXPECT_TRUE(report.agent() == "node-1" || report.agent() == "agent-x") << report.agent();
+  // Held until the agent has registered: sent under the name the controller gave.
+  EXPECT_EQ(report.agent(), "agent-x");
+  EXPECT_EQ(controller_.sent_before_register_, 0);
   EXPECT_EQ(controller_.LatestLocked("job-old", 1).message(),
             absl::StrCat("bench-agent restarted while this rank ran; it was killed (pid ", pid,
                          ")"));
@@ -603,6 +646,121 @@ TEST_F(AgentTest, AnUnusableStateDirectoryIsAStartError) {
   EXPECT_FALSE(started.ok());
   EXPECT_NE(started.message().find("/proc/bench-agent-state"), absl::string_view::npos)
       << started;
+}
+
+TEST_F(AgentTest, SpooledRecordsAreReplayedOnlyAfterRegisteringWithTheSameDatabase) {
+  const std::string state = dir_ + "/state";
+  SpoolLeftovers(state, "db-1");
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    controller_.controller_id_ = "db-1";
+    controller_.register_down_ = true;
+  }
+  StartServer();
+  StartAgent([&](AgentOptions* options) { options->state_dir = state; });
+  absl::SleepFor(absl::Milliseconds(500));
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    EXPECT_EQ(controller_.upload_calls_, 0) << "samples sent before registering";
+    EXPECT_TRUE(controller_.reports_.empty()) << "reports sent before registering";
+    controller_.register_down_ = false;
+  }
+  ASSERT_TRUE(FinalState("job-000001", 0, benchfleet::v1::RANK_STATE_SUCCEEDED));
+  EXPECT_TRUE(controller_.WaitFor(
+      [&] { return controller_.samples_per_rank_[{"job-000001", 0}] == 3; }));
+  agent_->Shutdown();
+  EXPECT_EQ(controller_.sent_before_register_, 0);
+  EXPECT_EQ(*ReadControllerId(state), "db-1");
+  EXPECT_EQ(Pending(state, "samples"), 0u);
+  EXPECT_EQ(Pending(state, "reports"), 0u);
+}
+
+TEST_F(AgentTest, WithNoRecordedDatabaseTheSpoolIsReplayedAndTheIdRecorded) {
+  const std::string state = dir_ + "/state";
+  SpoolLeftovers(state, "");
+  controller_.controller_id_ = "db-1";
+  StartServer();
+  StartAgent([&](AgentOptions* options) { options->state_dir = state; });
+  ASSERT_TRUE(FinalState("job-000001", 0, benchfleet::v1::RANK_STATE_SUCCEEDED));
+  EXPECT_TRUE(controller_.WaitFor(
+      [&] { return controller_.samples_per_rank_[{"job-000001", 0}] == 3; }));
+  agent_->Shutdown();
+  EXPECT_EQ(*ReadControllerId(state), "db-1");
+}
+
+TEST_F(AgentTest, SpooledRecordsOfAnotherDatabaseAreDiscardedNeverSent) {
+  // Also a rank the previous agent left running: it is still killed.
+  SubprocessOptions sleeper_options;
+  sleeper_options.argv = {"/bin/sleep", "60"};
+  sleeper_options.stdout_mode = SubprocessOptions::Output::kDiscard;
+  sleeper_options.stderr_mode = SubprocessOptions::Output::kDiscard;
+  auto sleeper = Subprocess::Start(sleeper_options);
+  ASSERT_TRUE(sleeper.ok());
+  const std::string state = dir_ + "/state";
+  SpoolLeftovers(state, "db-old");
+  {
+    auto registry = RankRegistry::Open(state + "/ranks");
+    ASSERT_TRUE(registry.ok());
+    ASSERT_TRUE((*registry)->RecordProcess("job-000001", 1, 1, (*sleeper)->pid()).ok());
+  }
+  controller_.controller_id_ = "db-new";
+  StartServer();
+  StartAgent([&](AgentOptions* options) { options->state_dir = state; });
+  auto exit_code = (*sleeper)->TryWait();
+  ASSERT_TRUE(exit_code.has_value()) << "the leftover rank is killed whatever the database";
+  EXPECT_EQ(*exit_code, -SIGKILL);
+  ASSERT_TRUE(controller_.WaitFor([&] { return controller_.heartbeats_ >= 5; }));
+  agent_->Shutdown();
+  absl::MutexLock lock(&controller_.mu_);
+  EXPECT_EQ(controller_.registrations_, 1);
+  EXPECT_EQ(controller_.upload_calls_, 0);
+  EXPECT_TRUE(controller_.reports_.empty()) << controller_.reports_.front().DebugString();
+  EXPECT_EQ(*ReadControllerId(state), "db-new");
+  EXPECT_EQ(Pending(state, "samples"), 0u);
+  EXPECT_EQ(Pending(state, "reports"), 0u);
+}
+
+TEST_F(AgentTest, ReRegisteringWithANewDatabaseDiscardsWhatIsSpooledThen) {
+  const std::string state = dir_ + "/state";
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    controller_.controller_id_ = "db-1";
+    controller_.uploads_down_ = true;
+  }
+  StartServer();
+  StartAgent([&](AgentOptions* options) { options->state_dir = state; });
+  controller_.Push(Assign("job-000001", "hang"));
+  ASSERT_TRUE(WaitForFile("started.0"));
+  ASSERT_TRUE(WaitForFile("started.1"));
+  ASSERT_TRUE(FinalState("job-000001", 1, benchfleet::v1::RANK_STATE_STARTED));
+  ASSERT_TRUE(controller_.WaitFor([&] { return controller_.upload_calls_ > 0; }));
+  EXPECT_EQ(*ReadControllerId(state), "db-1");
+  {
+    // benchd comes back on a new database.
+    absl::MutexLock lock(&controller_.mu_);
+    controller_.controller_id_ = "db-2";
+    controller_.end_stream_ = true;
+    controller_.cv_.SignalAll();
+  }
+  ASSERT_TRUE(controller_.WaitFor([&] { return controller_.registrations_ == 2; }));
+  int heartbeats = 0;
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    controller_.uploads_down_ = false;
+    heartbeats = controller_.heartbeats_;
+  }
+  ASSERT_TRUE(controller_.WaitFor([&] { return controller_.heartbeats_ >= heartbeats + 5; }));
+  EXPECT_EQ(*ReadControllerId(state), "db-2");
+  // A job of the new database: its samples follow the discarded ones in the spool, so
+  // once they have arrived, anything not discarded would have been sent before them.
+  controller_.Push(Assign("job-000002", "ok"));
+  ASSERT_TRUE(controller_.WaitFor([&] {
+    return controller_.samples_per_rank_[{"job-000002", 0}] == 5 &&
+           controller_.samples_per_rank_[{"job-000002", 1}] == 5;
+  }));
+  absl::MutexLock lock(&controller_.mu_);
+  EXPECT_EQ((controller_.samples_per_rank_[{"job-000001", 0}]), 0);
+  EXPECT_EQ((controller_.samples_per_rank_[{"job-000001", 1}]), 0);
 }
 
 }  // namespace

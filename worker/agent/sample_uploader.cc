@@ -13,6 +13,7 @@ SampleUploader::SampleUploader(SampleUploadRpc* rpc, SampleUploaderOptions optio
                                Spool* spool)
     : rpc_(rpc), options_(std::move(options)), spool_(spool) {
   agent_ = options_.agent;
+  paused_ = options_.start_paused;
   if (spool_ != nullptr) {
     spooled_ = spool_->pending_at_open();
     next_ticket_ = spooled_ + 1;
@@ -32,6 +33,37 @@ SampleUploader::~SampleUploader() { Shutdown(); }
 void SampleUploader::SetAgent(std::string agent) {
   absl::MutexLock lock(&mu_);
   agent_ = std::move(agent);
+}
+
+void SampleUploader::Pause() {
+  absl::MutexLock lock(&mu_);
+  paused_ = true;
+}
+
+void SampleUploader::Resume() {
+  absl::MutexLock lock(&mu_);
+  paused_ = false;
+  work_cv_.SignalAll();
+}
+
+uint64_t SampleUploader::DiscardPending() {
+  absl::MutexLock lock(&mu_);
+  ++discards_;
+  uint64_t discarded = 0;
+  if (spool_ != nullptr) {
+    discarded = spooled_;
+    absl::Status acked = spool_->Ack(spool_->end());
+    if (!acked.ok()) AgentLog(absl::StrCat("warning: ", acked.message()));
+    spooled_ = 0;
+    spool_done_through_ = next_ticket_ - 1;
+  } else {
+    discarded = queue_.size();
+    queue_.clear();
+  }
+  stats_.discarded += discarded;
+  delivered_cv_.SignalAll();
+  work_cv_.SignalAll();
+  return discarded;
 }
 
 uint64_t SampleUploader::Add(benchfleet::v1::IterationSample sample) {
@@ -148,7 +180,7 @@ void SampleUploader::Run() {
   int permanent_failures = 0;
   mu_.Lock();
   while (!stopping_) {
-    if (queue_.empty()) {
+    if (queue_.empty() || paused_) {
       work_cv_.Wait(&mu_);
       continue;
     }
@@ -158,6 +190,7 @@ void SampleUploader::Run() {
         if (work_cv_.WaitWithDeadline(&mu_, deadline)) break;
       }
       if (stopping_) break;
+      if (queue_.empty() || paused_) continue;
     }
     benchfleet::v1::UploadSamplesRequest request;
     request.set_agent(agent_);
@@ -233,8 +266,14 @@ void SampleUploader::RunSpooled() {
   Counts counts;
   uint64_t lost = 0;
   uint64_t unparsable = 0;
+  uint64_t batch_discards = 0;  // discards_ when the batch was read
   mu_.Lock();
   while (!stopping_) {
+    if (have_batch && batch_discards != discards_) have_batch = false;
+    if (paused_) {
+      work_cv_.Wait(&mu_);
+      continue;
+    }
     if (!have_batch) {
       if (spooled_ == 0) {
         work_cv_.Wait(&mu_);
@@ -246,7 +285,9 @@ void SampleUploader::RunSpooled() {
           if (work_cv_.WaitWithDeadline(&mu_, deadline)) break;
         }
         if (stopping_) break;
+        if (paused_ || spooled_ == 0) continue;
       }
+      batch_discards = discards_;
       mu_.Unlock();
       std::vector<SpoolRecord> records;
       lost = 0;
@@ -272,6 +313,7 @@ void SampleUploader::RunSpooled() {
       absl::Status synced = spool_->Sync();
       if (!synced.ok()) AgentLog(absl::StrCat("warning: ", synced.message()));
       mu_.Lock();
+      if (batch_discards != discards_) continue;  // what was read is discarded
       const uint64_t covered = records.size() + lost;
       if (covered == 0) {
         // Nothing readable although samples were counted: a bug or a vanished file.
@@ -286,6 +328,7 @@ void SampleUploader::RunSpooled() {
         mu_.Unlock();
         spool_->Ack(end).IgnoreError();
         mu_.Lock();
+        if (batch_discards != discards_) continue;
         spool_done_through_ += covered;
         spooled_ -= std::min(spooled_, covered);
         delivered_cv_.SignalAll();
@@ -308,6 +351,10 @@ void SampleUploader::RunSpooled() {
     absl::Status acked = absl::OkStatus();
     if (release) acked = spool_->Ack(end);
     mu_.Lock();
+    if (batch_discards != discards_) {
+      have_batch = false;  // discarded while in flight (its Ack was before the discard's)
+      continue;
+    }
     if (!acked.ok()) AgentLog(absl::StrCat("warning: ", acked.message()));
 
     if (release) {

@@ -19,6 +19,12 @@
 //   spool is full (its max_bytes), further samples are dropped, the NEWEST ones (the
 //   queue is on disk): counted in stats().dropped / gpu_dropped and logged (the 1st,
 //   2nd, 4th, ... and every 30th time). Trainers are never blocked by the uploader.
+//
+// Holding: while paused (Pause(), or from construction with options.start_paused)
+// nothing is uploaded, not even a retry; samples keep queueing (and spooling). The
+// agent holds its uploader until it has registered and checked the controller's
+// database id. DiscardPending() forgets everything queued (acknowledging the whole
+// spool) without sending it: the samples were meant for another controller database.
 #pragma once
 
 #include <cstddef>
@@ -57,6 +63,8 @@ struct SampleUploaderOptions {
   // The name put in each request's `agent` field until SetAgent (so that a replayed
   // spool is not sent without one).
   std::string agent;
+  // Start held: nothing is uploaded until Resume().
+  bool start_paused = false;
 };
 
 // added, acknowledged and dropped count iteration samples; gpu_* count GPU samples.
@@ -70,6 +78,7 @@ struct SampleUploaderStats {
   uint64_t failed_uploads = 0;  // UploadSamples calls that failed
   uint64_t batches = 0;         // UploadSamples calls that succeeded
   uint64_t replayed = 0;        // samples (both kinds) found in the spool at start
+  uint64_t discarded = 0;       // samples (both kinds) forgotten by DiscardPending
 };
 
 // Thread-safe. `rpc` and `spool` (null: the queue is in memory) are not owned and must
@@ -91,6 +100,16 @@ class SampleUploader : public SampleSink {
   uint64_t AddGpuSample(benchfleet::v1::GpuSample sample) override;
   // Covers tickets of both kinds.
   bool WaitDelivered(uint64_t ticket) override;
+
+  // Holds uploads: none starts until Resume() (an upload already in flight completes;
+  // its outcome is ignored if DiscardPending runs meanwhile). Idempotent.
+  void Pause();
+  void Resume();
+  // Forgets every sample queued now (with a spool: acknowledges all of it, in memory:
+  // empties the queue) without uploading it, and returns how many; they count as given
+  // up on (WaitDelivered returns true for them) and in stats().discarded. Samples added
+  // afterwards queue as usual.
+  uint64_t DiscardPending();
 
   // Waits until the queue is empty (true) or `deadline` passes (false).
   bool Drain(absl::Time deadline);
@@ -136,6 +155,9 @@ class SampleUploader : public SampleSink {
   uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  // Increased by DiscardPending: a batch read before it is not the queue's any more.
+  uint64_t discards_ ABSL_GUARDED_BY(mu_) = 0;
   SampleUploaderStats stats_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };

@@ -423,6 +423,86 @@ TEST_F(SpooledUploaderTest, UnacknowledgedSamplesAreReplayedByTheNextUploader) {
   EXPECT_EQ(rpc.agents(), (std::set<std::string>{"agent-r"}));
 }
 
+TEST(SampleUploaderTest, PausedSendsNothingUntilResumed) {
+  FakeUploadRpc rpc;
+  SampleUploaderOptions options = FastOptions();
+  options.start_paused = true;
+  SampleUploader uploader(&rpc, options);
+  uint64_t last = 0;
+  for (int i = 1; i <= 5; ++i) last = uploader.Add(Sample(0, i));
+  EXPECT_FALSE(uploader.Drain(absl::Now() + absl::Milliseconds(100)));
+  EXPECT_TRUE(rpc.call_sizes().empty());
+  uploader.Resume();
+  ASSERT_TRUE(uploader.WaitDelivered(last));
+  EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 5));
+}
+
+TEST(SampleUploaderTest, DiscardPendingForgetsTheQueueWithoutSendingIt) {
+  FakeUploadRpc rpc;
+  SampleUploaderOptions options = FastOptions();
+  options.start_paused = true;
+  SampleUploader uploader(&rpc, options);
+  for (int i = 1; i <= 3; ++i) uploader.Add(Sample(0, i));
+  uint64_t gpu = uploader.AddGpuSample(Gpu(0, 1));
+  EXPECT_EQ(uploader.DiscardPending(), 4u);
+  EXPECT_TRUE(uploader.WaitDelivered(gpu)) << "discarded samples are given up on";
+  uint64_t next = uploader.Add(Sample(0, 4));
+  uploader.Resume();
+  ASSERT_TRUE(uploader.WaitDelivered(next));
+  EXPECT_EQ(Iterations(rpc.accepted()), Range(4, 4));
+  EXPECT_TRUE(rpc.accepted_gpu().empty());
+  EXPECT_EQ(uploader.stats().discarded, 4u);
+}
+
+TEST_F(SpooledUploaderTest, APausedUploaderDoesNotReplayAndDiscardEmptiesTheSpool) {
+  {
+    FakeUploadRpc down;
+    down.set_down(true);
+    auto spool = OpenSpool();
+    SampleUploader uploader(&down, FastOptions(), spool.get());
+    for (int i = 1; i <= 10; ++i) uploader.Add(Sample(1, i));
+    uploader.AddGpuSample(Gpu(1, 1));
+    EXPECT_FALSE(uploader.Drain(absl::Now() + absl::Milliseconds(50)));
+  }
+  FakeUploadRpc rpc;
+  auto spool = OpenSpool();
+  ASSERT_EQ(spool->pending_at_open(), 11u);
+  SampleUploaderOptions options = FastOptions();
+  options.start_paused = true;
+  {
+    SampleUploader uploader(&rpc, options, spool.get());
+    EXPECT_FALSE(uploader.Drain(absl::Now() + absl::Milliseconds(100)));
+    EXPECT_TRUE(rpc.call_sizes().empty()) << "nothing replayed while paused";
+    uploader.Add(Sample(1, 11));  // written while paused: discarded with the rest
+    EXPECT_EQ(uploader.DiscardPending(), 12u);
+    uint64_t next = uploader.Add(Sample(2, 1));
+    uploader.Resume();
+    ASSERT_TRUE(uploader.WaitDelivered(next));
+    ASSERT_EQ(rpc.accepted().size(), 1u);
+    EXPECT_EQ(rpc.accepted()[0].rank(), 2);
+    EXPECT_TRUE(rpc.accepted_gpu().empty());
+  }
+  spool.reset();
+  EXPECT_EQ(OpenSpool()->pending_at_open(), 0u);
+}
+
+TEST_F(SpooledUploaderTest, ABatchInRetryIsNotSentAfterADiscard) {
+  FakeUploadRpc rpc;
+  rpc.set_down(true);
+  auto spool = OpenSpool();
+  SampleUploader uploader(&rpc, FastOptions(), spool.get());
+  for (int i = 1; i <= 5; ++i) uploader.Add(Sample(0, i));
+  EXPECT_FALSE(uploader.Drain(absl::Now() + absl::Milliseconds(50)));  // retrying
+  uploader.Pause();
+  absl::SleepFor(absl::Milliseconds(50));  // an attempt in flight (failing) returns
+  EXPECT_EQ(uploader.DiscardPending(), 5u);
+  rpc.set_down(false);
+  uint64_t next = uploader.Add(Sample(0, 6));
+  uploader.Resume();
+  ASSERT_TRUE(uploader.WaitDelivered(next));
+  EXPECT_EQ(Iterations(rpc.accepted()), Range(6, 6));
+}
+
 TEST_F(SpooledUploaderTest, ConcurrentProducersWithFlakyUploadsLoseNothing) {
   FakeUploadRpc rpc;
   rpc.FailEvery(3);

@@ -422,6 +422,12 @@ SpoolPosition Spool::acked() const {
   return acked_;
 }
 
+SpoolPosition Spool::end() const {
+  absl::MutexLock lock(&mu_);
+  if (segments_.empty()) return acked_;
+  return SpoolPosition{segments_.back().seq, segments_.back().size};
+}
+
 uint64_t Spool::bytes() const {
   absl::MutexLock lock(&mu_);
   return bytes_;

@@ -105,6 +105,8 @@ class Spool {
 
   // The acknowledged position: where unacknowledged records start.
   SpoolPosition acked() const;
+  // Just after the last record appended: Ack(end()) acknowledges every record.
+  SpoolPosition end() const;
   // Unacknowledged records found by Open() (readable ones plus those lost in corrupt
   // tails): what a new owner replays. Later appends and acks do not change it.
   uint64_t pending_at_open() const { return pending_at_open_; }

@@ -12,6 +12,7 @@ StatusReporter::StatusReporter(StatusReportRpc* rpc, StatusReporterOptions optio
                                Spool* spool)
     : rpc_(rpc), options_(std::move(options)), spool_(spool) {
   agent_ = options_.agent;
+  paused_ = options_.start_paused;
   if (spool_ != nullptr) {
     SpoolPosition from = spool_->acked();
     while (true) {
@@ -74,6 +75,30 @@ uint64_t StatusReporter::Report(benchfleet::v1::ReportStatusRequest report) {
   return ticket;
 }
 
+void StatusReporter::Pause() {
+  absl::MutexLock lock(&mu_);
+  paused_ = true;
+}
+
+void StatusReporter::Resume() {
+  absl::MutexLock lock(&mu_);
+  paused_ = false;
+  work_cv_.SignalAll();
+}
+
+uint64_t StatusReporter::DiscardPending() {
+  absl::MutexLock lock(&mu_);
+  ++discards_;
+  uint64_t discarded = queue_.size();
+  if (spool_ != nullptr) {
+    absl::Status acked = spool_->Ack(spool_->end());
+    if (!acked.ok()) AgentLog(absl::StrCat("warning: ", acked.message()));
+  }
+  queue_.clear();
+  delivered_cv_.SignalAll();
+  return discarded;
+}
+
 bool StatusReporter::IsDelivered(uint64_t ticket) const {
   absl::MutexLock lock(&mu_);
   return queue_.empty() ? ticket < next_ticket_ : ticket < queue_.front().ticket;
@@ -103,15 +128,17 @@ void StatusReporter::Run() {
   int permanent_failures = 0;
   mu_.Lock();
   while (!stopping_) {
-    if (queue_.empty()) {
+    if (queue_.empty() || paused_) {
       work_cv_.Wait(&mu_);
       continue;
     }
     benchfleet::v1::ReportStatusRequest request = queue_.front().request;
     request.set_agent(agent_);
+    const uint64_t discards = discards_;
     mu_.Unlock();
     absl::Status status = rpc_->ReportStatus(request);
     mu_.Lock();
+    if (discards != discards_) continue;  // discarded while in flight
     bool done = status.ok();
     if (!status.ok()) {
       ++consecutive_failures;

@@ -10,6 +10,10 @@
 // previous agent left unacknowledged there are queued first, in their order (replay).
 // A report that cannot be spooled (the spool full or unwritable) is logged and kept in
 // memory only. Reports are few (a handful per job), so the queue stays in memory too.
+//
+// Holding: while paused (Pause(), or from construction with options.start_paused)
+// nothing is sent; reports keep queueing (and spooling). DiscardPending() forgets every
+// queued report (acknowledging the whole spool) without sending it.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +45,8 @@ struct StatusReporterOptions {
   int max_permanent_failures = 5;
   // The name put in each request's `agent` field until SetAgent.
   std::string agent;
+  // Start held: nothing is sent until Resume().
+  bool start_paused = false;
 };
 
 // Thread-safe. `rpc` and `spool` (null: none) are not owned and must outlive the
@@ -57,6 +63,13 @@ class StatusReporter : public ReportSink {
   void SetAgent(std::string agent);
 
   uint64_t Report(benchfleet::v1::ReportStatusRequest report) override;
+  // Holds sending: no report is sent until Resume() (a call already in flight
+  // completes; its outcome is ignored if DiscardPending runs meanwhile). Idempotent.
+  void Pause();
+  void Resume();
+  // Forgets every queued report (with a spool: acknowledges all of it) without sending
+  // it; they count as delivered (IsDelivered). Returns how many.
+  uint64_t DiscardPending();
   // True once the report with `ticket` was acknowledged or given up on.
   bool IsDelivered(uint64_t ticket) const;
   // Waits until every queued report is delivered (true) or `deadline` passes (false).
@@ -88,6 +101,8 @@ class StatusReporter : public ReportSink {
   std::deque<Entry> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t discards_ ABSL_GUARDED_BY(mu_) = 0;  // increased by DiscardPending
   std::thread thread_;
 };
 

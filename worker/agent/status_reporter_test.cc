@@ -99,6 +99,36 @@ TEST(StatusReporterTest, DrainTimesOutWhileTheControllerIsAway) {
   reporter.Shutdown();
 }
 
+TEST(StatusReporterTest, PausedSendsNothingAndDiscardForgetsTheSpooledReports) {
+  char pattern[] = "/tmp/status_reporter_test_XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = std::string(pattern) + "/reports";
+  {
+    FakeReportRpc rpc;
+    auto spool = Spool::Open(dir);
+    ASSERT_TRUE(spool.ok());
+    StatusReporterOptions options = FastOptions();
+    options.start_paused = true;
+    StatusReporter reporter(&rpc, options, spool->get());
+    uint64_t first = reporter.Report(Report("job-1"));
+    reporter.Report(Report("job-2"));
+    EXPECT_FALSE(reporter.Drain(absl::Now() + absl::Milliseconds(100)));
+    EXPECT_TRUE(rpc.delivered().empty());
+    EXPECT_EQ(reporter.DiscardPending(), 2u);
+    EXPECT_TRUE(reporter.IsDelivered(first));
+    reporter.Report(Report("job-3"));
+    reporter.Resume();
+    ASSERT_TRUE(reporter.Drain(absl::Now() + absl::Seconds(10)));
+    auto delivered = rpc.delivered();
+    ASSERT_EQ(delivered.size(), 1u);
+    EXPECT_EQ(delivered[0].job_id(), "job-3");
+  }
+  auto spool = Spool::Open(dir);
+  ASSERT_TRUE(spool.ok());
+  EXPECT_EQ((*spool)->pending_at_open(), 0u);
+  ASSERT_EQ(system(("rm -rf '" + std::string(pattern) + "'").c_str()), 0);
+}
+
 TEST(StatusReporterTest, SpooledReportsSurviveARestartAndAreNotSentTwice) {
   char pattern[] = "/tmp/status_reporter_test_XXXXXX";
   ASSERT_NE(mkdtemp(pattern), nullptr);
