@@ -60,8 +60,9 @@ echo
 echo "benchd RSS every ${RSS_EVERY} s (t_s rss_MiB benchd_cpu_s db+wal_MiB load1):"
 awk '{printf "%s %.1f %s %s %s\n", $1, $2 / 1024, $3, $4, $5}' "$dir/rss.txt" | column -t
 awk 'NR == 1 {first = $2} $1 >= 60 && !m1 {m1 = $2} {rss[NR] = $2; if ($2 > max) max = $2}
-     END {printf "benchd RSS: idle %.1f MiB, at 1 min %.1f MiB, middle %.1f MiB, end %.1f MiB, max %.1f MiB\n",
-          first / 1024, m1 / 1024, rss[int((NR + 1) / 2)] / 1024, rss[NR] / 1024, max / 1024}' "$dir/rss.txt"
+     END {printf "benchd RSS: idle %.1f MiB, at 1 min %s, middle %.1f MiB, end %.1f MiB, max %.1f MiB\n",
+          first / 1024, m1 ? sprintf("%.1f MiB", m1 / 1024) : "n/a", rss[int((NR + 1) / 2)] / 1024,
+          rss[NR] / 1024, max / 1024}' "$dir/rss.txt"
 awk 'NR == 1 {c0 = $3; t0 = $1} {c = $3; t = $1}
      END {if (t > t0) printf "benchd CPU: %.1f s over %d s = %.2f cores\n", c - c0, t - t0, (c - c0) / (t - t0)}' \
   "$dir/rss.txt"
