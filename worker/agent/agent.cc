@@ -44,6 +44,30 @@ std::string LeftoverRankMessage(int pid) {
                       ")");
 }
 
+uint64_t FencedSinks::Add(benchfleet::v1::IterationSample sample) {
+  absl::ReaderMutexLock lock(&mu_);
+  return fenced_ ? 0 : samples_->Add(std::move(sample));
+}
+
+uint64_t FencedSinks::AddGpuSample(benchfleet::v1::GpuSample sample) {
+  absl::ReaderMutexLock lock(&mu_);
+  return fenced_ ? 0 : samples_->AddGpuSample(std::move(sample));
+}
+
+bool FencedSinks::WaitDelivered(uint64_t ticket) {
+  return ticket == 0 || samples_->WaitDelivered(ticket);
+}
+
+uint64_t FencedSinks::Report(benchfleet::v1::ReportStatusRequest report) {
+  absl::ReaderMutexLock lock(&mu_);
+  return fenced_ ? 0 : reports_->Report(std::move(report));
+}
+
+void FencedSinks::Fence() {
+  absl::WriterMutexLock lock(&mu_);
+  fenced_ = true;
+}
+
 Agent::Agent(AgentOptions options) : options_(std::move(options)) {}
 
 Agent::~Agent() { Shutdown(); }
@@ -112,6 +136,7 @@ absl::Status Agent::Start() {
   {
     absl::MutexLock lock(&mu_);
     agent_name_ = inventory_.name();
+    sinks_.push_back(std::make_unique<FencedSinks>(uploader_.get(), reporter_.get()));
   }
   uploader_->SetAgent(inventory_.name());
   reporter_->SetAgent(inventory_.name());
@@ -253,6 +278,26 @@ void Agent::StreamLoop() {
 void Agent::AdoptControllerId(const std::string& controller_id) {
   if (controller_id.empty() || controller_id == controller_id_) return;
   if (!controller_id_.empty()) {
+    FencedSinks* old_sinks = nullptr;
+    size_t cancelled = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      for (auto& [key, supervisor] : supervisors_) {
+        supervisor->Cancel("benchd's database was replaced");
+        retired_.push_back(std::move(supervisor));
+        ++cancelled;
+      }
+      supervisors_.clear();
+      finished_.clear();
+      finished_order_.clear();
+      old_sinks = sinks_.back().get();
+      sinks_.push_back(std::make_unique<FencedSinks>(uploader_.get(), reporter_.get()));
+    }
+    old_sinks->Fence();
+    if (cancelled > 0) {
+      AgentLog(absl::StrCat("cancelling ", cancelled, " assignment(s) of database ",
+                            controller_id_, "; their samples and reports are dropped"));
+    }
     uint64_t samples = uploader_->DiscardPending();
     uint64_t reports = reporter_->DiscardPending();
     AgentLog(absl::StrCat(
@@ -337,7 +382,7 @@ void Agent::OnAssign(const benchfleet::v1::Assignment& assignment) {
       options.telemetry_note = kGpuRanksOnCpuNote;
     }
     auto owned = std::make_unique<RankSupervisor>(assignment, std::move(options),
-                                                  uploader_.get(), reporter_.get());
+                                                  sinks_.back().get(), sinks_.back().get());
     supervisor = owned.get();
     supervisors_.emplace(key, std::move(owned));
   }
@@ -381,6 +426,14 @@ void Agent::ReapFinished() {
         ++it;
       }
     }
+    for (auto it = retired_.begin(); it != retired_.end();) {
+      if ((*it)->Done()) {
+        done.push_back(std::move(*it));
+        it = retired_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
   for (auto& supervisor : done) supervisor->Join();
 }
@@ -414,15 +467,23 @@ void Agent::Shutdown() {
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
 
   std::map<JobKey, std::unique_ptr<RankSupervisor>> supervisors;
+  std::vector<std::unique_ptr<RankSupervisor>> retired;
   {
     absl::MutexLock lock(&mu_);
     supervisors.swap(supervisors_);
+    retired.swap(retired_);
   }
   for (auto& [key, supervisor] : supervisors) supervisor->Cancel("agent shutting down");
   absl::Time exit_deadline = absl::Now() + options_.kill_grace + absl::Seconds(5);
   for (auto& [key, supervisor] : supervisors) {
     if (!supervisor->WaitExited(exit_deadline)) {
       AgentLog(absl::StrCat("job ", key.first, ": ranks still running after SIGKILL"));
+    }
+  }
+  for (auto& supervisor : retired) {
+    if (!supervisor->WaitExited(exit_deadline)) {
+      AgentLog(absl::StrCat("job ", supervisor->job_id(), " (of a previous database): ranks "
+                            "still running after SIGKILL"));
     }
   }
   if (uploader_ != nullptr) {
@@ -432,6 +493,7 @@ void Agent::Shutdown() {
     uploader_->Shutdown();
   }
   for (auto& [key, supervisor] : supervisors) supervisor->Join();
+  for (auto& supervisor : retired) supervisor->Join();
   if (reporter_ != nullptr) {
     if (!reporter_->Drain(absl::Now() + options_.shutdown_flush_timeout)) {
       AgentLog("shutting down with status reports not yet delivered");
@@ -439,6 +501,7 @@ void Agent::Shutdown() {
     reporter_->Shutdown();
   }
   supervisors.clear();
+  retired.clear();
   telemetry_.sampler.reset();
   telemetry_.nvml.reset();
   AgentLog("stopped");

@@ -20,6 +20,9 @@
 // benchd's database was wiped or replaced (job ids restart): what is queued or spooled
 // is discarded (logged with both ids and the counts), the new id is recorded, and only
 // then is sending resumed. An empty id (an older benchd) keeps the queue as it is.
+// Assignments still running from the old database are cancelled and fenced: what their
+// ranks produce afterwards is dropped (FencedSinks), they leave the heartbeats, and the
+// new database may assign the same (job, attempt) ids again.
 #pragma once
 
 #include <deque>
@@ -42,6 +45,7 @@
 #include "worker/agent/rank_registry.h"
 #include "worker/agent/rank_supervisor.h"
 #include "worker/agent/sample_uploader.h"
+#include "worker/agent/sinks.h"
 #include "worker/agent/spool.h"
 #include "worker/agent/state_dir.h"
 #include "worker/agent/status_reporter.h"
@@ -85,6 +89,28 @@ inline constexpr char kGpuRanksOnCpuNote[] =
 // The trainer next to this executable (/proc/self/exe's directory) if it exists and is
 // executable, else "bench-train" (looked up on PATH).
 std::string DefaultBenchTrainPath();
+
+// The sinks the RankSupervisors of one controller database write to: the agent's
+// uploader and reporter until Fence(), after which samples and reports are dropped
+// (they would reach a database they were not meant for). Dropped calls return ticket 0,
+// which WaitDelivered treats as delivered. Thread-safe; Fence() returns after any call
+// in progress has reached the real sinks, so a discard after it catches that too.
+class FencedSinks final : public SampleSink, public ReportSink {
+ public:
+  FencedSinks(SampleSink* samples, ReportSink* reports)
+      : samples_(samples), reports_(reports) {}
+  uint64_t Add(benchfleet::v1::IterationSample sample) override;
+  uint64_t AddGpuSample(benchfleet::v1::GpuSample sample) override;
+  bool WaitDelivered(uint64_t ticket) override;
+  uint64_t Report(benchfleet::v1::ReportStatusRequest report) override;
+  void Fence();
+
+ private:
+  SampleSink* const samples_;
+  ReportSink* const reports_;
+  absl::Mutex mu_;
+  bool fenced_ ABSL_GUARDED_BY(mu_) = false;
+};
 
 // Start() and Shutdown() are called from one thread (main); everything else is internal.
 class Agent {
@@ -145,7 +171,12 @@ class Agent {
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   std::string agent_name_ ABSL_GUARDED_BY(mu_);  // as the controller knows us
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
+  // One per controller database seen; the last is the current one's. Kept (they are
+  // small), and declared before the supervisors, so that none outlives its sinks.
+  std::vector<std::unique_ptr<FencedSinks>> sinks_ ABSL_GUARDED_BY(mu_);
   std::map<JobKey, std::unique_ptr<RankSupervisor>> supervisors_ ABSL_GUARDED_BY(mu_);
+  // Supervisors of a previous controller database (cancelled and fenced), until done.
+  std::vector<std::unique_ptr<RankSupervisor>> retired_ ABSL_GUARDED_BY(mu_);
   // Jobs run to the end here (the latest kMaxFinished), so that a re-sent assignment
   // is not run twice.
   std::set<JobKey> finished_ ABSL_GUARDED_BY(mu_);

@@ -735,6 +735,7 @@ TEST_F(AgentTest, ReRegisteringWithANewDatabaseDiscardsWhatIsSpooledThen) {
   ASSERT_TRUE(FinalState("job-000001", 1, benchfleet::v1::RANK_STATE_STARTED));
   ASSERT_TRUE(controller_.WaitFor([&] { return controller_.upload_calls_ > 0; }));
   EXPECT_EQ(*ReadControllerId(state), "db-1");
+  const pid_t old0 = Pid(0), old1 = Pid(1);
   {
     // benchd comes back on a new database.
     absl::MutexLock lock(&controller_.mu_);
@@ -743,24 +744,35 @@ TEST_F(AgentTest, ReRegisteringWithANewDatabaseDiscardsWhatIsSpooledThen) {
     controller_.cv_.SignalAll();
   }
   ASSERT_TRUE(controller_.WaitFor([&] { return controller_.registrations_ == 2; }));
-  int heartbeats = 0;
   {
     absl::MutexLock lock(&controller_.mu_);
     controller_.uploads_down_ = false;
-    heartbeats = controller_.heartbeats_;
   }
-  ASSERT_TRUE(controller_.WaitFor([&] { return controller_.heartbeats_ >= heartbeats + 5; }));
-  EXPECT_EQ(*ReadControllerId(state), "db-2");
-  // A job of the new database: its samples follow the discarded ones in the spool, so
-  // once they have arrived, anything not discarded would have been sent before them.
-  controller_.Push(Assign("job-000002", "ok"));
+  // The old database's assignment is cancelled: its ranks are killed and it leaves the
+  // heartbeats.
+  for (int i = 0; i < 500 && (kill(old0, 0) == 0 || kill(old1, 0) == 0); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_NE(kill(old0, 0), 0);
+  EXPECT_NE(kill(old1, 0), 0);
   ASSERT_TRUE(controller_.WaitFor([&] {
-    return controller_.samples_per_rank_[{"job-000002", 0}] == 5 &&
-           controller_.samples_per_rank_[{"job-000002", 1}] == 5;
+    return controller_.heartbeats_ > 0 && controller_.last_heartbeat_.running().empty();
   }));
+  EXPECT_EQ(*ReadControllerId(state), "db-2");
+  // The new database's job-000001 (same ids) runs; of its samples only its own arrive:
+  // the old job's five per rank, spooled before them, were discarded.
+  controller_.Push(Assign("job-000001", "ok"));
+  ASSERT_TRUE(FinalState("job-000001", 0, benchfleet::v1::RANK_STATE_SUCCEEDED));
+  ASSERT_TRUE(FinalState("job-000001", 1, benchfleet::v1::RANK_STATE_SUCCEEDED));
   absl::MutexLock lock(&controller_.mu_);
-  EXPECT_EQ((controller_.samples_per_rank_[{"job-000001", 0}]), 0);
-  EXPECT_EQ((controller_.samples_per_rank_[{"job-000001", 1}]), 0);
+  EXPECT_EQ((controller_.samples_per_rank_[{"job-000001", 0}]), 5);
+  EXPECT_EQ((controller_.samples_per_rank_[{"job-000001", 1}]), 5);
+  for (const auto& report : controller_.reports_) {
+    for (const auto& rank : report.ranks()) {
+      EXPECT_NE(rank.state(), benchfleet::v1::RANK_STATE_CANCELLED)
+          << "a report of the old database's job reached the new one";
+    }
+  }
 }
 
 }  // namespace
