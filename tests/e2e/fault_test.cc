@@ -374,11 +374,12 @@ TEST_F(FaultTest, BenchdKilledTenTimesMidJobStillEndsWithEveryIterationOnce) {
 
 // --- 3. SIGSTOP an agent past its lease, then SIGCONT ------------------------------------
 
-// Runs a 2-rank job on one of two agents, stops that agent (SIGSTOP; its ranks keep
-// training into the pipe) until its lease expires, then continues it. Returns the
-// stopped agent's name; `rows_at_expiry` gets the attempt-1 rows stored when benchd
-// gave the agent up; `job` the job once benchd has reacted.
-class StoppedAgentTest : public FaultTest {
+// RunUntilLeaseExpires runs a 2-rank job on one of two agents, stops that agent
+// (SIGSTOP; its ranks keep training into the pipe) until benchd gives it up, then
+// continues it (SIGCONT) and waits until it is back and its stale ranks are gone. It
+// leaves the stopped agent's name in stopped_, the attempt-1 rows stored when benchd
+// gave the agent up in rows_at_expiry_, and the job as benchd reacted in job_.
+class FaultStoppedAgentTest : public FaultTest {
  protected:
   static constexpr int kRanks = 2, kIters = 30;
 
@@ -456,7 +457,7 @@ class StoppedAgentTest : public FaultTest {
   int64_t rows_at_expiry_ = -1;
 };
 
-TEST_F(StoppedAgentTest, AgentStoppedPastItsLeaseIsRequeuedAndItsStaleSamplesFencedOff) {
+TEST_F(FaultStoppedAgentTest, AgentStoppedPastItsLeaseIsRequeuedAndItsStaleSamplesFencedOff) {
   RunUntilLeaseExpires(kShortLease, v1::JOB_STATE_QUEUED);
   if (HasFatalFailure()) return;
   ASSERT_TRUE(WaitForJob(job_id_, absl::Seconds(180),
@@ -471,7 +472,7 @@ TEST_F(StoppedAgentTest, AgentStoppedPastItsLeaseIsRequeuedAndItsStaleSamplesFen
   ExpectNoStaleRows();
 }
 
-TEST_F(StoppedAgentTest, AgentStoppedPastItsLeaseFailsTheJobWithoutRequeueAndIsFencedOff) {
+TEST_F(FaultStoppedAgentTest, AgentStoppedPastItsLeaseFailsTheJobWithoutRequeueAndIsFencedOff) {
   std::vector<std::string> flags = kShortLease;
   flags.push_back("--requeue_on_node_lost=0");
   RunUntilLeaseExpires(flags, v1::JOB_STATE_FAILED);
@@ -640,7 +641,7 @@ class Tmpfs {
   bool mounted_ = false;
 };
 
-class DiskFaultTest : public FaultTest {
+class FaultDiskTest : public FaultTest {
  protected:
   void SetUp() override {
     disk_ = std::make_unique<Tmpfs>(16 << 20);
@@ -714,7 +715,7 @@ class DiskFaultTest : public FaultTest {
   std::string earlier_;
 };
 
-TEST_F(DiskFaultTest, FullDiskRefusesSubmitsWithUnavailableAndRecoversOnceSpaceIsFreed) {
+TEST_F(FaultDiskTest, FullDiskRefusesSubmitsWithUnavailableAndRecoversOnceSpaceIsFreed) {
   StartOnDisk();
   if (HasFatalFailure()) return;
   std::set<std::string> accepted = {earlier_};
@@ -740,7 +741,7 @@ TEST_F(DiskFaultTest, FullDiskRefusesSubmitsWithUnavailableAndRecoversOnceSpaceI
   ExpectRecovered(accepted);
 }
 
-TEST_F(DiskFaultTest, ReadOnlyDiskRefusesSubmitsWithUnavailableAndRecoversWhenWritable) {
+TEST_F(FaultDiskTest, ReadOnlyDiskRefusesSubmitsWithUnavailableAndRecoversWhenWritable) {
   StartOnDisk();
   if (HasFatalFailure()) return;
   // Linux refuses to remount a file system read-only while a file on it is open for
