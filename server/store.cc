@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "server/sqlite_db.h"
 #include "server/store_internal.h"
@@ -405,6 +406,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   ASSIGN_OR_RETURN(auto writer, Database::Open(path, /*create=*/true));
   RETURN_IF_ERROR(Migrate(*writer));
   ASSIGN_OR_RETURN(auto reader, Database::Open(path, /*create=*/false));
+  ASSIGN_OR_RETURN(auto checkpointer, Database::Open(path, /*create=*/false));
   std::string database_id;
   {
     ASSIGN_OR_RETURN(Statement * select,
@@ -414,14 +416,19 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     database_id = select->Text(0);
     select->Reset();  // ends the read: a statement left mid-step pins the reader's snapshot
   }
-  auto store = std::unique_ptr<Store>(new Store(path, std::move(writer), std::move(reader)));
+  auto store = std::unique_ptr<Store>(
+      new Store(path, std::move(writer), std::move(reader), std::move(checkpointer)));
   store->database_id_ = std::move(database_id);
   return store;
 }
 
 Store::Store(std::string path, std::unique_ptr<Database> writer,
-             std::unique_ptr<Database> reader)
-    : path_(std::move(path)), writer_db_(std::move(writer)), reader_db_(std::move(reader)) {
+             std::unique_ptr<Database> reader, std::unique_ptr<Database> checkpointer)
+    : path_(std::move(path)),
+      writer_db_(std::move(writer)),
+      reader_db_(std::move(reader)),
+      checkpoint_db_(std::move(checkpointer)) {
+  checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
   writer_thread_ = std::thread([this] { WriterLoop(); });
 }
 
@@ -432,6 +439,56 @@ Store::~Store() {
   }
   queue_cv_.notify_all();
   writer_thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(checkpoint_mu_);
+    checkpoint_stopping_ = true;
+  }
+  checkpoint_cv_.notify_all();
+  checkpoint_thread_.join();
+}
+
+int Store::OnWalCommit(void* arg, sqlite3*, const char*, int frames) {
+  auto* store = static_cast<Store*>(arg);
+  if (frames >= kCheckpointFrames && !store->checkpoint_pending_.exchange(true)) {
+    {
+      std::lock_guard<std::mutex> lock(store->checkpoint_mu_);
+      store->checkpoint_wanted_ = true;
+    }
+    store->checkpoint_cv_.notify_one();
+  }
+  return SQLITE_OK;
+}
+
+void Store::CheckpointLoop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(checkpoint_mu_);
+      checkpoint_cv_.wait(lock, [this] { return checkpoint_stopping_ || checkpoint_wanted_; });
+      if (checkpoint_stopping_) return;
+      checkpoint_wanted_ = false;
+    }
+    // PASSIVE: copies what the WAL holds now without blocking the writer (which goes on
+    // appending); failures (busy, I/O) leave the WAL as it is for the next round.
+    int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_->handle(), nullptr,
+                                       SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+      Log("store: background checkpoint of ", path_, " failed: ", sqlite3_errstr(rc));
+    }
+    restart_wanted_.store(true, std::memory_order_release);
+  }
+}
+
+void Store::RestartWal() {
+  // The pages appended while the background checkpoint ran are copied here, with the
+  // writer lock held, so that the next transaction writes the WAL from its start. No
+  // busy wait: a reader still on an old snapshot makes this fail, and it is retried
+  // at the next checkpoint.
+  sqlite3* db = writer_db_->handle();
+  sqlite3_busy_timeout(db, 0);
+  sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_RESTART, nullptr, nullptr);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  restart_wanted_.store(false, std::memory_order_relaxed);
+  checkpoint_pending_.store(false, std::memory_order_release);
 }
 
 bool Store::TryEnqueue(WriteOp op) {
@@ -473,7 +530,12 @@ void Store::WriterLoop() {
         queue_.pop_front();
       }
     }
+    ReopenWriterIfReadOnly();
     Database& db = *writer_db_;
+    // Replaces the writer's automatic checkpoints (wal_autocheckpoint installs a WAL
+    // hook of its own), which would copy the WAL back into the database on this thread;
+    // set on every round because the connection may have been reopened.
+    sqlite3_wal_hook(db.handle(), &Store::OnWalCommit, this);
     std::vector<absl::Status> results(batch.size());
     absl::Status begin = db.Exec("BEGIN IMMEDIATE");
     if (!begin.ok()) {
@@ -510,6 +572,18 @@ void Store::WriterLoop() {
       }
     }
     for (size_t i = 0; i < batch.size(); ++i) batch[i].done(results[i]);
+    if (restart_wanted_.load(std::memory_order_acquire)) RestartWal();
+  }
+}
+
+void Store::ReopenWriterIfReadOnly() {
+  if (sqlite3_db_readonly(writer_db_->handle(), "main") != 1) return;
+  // SQLite opened the file read-only (its disk was read-only at the time) and stays so:
+  // try again, so that writes resume once the disk is writable.
+  absl::StatusOr<std::unique_ptr<Database>> reopened = Database::Open(path_, /*create=*/false);
+  if (reopened.ok() && sqlite3_db_readonly((*reopened)->handle(), "main") == 0) {
+    writer_db_ = std::move(*reopened);
+    Log("store: ", path_, " is writable again");
   }
 }
 

@@ -8,8 +8,18 @@
 // exactly once by (job, attempt, rank, iteration); a repeated sample is counted as a
 // duplicate, not stored again. Reads use a second connection (WAL lets them run beside
 // the writer). All methods are thread-safe.
+//
+// Durability: a write's `done` runs after its transaction committed to the WAL, so what
+// was acknowledged survives a crash or kill of benchd. The connections use
+// synchronous=NORMAL: the WAL is fsynced at checkpoints, not at every commit, so an OS
+// crash or power loss may lose the last acknowledged commits (never corrupt the file).
+// Checkpoints (copying the WAL back into the database) run on a background thread with
+// its own connection once the WAL passes kCheckpointFrames pages, not on the writer
+// thread; the writer only restarts the WAL from its start after such a checkpoint (a
+// copy of the pages written meanwhile), so the WAL stays bounded.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -29,6 +39,8 @@
 #include "server/job.h"
 #include "server/telemetry.h"
 
+struct sqlite3;
+
 namespace bench {
 
 class Database;
@@ -45,12 +57,14 @@ struct AppendResult {
 class Store {
  public:
   static constexpr int kSchemaVersion = 5;
+  // WAL pages (4 KiB each) after which the background thread checkpoints.
+  static constexpr int kCheckpointFrames = 8192;
 
   // Opens or creates the database at `path` and migrates it to kSchemaVersion. A file
   // that is not a database, or whose schema is newer than this build, is an error
   // naming the path; nothing in it is changed.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
-  // Commits everything queued, then stops the writer.
+  // Commits everything queued, then stops the writer and the checkpointer.
   ~Store();
 
   // `done` callbacks run on the writer thread after the commit (or the failure), or at
@@ -128,11 +142,20 @@ class Store {
     std::function<void(absl::Status)> done;
   };
 
-  Store(std::string path, std::unique_ptr<Database> writer, std::unique_ptr<Database> reader);
+  Store(std::string path, std::unique_ptr<Database> writer, std::unique_ptr<Database> reader,
+        std::unique_ptr<Database> checkpointer);
   absl::Status Write(std::function<absl::Status(Database&)> apply);
   void Enqueue(WriteOp op);
   bool TryEnqueue(WriteOp op);  // false (op dropped) once stopping
   void WriterLoop();
+  void CheckpointLoop();
+  // The writer connection's WAL hook: after each commit, with the WAL's size in pages.
+  static int OnWalCommit(void* store, sqlite3* db, const char* name, int frames);
+  // On the writer thread between transactions, after a background checkpoint.
+  void RestartWal();
+  // On the writer thread: a writer connection SQLite opened read-only is replaced by a
+  // writable one once the file can be written.
+  void ReopenWriterIfReadOnly();
 
   const std::string path_;
   std::string database_id_;
@@ -145,6 +168,17 @@ class Store {
   std::deque<WriteOp> queue_;
   bool stopping_ = false;
   std::thread writer_thread_;
+
+  std::unique_ptr<Database> checkpoint_db_;  // used only by checkpoint_thread_
+  std::mutex checkpoint_mu_;
+  std::condition_variable checkpoint_cv_;
+  bool checkpoint_wanted_ = false;     // guarded by checkpoint_mu_
+  bool checkpoint_stopping_ = false;   // guarded by checkpoint_mu_
+  // Set by the writer when it asks for a checkpoint, cleared once the WAL restarted.
+  std::atomic<bool> checkpoint_pending_{false};
+  // Set by the checkpointer when its checkpoint is done: the writer restarts the WAL.
+  std::atomic<bool> restart_wanted_{false};
+  std::thread checkpoint_thread_;
 };
 
 }  // namespace bench

@@ -1,14 +1,33 @@
 #include "worker/agent/controller_client.h"
 
 #include <chrono>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
 
 #include "common/grpc_status.h"
 
 namespace bench::agent {
 
+namespace {
+
+// gRPC's default reconnect back-off grows to minutes (1 s × 1.6 per failure, up to
+// 120 s), so after a few benchd restarts in a row an agent would come back long after
+// benchd's reconcile grace. The agent retries on its own schedule; the channel may try
+// again within a second.
+std::shared_ptr<grpc::Channel> ControllerChannel(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace
+
 ControllerClient::ControllerClient(ControllerClientOptions options)
-    : ControllerClient(grpc::CreateChannel(options.target, grpc::InsecureChannelCredentials()),
-                       options) {}
+    : ControllerClient(ControllerChannel(options.target), options) {}
 
 ControllerClient::ControllerClient(std::shared_ptr<grpc::Channel> channel,
                                    ControllerClientOptions options)
