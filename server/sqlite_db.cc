@@ -85,7 +85,7 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
     return status;
   }
   auto database = std::unique_ptr<Database>(new Database(db, path));
-  sqlite3_busy_timeout(db, 5000);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
   // The first statement that reads the file tells a corrupt or foreign file apart.
   absl::Status status = database->Exec("PRAGMA journal_mode=WAL");
   if (!status.ok()) {

@@ -21,6 +21,9 @@ namespace bench {
 // ALREADY_EXISTS; the rest INTERNAL.
 absl::Status SqliteStatus(int code, absl::string_view what, sqlite3* db);
 
+// How long a connection waits for a lock held by another connection.
+constexpr int kBusyTimeoutMs = 5000;
+
 class Statement {
  public:
   explicit Statement(sqlite3_stmt* stmt) : stmt_(stmt) {}

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -223,6 +224,31 @@ TEST_F(StoreTest, ManyConcurrentAppendsAllCommit) {
   while (done < 200) usleep(1000);
   EXPECT_EQ(stored, 10000);
   EXPECT_EQ(*(*store)->CountSamples("job-x", 1), 10000);
+}
+
+TEST_F(StoreTest, TheWalIsCheckpointedInTheBackgroundAndStaysBounded) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok());
+  // Each commit rewrites one leaf page per rank, so the WAL passes kCheckpointFrames
+  // several times over; without checkpoints it would grow to well over 100 MiB.
+  constexpr int kCommits = 1500;
+  constexpr int kRanks = 64;
+  uintmax_t max_wal = 0;
+  for (int i = 1; i <= kCommits; ++i) {
+    std::vector<IterationSample> samples;
+    for (int rank = 0; rank < kRanks; ++rank) samples.push_back(Sample("job-w", rank, i));
+    auto result = (*store)->AppendSamplesSync(std::move(samples));
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_EQ(result->stored, kRanks);
+    std::error_code error;
+    max_wal = std::max(max_wal, std::filesystem::file_size(path_ + "-wal", error));
+  }
+  EXPECT_LT(max_wal, uintmax_t{3} * Store::kCheckpointFrames * 4096);
+  EXPECT_EQ(*(*store)->CountSamples("job-w", 1), kCommits * kRanks);
+  store->reset();
+  auto reopened = Store::Open(path_);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ(*(*reopened)->CountSamples("job-w", 1), kCommits * kRanks);
 }
 
 TEST_F(StoreTest, DuplicateRequestIdIsRefusedAndOthersUnaffected) {
