@@ -110,6 +110,7 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
     });
     ASSIGN_OR_RETURN(benchd->http_port_, benchd->http_->Start(http_host, http_port));
   }
+  benchd->manager_->BeginReconcileGrace();
   benchd->liveness_ = std::thread([b = benchd.get()] { b->LivenessLoop(); });
   Log("serving gRPC on ", grpc_host, ":", benchd->grpc_port_,
       options.http.empty() ? "" : absl::StrCat(", HTTP on ", http_host, ":", benchd->http_port_),

@@ -97,6 +97,15 @@ absl::Status JobManager::Recover() {
   return absl::OkStatus();
 }
 
+void JobManager::BeginReconcileGrace() {
+  absl::MutexLock lock(&mu_);
+  Clock::time_point expires =
+      Clock::now() + absl::ToChronoMilliseconds(options_.reconcile_grace - options_.agent_lease);
+  for (auto& [name, agent] : agents_) {
+    if (agent.placeholder) agent.last_seen = expires;
+  }
+}
+
 void JobManager::AdoptRecoveredRunningJob(Job& job) {
   JobRuntime& runtime = runtime_[job.id];
   runtime.all_dispatched = true;

@@ -147,6 +147,9 @@ class JobManager {
   // RUNNING: their agents hold their devices and are expected to reconnect within
   // reconcile_grace and list them in heartbeats; an agent that does not is lost.
   absl::Status Recover();
+  // Starts the reconcile grace of the agents Recover expects back now (benchd calls it
+  // once it serves, so that a slow start does not eat into the grace).
+  void BeginReconcileGrace();
 
   // Validates (INVALID_ARGUMENT naming the field), checks the registered fleet can ever
   // hold the job (FAILED_PRECONDITION), stores it durably, then schedules. A request id

@@ -224,7 +224,7 @@ void Agent::StreamLoop() {
     reporter_->Pause();
     auto registered = client_->Register(inventory_);
     if (!registered.ok()) {
-      absl::Duration delay = backoff.Next();
+      absl::Duration delay = RetryDelay(backoff);
       if (ShouldLogAttempt(++register_failures)) {
         AgentLog(absl::StrCat("cannot register with controller ", options_.controller,
                               " (attempt ", register_failures, "): ",
@@ -268,11 +268,19 @@ void Agent::StreamLoop() {
       if (stopping_) return;
     }
     if (got_event || absl::Now() - opened >= kHealthyStream) backoff.Reset();
-    absl::Duration delay = backoff.Next();
+    absl::Duration delay = RetryDelay(backoff);
     AgentLog(absl::StrCat("assignment stream ended (", status.ToString(),
                           "); re-registering in ", absl::FormatDuration(delay)));
     if (!SleepUnlessStopping(delay)) return;
   }
+}
+
+absl::Duration Agent::RetryDelay(Backoff& backoff) {
+  absl::Duration delay = backoff.Next();
+  absl::MutexLock lock(&mu_);
+  // Never slower than the heartbeats benchd asked for: after a benchd restart the agent
+  // must be back well within benchd's lease (its reconcile grace).
+  return std::min(delay, heartbeat_interval_);
 }
 
 void Agent::AdoptControllerId(const std::string& controller_id) {

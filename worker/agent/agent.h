@@ -44,6 +44,7 @@
 #include "worker/agent/nvml_inventory.h"
 #include "worker/agent/rank_registry.h"
 #include "worker/agent/rank_supervisor.h"
+#include "worker/agent/retry.h"
 #include "worker/agent/sample_uploader.h"
 #include "worker/agent/sinks.h"
 #include "worker/agent/spool.h"
@@ -132,6 +133,8 @@ class Agent {
   using JobKey = std::pair<std::string, int>;  // (job id, attempt)
 
   void StreamLoop();
+  // The next re-registration delay: `backoff`'s, capped at the heartbeat interval.
+  absl::Duration RetryDelay(Backoff& backoff);
   void HeartbeatLoop();
   void OnEvent(const benchfleet::v1::AssignmentEvent& event);
   void OnAssign(const benchfleet::v1::Assignment& assignment);
