@@ -1,6 +1,10 @@
 #include "server/store.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <future>
 #include <numeric>
 #include <utility>
@@ -470,8 +474,12 @@ void Store::CheckpointLoop() {
     }
     // PASSIVE: copies what the WAL holds now without blocking the writer (which goes on
     // appending); failures (busy, I/O) leave the WAL as it is for the next round.
-    int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_->handle(), nullptr,
-                                       SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    int rc;
+    {
+      std::lock_guard<std::mutex> db_lock(checkpoint_db_mu_);
+      rc = sqlite3_wal_checkpoint_v2(checkpoint_db_->handle(), nullptr,
+                                     SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    }
     if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
       Log("store: background checkpoint of ", path_, " failed: ", sqlite3_errstr(rc));
     }
@@ -531,7 +539,7 @@ void Store::WriterLoop() {
         queue_.pop_front();
       }
     }
-    ReopenWriterIfReadOnly();
+    ReopenIfReadOnly();
     Database& db = *writer_db_;
     // Replaces the writer's automatic checkpoints (wal_autocheckpoint installs a WAL
     // hook of its own), which would copy the WAL back into the database on this thread;
@@ -577,15 +585,34 @@ void Store::WriterLoop() {
   }
 }
 
-void Store::ReopenWriterIfReadOnly() {
+void Store::ReopenIfReadOnly() {
   if (sqlite3_db_readonly(writer_db_->handle(), "main") != 1) return;
-  // SQLite opened the file read-only (its disk was read-only at the time) and stays so:
-  // try again, so that writes resume once the disk is writable.
-  absl::StatusOr<std::unique_ptr<Database>> reopened = Database::Open(path_, /*create=*/false);
-  if (reopened.ok() && sqlite3_db_readonly((*reopened)->handle(), "main") == 0) {
-    writer_db_ = std::move(*reopened);
-    Log("store: ", path_, " is writable again");
-  }
+  if (access(path_.c_str(), W_OK) != 0) return;  // still read-only (EROFS)
+  // The connections of one process share the file's WAL index, which SQLite set up
+  // read-only: all of them must close before one can write.
+  std::lock_guard<std::mutex> reader_lock(reader_mu_);
+  std::lock_guard<std::mutex> checkpoint_lock(checkpoint_db_mu_);
+  writer_db_.reset();
+  reader_db_.reset();
+  checkpoint_db_.reset();
+  auto open = [this](std::unique_ptr<Database>& slot) {
+    // Opening an existing file fails only for lack of memory or descriptors; the store
+    // cannot go on without its connection, so it waits for one.
+    for (int attempt = 0; slot == nullptr; ++attempt) {
+      absl::StatusOr<std::unique_ptr<Database>> db = Database::Open(path_, /*create=*/false);
+      if (db.ok()) {
+        slot = std::move(*db);
+      } else {
+        if (attempt == 0) Log("store: cannot reopen ", path_, ": ", db.status().ToString());
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  };
+  open(writer_db_);
+  open(reader_db_);
+  open(checkpoint_db_);
+  bool writable = sqlite3_db_readonly(writer_db_->handle(), "main") == 0;
+  Log("store: ", path_, writable ? " is writable again" : " is still read-only");
 }
 
 absl::Status Store::InsertJob(const Job& job) {

@@ -153,9 +153,10 @@ class Store {
   static int OnWalCommit(void* store, sqlite3* db, const char* name, int frames);
   // On the writer thread between transactions, after a background checkpoint.
   void RestartWal();
-  // On the writer thread: a writer connection SQLite opened read-only is replaced by a
-  // writable one once the file can be written.
-  void ReopenWriterIfReadOnly();
+  // On the writer thread: when SQLite opened the database read-only (its disk was
+  // read-only at the time) and the file can be written now, every connection is
+  // reopened, so that writes resume.
+  void ReopenIfReadOnly();
 
   const std::string path_;
   std::string database_id_;
@@ -169,7 +170,8 @@ class Store {
   bool stopping_ = false;
   std::thread writer_thread_;
 
-  std::unique_ptr<Database> checkpoint_db_;  // used only by checkpoint_thread_
+  std::mutex checkpoint_db_mu_;  // held while checkpoint_db_ is in use, or replaced
+  std::unique_ptr<Database> checkpoint_db_;  // used by checkpoint_thread_
   std::mutex checkpoint_mu_;
   std::condition_variable checkpoint_cv_;
   bool checkpoint_wanted_ = false;     // guarded by checkpoint_mu_
