@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
@@ -105,8 +106,29 @@ void SleepFor(const CommandContext& context) { absl::SleepFor(context.poll_inter
 
 }  // namespace
 
+namespace {
+
+// gRPC's own words for a connection that failed (as opposed to benchd answering
+// UNAVAILABLE, e.g. because its database cannot be written).
+bool IsTransportFailure(const std::string& message) {
+  for (const char* phrase :
+       {"failed to connect", "Socket closed", "Connection reset", "Connection refused",
+        "DNS resolution failed", "empty address list", "Broken pipe", "Endpoint read failed",
+        "keepalive", "connections to all backends failing", "Network is unreachable"}) {
+    if (absl::StrContains(message, phrase)) return true;
+  }
+  return message.empty();
+}
+
+}  // namespace
+
 absl::Status RpcError(const grpc::Status& status, const std::string& server) {
   if (status.ok()) return absl::OkStatus();
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      !IsTransportFailure(status.error_message())) {
+    return absl::UnavailableError(absl::StrCat("benchd at ", server, " answered UNAVAILABLE: ",
+                                               status.error_message()));
+  }
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     return absl::Status(static_cast<absl::StatusCode>(status.error_code()),

@@ -761,6 +761,18 @@ TEST(RpcErrorTest, Mapping) {
       RpcError(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded"), "h:1");
   EXPECT_EQ(deadline.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(deadline.message(), "cannot reach benchd at h:1: Deadline Exceeded");
+  absl::Status unreachable = RpcError(
+      grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                   "failed to connect to all addresses; last error: Connection refused"),
+      "h:1");
+  EXPECT_THAT(std::string(unreachable.message()), HasSubstr("cannot reach benchd at h:1"));
+  absl::Status answered = RpcError(
+      grpc::Status(grpc::StatusCode::UNAVAILABLE, "could not store the job: database or disk "
+                                                  "is full"),
+      "h:1");
+  EXPECT_EQ(answered.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(answered.message(),
+            "benchd at h:1 answered UNAVAILABLE: could not store the job: database or disk is full");
   absl::Status refused =
       RpcError(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "devices: too many"), "h:1");
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);

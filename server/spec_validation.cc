@@ -108,6 +108,18 @@ absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
                       absl::StrCat("must be between 0 (benchd's default) and ",
                                    kMaxLimitSeconds, " seconds, got ", spec.hang_timeout_s));
   }
+  // Training-mode BatchNorm needs more than one value per channel: the last stage of a
+  // ResNet sees batch × side² values, the side being the input's after five stride-2
+  // reductions (the 7×7 conv, the max pool, and stages 2-4).
+  int side = spec.image_size;
+  for (int i = 0; i < 5; ++i) side = (side - 1) / 2 + 1;
+  if (static_cast<int64_t>(spec.batch_size) * side * side < 2) {
+    return FieldError("batch_size", "--bs",
+                      absl::StrCat("a batch of ", spec.batch_size, " at ", spec.image_size,
+                                   " px leaves one value per channel in the last stage, "
+                                   "which BatchNorm cannot train on: use --bs 2 or more, "
+                                   "or --image-size 33 or more"));
+  }
   if (spec.data != "synthetic") {
     return FieldError("data", "--data",
                       absl::StrCat("unknown data source \"", spec.data,

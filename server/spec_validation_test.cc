@@ -60,6 +60,47 @@ TEST(SpecValidationTest, NamesTheOffendingField) {
   ExpectFieldError(s, "data");
 }
 
+TEST(SpecValidationTest, ABatchOfOneAtThirtyTwoPixelsCannotTrainItsBatchNorm) {
+  JobSpec s = Valid();
+  s.batch_size = 1;
+  s.image_size = 32;  // the last stage is 1×1: one value per channel
+  ExpectFieldError(s, "batch_size");
+  s.image_size = 33;  // 2×2
+  EXPECT_TRUE(NormalizeAndValidateSpec(s).ok());
+  s.image_size = 32;
+  s.batch_size = 2;
+  EXPECT_TRUE(NormalizeAndValidateSpec(s).ok());
+}
+
+TEST(SpecValidationTest, ShapeConstraintsAndLimits) {
+  JobSpec s = Valid();
+  s.devices = 0;
+  s.nodes = 4;
+  s.devices_per_node = 8;
+  ASSERT_TRUE(NormalizeAndValidateSpec(s).ok());
+  EXPECT_EQ(s.devices, 32);  // nodes × per node when devices is left out
+  s = Valid();
+  s.devices = 8;
+  s.nodes = 3;
+  s.devices_per_node = 2;
+  ExpectFieldError(s, "nodes");  // 3 × 2 is not 8
+  s = Valid();
+  s.nodes = 2;  // without devices_per_node
+  ExpectFieldError(s, "nodes");
+  s = Valid();
+  s.allowed_nodes = {""};
+  ExpectFieldError(s, "allowed_nodes");
+  s = Valid();
+  s.node_labels = {{"a=b", "c"}};
+  ExpectFieldError(s, "node_labels");
+  s = Valid();
+  s.wall_time_limit_s = -1;
+  ExpectFieldError(s, "wall_time_limit_s");
+  s = Valid();
+  s.hang_timeout_s = 31 * 24 * 3600;
+  ExpectFieldError(s, "hang_timeout_s");
+}
+
 TEST(SpecValidationTest, MessageCarriesTheCliFlag) {
   JobSpec s = Valid();
   s.batch_size = 0;
