@@ -32,7 +32,8 @@ ControllerClient::ControllerClient(ControllerClientOptions options)
 ControllerClient::ControllerClient(std::shared_ptr<grpc::Channel> channel,
                                    ControllerClientOptions options)
     : options_(std::move(options)),
-      stub_(benchfleet::v1::AgentService::NewStub(std::move(channel))) {}
+      channel_(std::move(channel)),
+      stub_(benchfleet::v1::AgentService::NewStub(channel_)) {}
 
 void ControllerClient::SetDeadline(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() +
@@ -43,7 +44,9 @@ absl::StatusOr<benchfleet::v1::RegisterResponse> ControllerClient::Register(
     const benchfleet::v1::AgentInventory& inventory) {
   grpc::ClientContext context;
   SetDeadline(&context);
+  context.set_wait_for_ready(true);
   if (!Track(&context)) return absl::CancelledError("controller client shut down");
+  grpc::experimental::ChannelResetConnectionBackoff(channel_.get());
   benchfleet::v1::RegisterRequest request;
   *request.mutable_inventory() = inventory;
   benchfleet::v1::RegisterResponse response;

@@ -32,6 +32,9 @@ class ControllerClient : public SampleUploadRpc, public StatusReportRpc {
   // For tests: over an existing channel.
   ControllerClient(std::shared_ptr<grpc::Channel> channel, ControllerClientOptions options);
 
+  // Waits for the connection (up to rpc_timeout): registering is how the agent comes
+  // back after benchd restarted, on the agent's own retry schedule, so gRPC's
+  // connection back-off is reset first.
   absl::StatusOr<benchfleet::v1::RegisterResponse> Register(
       const benchfleet::v1::AgentInventory& inventory);
   absl::Status Heartbeat(const benchfleet::v1::HeartbeatRequest& request);
@@ -59,6 +62,7 @@ class ControllerClient : public SampleUploadRpc, public StatusReportRpc {
   void Untrack(grpc::ClientContext* context);
 
   const ControllerClientOptions options_;
+  const std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<benchfleet::v1::AgentService::Stub> stub_;
 
   absl::Mutex mu_;
