@@ -18,7 +18,7 @@ BIN=$ROOT/$BUILD_DIR/bin
 
 RUN_DIR=$ROOT/.run/demo
 mkdir -p "$RUN_DIR"
-rm -f "$RUN_DIR"/bench.db*
+rm -rf "$RUN_DIR"/bench.db* "$RUN_DIR"/agent-state  # a fresh database, and an agent spool for it
 port_free() { ! (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
 GRPC_PORT=${GRPC_PORT:-7600}
 HTTP_PORT=${HTTP_PORT:-7601}
@@ -39,14 +39,15 @@ pids+=($!)
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   mode=gpu
   gpu_count=$(nvidia-smi -L | wc -l)
-  "$BIN/bench-agent" --controller "$BENCH_SERVER" --name local 2>"$RUN_DIR/agent.log" &
+  "$BIN/bench-agent" --controller "$BENCH_SERVER" --name local \
+    --state-dir "$RUN_DIR/agent-state" 2>"$RUN_DIR/agent.log" &
   default_gpus="1 $gpu_count"; [ "$gpu_count" = 1 ] && default_gpus=1
   default_bs="128 256"; default_size=224; default_iters=100; default_warmup=20
 else
   mode=cpu
   slots=${DEMO_SLOTS:-2}
   "$BIN/bench-agent" --controller "$BENCH_SERVER" --name local --cpu-slots "$slots" \
-    2>"$RUN_DIR/agent.log" &
+    --state-dir "$RUN_DIR/agent-state" 2>"$RUN_DIR/agent.log" &
   default_gpus="1 $slots"; [ "$slots" = 1 ] && default_gpus=1
   default_bs="4 8"; default_size=64; default_iters=12; default_warmup=2
 fi
