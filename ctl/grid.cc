@@ -191,16 +191,6 @@ std::string Fixed(const char* format, const std::optional<double>& value) {
   return value ? absl::StrFormat(format, *value) : "";
 }
 
-std::string CsvField(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
 }  // namespace
 
 absl::StatusOr<GridMetric> ParseGridMetric(absl::string_view name) {

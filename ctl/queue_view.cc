@@ -14,16 +14,6 @@ namespace {
 
 namespace v1 = benchfleet::v1;
 
-std::string CsvField(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
 // Characters, not bytes, as text_table counts them.
 size_t Utf8Length(const std::string& text) {
   size_t n = 0;

@@ -19,6 +19,10 @@ struct TextTable {
 // one line per row, header first, each ending in '\n'.
 std::string RenderPlainTable(const TextTable& table);
 
+// One CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, a quote
+// or a line break; as it is otherwise.
+std::string CsvField(const std::string& text);
+
 // A GitHub table: "| a | b |", then "|:--|--:|" style alignment, then the rows; cells
 // padded to line up; '|' inside a cell is escaped.
 std::string RenderMarkdownTable(const TextTable& table);

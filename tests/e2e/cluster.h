@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -102,5 +103,9 @@ class LoopbackCluster {
 
 // How many times `needle` occurs in `text` (for counting fields in benchctl's JSON).
 int CountOccurrences(const std::string& text, const std::string& needle);
+
+// The first column of the first row of `sql` over the database file, opened read-only
+// (waiting up to 5 s for benchd's writer); -1 if it cannot be read.
+int64_t QueryInt(const std::string& db_path, const std::string& sql);
 
 }  // namespace bench::testing

@@ -55,24 +55,6 @@ const std::vector<std::string> kShortLease = {"--agent_lease=3s", "--heartbeat_i
 // How late benchd may notice an expired lease (it checks periodically) on a loaded machine.
 constexpr absl::Duration kLeaseSlack = absl::Milliseconds(1500);
 
-int64_t SqlInt(const std::string& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(db);
-    return -1;
-  }
-  sqlite3_busy_timeout(db, 5000);
-  sqlite3_stmt* stmt = nullptr;
-  int64_t value = -1;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
-      sqlite3_step(stmt) == SQLITE_ROW) {
-    value = sqlite3_column_int64(stmt, 0);
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return value;
-}
-
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 // Polls `done` until it holds (true) or `timeout` passes (false).
@@ -199,10 +181,10 @@ class FaultTest : public ::testing::Test {
 
   // Rows of `samples` for (job, attempt), optionally of one rank.
   int64_t Samples(const std::string& job_id, int attempt, int rank = -1) {
-    return SqlInt(cluster_->db_path(),
-                  absl::StrCat("SELECT count(*) FROM samples WHERE job_id='", job_id,
-                               "' AND attempt=", attempt,
-                               rank < 0 ? "" : absl::StrCat(" AND rank=", rank)));
+    return QueryInt(cluster_->db_path(),
+                    absl::StrCat("SELECT count(*) FROM samples WHERE job_id='", job_id,
+                                 "' AND attempt=", attempt,
+                                 rank < 0 ? "" : absl::StrCat(" AND rank=", rank)));
   }
 
   // Every (rank, iteration) 1..iterations of the attempt is stored exactly once.
@@ -211,15 +193,15 @@ class FaultTest : public ::testing::Test {
     const std::string& db = cluster_->db_path();
     std::string where = absl::StrCat(" FROM samples WHERE job_id='", job_id, "' AND attempt=",
                                      attempt);
-    EXPECT_EQ(SqlInt(db, "SELECT count(*)" + where), ranks * iterations);
-    EXPECT_EQ(SqlInt(db, "SELECT count(DISTINCT rank)" + where), ranks);
+    EXPECT_EQ(QueryInt(db, "SELECT count(*)" + where), ranks * iterations);
+    EXPECT_EQ(QueryInt(db, "SELECT count(DISTINCT rank)" + where), ranks);
     for (int rank = 0; rank < ranks; ++rank) {
       std::string of_rank = absl::StrCat(where, " AND rank=", rank);
-      EXPECT_EQ(SqlInt(db, "SELECT count(*)" + of_rank), iterations) << "rank " << rank;
-      EXPECT_EQ(SqlInt(db, "SELECT count(DISTINCT iteration)" + of_rank), iterations)
+      EXPECT_EQ(QueryInt(db, "SELECT count(*)" + of_rank), iterations) << "rank " << rank;
+      EXPECT_EQ(QueryInt(db, "SELECT count(DISTINCT iteration)" + of_rank), iterations)
           << "rank " << rank;
-      EXPECT_EQ(SqlInt(db, "SELECT min(iteration)" + of_rank), 1) << "rank " << rank;
-      EXPECT_EQ(SqlInt(db, "SELECT max(iteration)" + of_rank), iterations) << "rank " << rank;
+      EXPECT_EQ(QueryInt(db, "SELECT min(iteration)" + of_rank), 1) << "rank " << rank;
+      EXPECT_EQ(QueryInt(db, "SELECT max(iteration)" + of_rank), iterations) << "rank " << rank;
     }
   }
 
@@ -302,12 +284,12 @@ TEST_F(FaultTest, AgentKilledMidJobIsRequeuedOnceAndSucceedsOnTheOtherAgent) {
 
   const std::string& db = cluster_->db_path();
   ExpectEveryIterationOnce(job_id, 2, kRanks, kIters);
-  EXPECT_EQ(SqlInt(db, absl::StrCat("SELECT attempt FROM jobs WHERE id='", job_id, "'")), 2);
-  EXPECT_EQ(SqlInt(db, absl::StrCat("SELECT count(*) FROM job_ranks WHERE job_id='", job_id,
-                                    "' AND attempt=2 AND agent='", survivor, "'")),
+  EXPECT_EQ(QueryInt(db, absl::StrCat("SELECT attempt FROM jobs WHERE id='", job_id, "'")), 2);
+  EXPECT_EQ(QueryInt(db, absl::StrCat("SELECT count(*) FROM job_ranks WHERE job_id='", job_id,
+                                      "' AND attempt=2 AND agent='", survivor, "'")),
             kRanks);
-  EXPECT_EQ(SqlInt(db, absl::StrCat("SELECT count(*) FROM jobs WHERE id='", job_id,
-                                    "' AND state='SUCCEEDED'")),
+  EXPECT_EQ(QueryInt(db, absl::StrCat("SELECT count(*) FROM jobs WHERE id='", job_id,
+                                      "' AND state='SUCCEEDED'")),
             1);
 }
 
@@ -366,8 +348,8 @@ TEST_F(FaultTest, BenchdKilledTenTimesMidJobStillEndsWithEveryIterationOnce) {
   EXPECT_EQ(job.requeues(), 0);
   EXPECT_EQ(job.samples_stored(), kRanks * kIters);
   ExpectEveryIterationOnce(job_id, job.attempt(), kRanks, kIters);
-  EXPECT_EQ(SqlInt(cluster_->db_path(),
-                   absl::StrCat("SELECT count(*) FROM samples WHERE job_id='", job_id, "'")),
+  EXPECT_EQ(QueryInt(cluster_->db_path(),
+                     absl::StrCat("SELECT count(*) FROM samples WHERE job_id='", job_id, "'")),
             kRanks * kIters)
       << "rows of other attempts";
 }
@@ -445,9 +427,9 @@ class FaultStoppedAgentTest : public FaultTest {
           << "samples of the stale attempt were stored after the agent came back" << Logs();
       absl::SleepFor(absl::Milliseconds(200));
     }
-    EXPECT_EQ(SqlInt(cluster_->db_path(),
-                     absl::StrCat("SELECT count(*) FROM samples WHERE job_id='", job_id_,
-                                  "' AND attempt=1")),
+    EXPECT_EQ(QueryInt(cluster_->db_path(),
+                       absl::StrCat("SELECT count(*) FROM samples WHERE job_id='", job_id_,
+                                    "' AND attempt=1")),
               rows_at_expiry_);
   }
 
@@ -700,8 +682,8 @@ class FaultDiskTest : public FaultTest {
     std::string again = Submit(TinyJob(1, 3), &output);
     EXPECT_FALSE(again.empty()) << output;
     for (const std::string& id : accepted) {
-      EXPECT_EQ(SqlInt(cluster_->db_path(),
-                       absl::StrCat("SELECT count(*) FROM jobs WHERE id='", id, "'")),
+      EXPECT_EQ(QueryInt(cluster_->db_path(),
+                         absl::StrCat("SELECT count(*) FROM jobs WHERE id='", id, "'")),
                 1)
           << id << " was acknowledged but is gone";
       std::optional<v1::JobStatus> job = JobOf(*cluster_, id);
@@ -840,9 +822,9 @@ TEST_F(FaultTest, ThousandConcurrentSubmitsWithRepeatedRequestIdsMakeExactly900J
   EXPECT_EQ(repeated, kRepeats);
 
   const std::string& db = cluster_->db_path();
-  EXPECT_EQ(SqlInt(db, "SELECT count(*) FROM jobs"), kDistinct);
-  EXPECT_EQ(SqlInt(db, "SELECT count(DISTINCT request_id) FROM jobs"), kDistinct);
-  EXPECT_EQ(SqlInt(db, "SELECT count(*) FROM jobs WHERE request_id LIKE 'storm-%'"), kDistinct);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM jobs"), kDistinct);
+  EXPECT_EQ(QueryInt(db, "SELECT count(DISTINCT request_id) FROM jobs"), kDistinct);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM jobs WHERE request_id LIKE 'storm-%'"), kDistinct);
 
   // The same request id with another spec is refused, and stores nothing.
   v1::SubmitJobRequest changed;
@@ -855,7 +837,7 @@ TEST_F(FaultTest, ThousandConcurrentSubmitsWithRepeatedRequestIdsMakeExactly900J
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
       << status.error_message();
   EXPECT_THAT(status.error_message(), HasSubstr("request_id"));
-  EXPECT_EQ(SqlInt(db, "SELECT count(*) FROM jobs"), kDistinct);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM jobs"), kDistinct);
   EXPECT_TRUE(cluster_->BenchdAlive()) << Logs();
 }
 
@@ -880,17 +862,17 @@ TEST_F(FaultTest, ThirtyTwoRankJobOverFourAgentsOfEightSlotsCompletes) {
 
   const std::string& db = cluster_->db_path();
   std::string where = absl::StrCat(" WHERE job_id='", job_id, "'");
-  EXPECT_EQ(SqlInt(db, "SELECT count(*) FROM job_ranks" + where), kRanks);
-  EXPECT_EQ(SqlInt(db, "SELECT count(DISTINCT agent) FROM job_ranks" + where), kAgents);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM job_ranks" + where), kRanks);
+  EXPECT_EQ(QueryInt(db, "SELECT count(DISTINCT agent) FROM job_ranks" + where), kAgents);
   for (int i = 0; i < kAgents; ++i) {
-    EXPECT_EQ(SqlInt(db, absl::StrCat("SELECT count(*) FROM job_ranks", where, " AND agent='wide-",
-                                      i, "'")),
+    EXPECT_EQ(QueryInt(db, absl::StrCat("SELECT count(*) FROM job_ranks", where, " AND agent='wide-",
+                                        i, "'")),
               kSlots)
         << "wide-" << i;
   }
-  EXPECT_EQ(SqlInt(db, "SELECT count(DISTINCT rank) FROM samples" + where), kRanks);
+  EXPECT_EQ(QueryInt(db, "SELECT count(DISTINCT rank) FROM samples" + where), kRanks);
   ExpectEveryIterationOnce(job_id, job.attempt(), kRanks, kIters);
-  EXPECT_EQ(SqlInt(db, "SELECT count(*) FROM rank_summaries" + where), kRanks);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM rank_summaries" + where), kRanks);
 }
 
 }  // namespace
