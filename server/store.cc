@@ -183,6 +183,46 @@ ALTER TABLE jobs ADD COLUMN requeues INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 INSERT INTO meta VALUES ('database_id', lower(hex(randomblob(16))));
 )sql",
+    // 6: samples keyed by one integer, so that an insert seeks an integer key instead of
+    // comparing (job_id, attempt, rank, iteration) records. A series is one rank of one
+    // attempt; a sample's key is (series << 32) + iteration + 2^31 (any 32-bit
+    // iteration, in iteration order). `samples` stays, as a view with the old columns.
+    R"sql(
+CREATE TABLE sample_series (
+  id INTEGER PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  UNIQUE (job_id, attempt, rank)
+);
+CREATE TABLE sample_rows (
+  key INTEGER PRIMARY KEY,
+  step_time_s REAL NOT NULL,
+  images INTEGER NOT NULL,
+  loss REAL NOT NULL,
+  data_time_s REAL NOT NULL,
+  elapsed_s REAL NOT NULL,
+  warmup INTEGER NOT NULL,
+  received_unix_ns INTEGER NOT NULL DEFAULT 0,
+  power_w_mean REAL,
+  sm_clock_mhz_mean REAL
+);
+INSERT INTO sample_series (job_id, attempt, rank)
+  SELECT DISTINCT job_id, attempt, rank FROM samples ORDER BY job_id, attempt, rank;
+INSERT INTO sample_rows
+  SELECT (r.id << 32) + s.iteration + 2147483648, s.step_time_s, s.images, s.loss,
+         s.data_time_s, s.elapsed_s, s.warmup, s.received_unix_ns, s.power_w_mean,
+         s.sm_clock_mhz_mean
+  FROM samples s JOIN sample_series r USING (job_id, attempt, rank)
+  ORDER BY 1;
+DROP TABLE samples;
+CREATE VIEW samples AS
+  SELECT r.job_id, r.attempt, r.rank, (s.key & 4294967295) - 2147483648 AS iteration,
+         s.step_time_s, s.images, s.loss, s.data_time_s, s.elapsed_s, s.warmup,
+         s.received_unix_ns, s.power_w_mean, s.sm_clock_mhz_mean
+  FROM sample_series r JOIN sample_rows s
+    ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);
@@ -638,17 +678,17 @@ void Store::AppendSamples(std::vector<IterationSample> samples, AppendDone done)
 namespace {
 
 // Samples go in with multi-row INSERT statements of these sizes (largest first), which
-// spares SQLite most of its per-statement work; 64 rows are 704 parameters.
+// spares SQLite most of its per-statement work; 64 rows are 512 parameters.
 constexpr int kInsertRowSizes[] = {64, 8, 1};
-constexpr int kSampleColumns = 11;
+constexpr int kSampleColumns = 8;
 
 const std::string& InsertSamplesSql(int rows) {
   static const auto* sql = new std::map<int, std::string>([] {
     std::map<int, std::string> texts;
     for (int n : kInsertRowSizes) {
       std::string text =
-          "INSERT OR IGNORE INTO samples (job_id, attempt, rank, iteration, step_time_s, "
-          "images, loss, data_time_s, elapsed_s, warmup, received_unix_ns) VALUES ";
+          "INSERT OR IGNORE INTO sample_rows (key, step_time_s, images, loss, "
+          "data_time_s, elapsed_s, warmup, received_unix_ns) VALUES ";
       for (int r = 0; r < n; ++r) {
         absl::StrAppend(&text, r == 0 ? "(" : ",(");
         for (int c = 1; c <= kSampleColumns; ++c) {
@@ -663,19 +703,45 @@ const std::string& InsertSamplesSql(int rows) {
   return sql->at(rows);
 }
 
-void BindSample(Statement* insert, int row, const IterationSample& s) {
+int64_t SampleKey(int64_t series, int iteration) {
+  return (series << 32) + int64_t{iteration} + (int64_t{1} << 31);
+}
+
+void BindSample(Statement* insert, int row, int64_t series, const IterationSample& s) {
   const int base = row * kSampleColumns;
-  insert->BindUnowned(base + 1, s.job_id);
-  insert->Bind(base + 2, int64_t{s.attempt});
-  insert->Bind(base + 3, int64_t{s.rank});
-  insert->Bind(base + 4, int64_t{s.iteration});
-  insert->Bind(base + 5, s.step_time_s);
-  insert->Bind(base + 6, int64_t{s.images});
-  insert->Bind(base + 7, s.loss);
-  insert->Bind(base + 8, s.data_time_s);
-  insert->Bind(base + 9, s.elapsed_s);
-  insert->Bind(base + 10, int64_t{s.warmup ? 1 : 0});
-  insert->Bind(base + 11, s.received_unix_ns);
+  insert->Bind(base + 1, SampleKey(series, s.iteration));
+  insert->Bind(base + 2, s.step_time_s);
+  insert->Bind(base + 3, int64_t{s.images});
+  insert->Bind(base + 4, s.loss);
+  insert->Bind(base + 5, s.data_time_s);
+  insert->Bind(base + 6, s.elapsed_s);
+  insert->Bind(base + 7, int64_t{s.warmup ? 1 : 0});
+  insert->Bind(base + 8, s.received_unix_ns);
+}
+
+// The id of the sample series (job, attempt, rank), made on first use.
+absl::StatusOr<int64_t> SeriesId(Database& db, const IterationSample& s) {
+  ASSIGN_OR_RETURN(Statement * select,
+                   db.Prepare("SELECT id FROM sample_series WHERE job_id=?1 AND attempt=?2 "
+                              "AND rank=?3"));
+  select->Bind(1, s.job_id);
+  select->Bind(2, int64_t{s.attempt});
+  select->Bind(3, int64_t{s.rank});
+  ASSIGN_OR_RETURN(bool row, select->Step());
+  if (row) {
+    int64_t id = select->Int(0);
+    select->Reset();
+    return id;
+  }
+  select->Reset();
+  ASSIGN_OR_RETURN(Statement * insert,
+                   db.Prepare("INSERT INTO sample_series (job_id, attempt, rank) "
+                              "VALUES (?1, ?2, ?3)"));
+  insert->Bind(1, s.job_id);
+  insert->Bind(2, int64_t{s.attempt});
+  insert->Bind(3, int64_t{s.rank});
+  RETURN_IF_ERROR(insert->Run());
+  return static_cast<int64_t>(sqlite3_last_insert_rowid(db.handle()));
 }
 
 bool SameRank(const IterationSample& a, const IterationSample& b) {
@@ -715,6 +781,7 @@ absl::Status InsertSamples(Database& db, const std::vector<IterationSample>& sam
   while (i < samples.size()) {
     size_t end = i + 1;
     while (end < samples.size() && SameRank(samples[i], samples[end])) ++end;
+    ASSIGN_OR_RETURN(int64_t series, SeriesId(db, samples[i]));
     int stored = 0;
     for (size_t at = i; at < end;) {
       int rows = 1;
@@ -725,12 +792,9 @@ absl::Status InsertSamples(Database& db, const std::vector<IterationSample>& sam
         }
       }
       ASSIGN_OR_RETURN(Statement * insert, db.Prepare(InsertSamplesSql(rows)));
-      for (int r = 0; r < rows; ++r) BindSample(insert, r, samples[at + r]);
+      for (int r = 0; r < rows; ++r) BindSample(insert, r, series, samples[at + r]);
       RETURN_IF_ERROR(insert->Run());
       stored += insert->changes();
-      // Not reset here: the unowned job ids stay bound, never read, until the next
-      // Prepare of this statement clears them (a second sqlite3_clear_bindings of its
-      // 704 parameters per statement showed in the profile).
       at += rows;
     }
     const IterationSample& s = samples[i];
@@ -955,7 +1019,9 @@ absl::StatusOr<std::vector<Baseline>> Store::LoadBaselines() {
 absl::StatusOr<int64_t> Store::CountSamples(const std::string& job_id, int attempt) {
   std::lock_guard<std::mutex> lock(reader_mu_);
   ASSIGN_OR_RETURN(Statement * count,
-                   reader_db_->Prepare("SELECT count(*) FROM samples WHERE job_id=?1 AND attempt=?2"));
+                   reader_db_->Prepare("SELECT count(*) FROM sample_series r JOIN sample_rows s "
+                                       "ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32 "
+                                       "WHERE r.job_id=?1 AND r.attempt=?2"));
   count->Bind(1, job_id);
   count->Bind(2, int64_t{attempt});
   ASSIGN_OR_RETURN(bool row, count->Step());
@@ -975,10 +1041,12 @@ absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db,
                                                            const std::string& job_id,
                                                            int attempt, int from_iteration) {
   ASSIGN_OR_RETURN(Statement * select,
-                   db.Prepare("SELECT rank, iteration, step_time_s, images, loss, "
-                              "data_time_s, elapsed_s, warmup, received_unix_ns FROM samples "
-                              "WHERE job_id=?1 AND attempt=?2 AND iteration>=?3 "
-                              "ORDER BY rank, iteration"));
+                   db.Prepare("SELECT r.rank, (s.key & 4294967295) - 2147483648, "
+                              "s.step_time_s, s.images, s.loss, s.data_time_s, s.elapsed_s, "
+                              "s.warmup, s.received_unix_ns FROM sample_series r "
+                              "JOIN sample_rows s ON s.key >= (r.id << 32) + ?3 + 2147483648 "
+                              "AND s.key < (r.id + 1) << 32 "
+                              "WHERE r.job_id=?1 AND r.attempt=?2 ORDER BY r.rank, s.key"));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
   select->Bind(3, int64_t{from_iteration});
@@ -1007,8 +1075,10 @@ absl::StatusOr<std::map<int, int>> Store::IterationsByRank(const std::string& jo
                                                           int attempt) {
   std::lock_guard<std::mutex> lock(reader_mu_);
   ASSIGN_OR_RETURN(Statement * select,
-                   reader_db_->Prepare("SELECT rank, count(*) FROM samples WHERE job_id=?1 "
-                                       "AND attempt=?2 GROUP BY rank"));
+                   reader_db_->Prepare("SELECT r.rank, count(*) FROM sample_series r "
+                                       "JOIN sample_rows s ON s.key >= r.id << 32 "
+                                       "AND s.key < (r.id + 1) << 32 "
+                                       "WHERE r.job_id=?1 AND r.attempt=?2 GROUP BY r.rank"));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
   std::map<int, int> counts;

@@ -56,7 +56,7 @@ struct AppendResult {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
   // WAL pages (4 KiB each) after which the background thread checkpoints.
   static constexpr int kCheckpointFrames = 8192;
 

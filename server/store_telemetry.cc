@@ -181,8 +181,10 @@ bool Store::JoinTelemetryAsync(TelemetryRequest request, TelemetryDone done) {
     *result = JoinTelemetry(samples, gpu_samples, request.summaries, request.agent_by_rank,
                             request.expect_gpus);
     ASSIGN_OR_RETURN(Statement * update,
-                     db.Prepare("UPDATE samples SET power_w_mean=?5, sm_clock_mhz_mean=?6 "
-                                "WHERE job_id=?1 AND attempt=?2 AND rank=?3 AND iteration=?4"));
+                     db.Prepare("UPDATE sample_rows SET power_w_mean=?5, "
+                                "sm_clock_mhz_mean=?6 WHERE key=(SELECT id FROM sample_series "
+                                "WHERE job_id=?1 AND attempt=?2 AND rank=?3) * 4294967296 + ?4 "
+                                "+ 2147483648"));
     for (const IterationTelemetry& it : result->iterations) {
       update->Reset();
       update->Bind(1, request.job_id);
@@ -214,9 +216,11 @@ absl::StatusOr<std::map<std::pair<int, int>, Store::IterationMeans>> Store::Read
     const std::string& job_id, int attempt) {
   std::lock_guard<std::mutex> lock(reader_mu_);
   ASSIGN_OR_RETURN(Statement * select,
-                   reader_db_->Prepare("SELECT rank, iteration, power_w_mean, "
-                                       "sm_clock_mhz_mean FROM samples WHERE job_id=?1 AND "
-                                       "attempt=?2"));
+                   reader_db_->Prepare("SELECT r.rank, (s.key & 4294967295) - 2147483648, "
+                                       "s.power_w_mean, s.sm_clock_mhz_mean FROM sample_series r "
+                                       "JOIN sample_rows s ON s.key >= r.id << 32 "
+                                       "AND s.key < (r.id + 1) << 32 "
+                                       "WHERE r.job_id=?1 AND r.attempt=?2"));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
   std::map<std::pair<int, int>, IterationMeans> means;

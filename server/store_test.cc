@@ -489,6 +489,91 @@ INSERT INTO samples (job_id, attempt, rank, iteration, step_time_s, images, loss
   EXPECT_TRUE((*store)->InsertJob(MakeJob(2)).ok());
 }
 
+// A database of schema 5 (samples keyed by (job_id, attempt, rank, iteration)) is
+// migrated to integer-keyed samples: every row keeps its values, the readers and the
+// `samples` view see them as before, and identities stay exactly-once across the move.
+TEST_F(StoreTest, ASchemaFiveDatabaseKeepsItsSamplesInTheIntegerKeyedTable) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* v5 = R"sql(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (1), (2), (3), (4), (5);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+INSERT INTO meta VALUES ('database_id', 'feedfeedfeedfeedfeedfeedfeedfeed');
+CREATE TABLE samples (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL,
+  iteration INTEGER NOT NULL, step_time_s REAL NOT NULL, images INTEGER NOT NULL,
+  loss REAL NOT NULL, data_time_s REAL NOT NULL, elapsed_s REAL NOT NULL,
+  warmup INTEGER NOT NULL, received_unix_ns INTEGER NOT NULL DEFAULT 0, power_w_mean REAL,
+  sm_clock_mhz_mean REAL, PRIMARY KEY (job_id, attempt, rank, iteration)) WITHOUT ROWID;
+INSERT INTO samples VALUES
+  ('job-000001', 1, 1, 0, 0.5, 4, 6.9, 0.01, 0.5, 1, 11, NULL, NULL),
+  ('job-000001', 1, 0, 2147483647, 0.25, 4, 6.1, 0.0, 9.0, 0, 12, 250.0, 1410.0),
+  ('job-000001', 1, 0, 7, 1.5, 4, 6.7, 0.02, 3.0, 0, 13, 300.0, NULL),
+  ('job-000001', 2, 0, 1, 2.5, 8, 5.0, 0.0, 1.0, 0, 14, NULL, NULL),
+  ('job-000002', 1, 0, 1, 3.5, 2, 4.0, 0.0, 1.0, 1, 15, NULL, NULL);
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, v5, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto opened = Store::Open(path_);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Store& store = **opened;
+  EXPECT_EQ(store.database_id(), "feedfeedfeedfeedfeedfeedfeedfeed");
+  EXPECT_EQ(*store.CountSamples("job-000001", 1), 3);
+  EXPECT_EQ(*store.CountSamples("job-000001", 2), 1);
+  EXPECT_EQ(*store.CountSamples("job-000002", 1), 1);
+  auto samples = store.ReadSamples("job-000001", 1);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), 3u);
+  EXPECT_EQ((*samples)[0].rank, 0);
+  EXPECT_EQ((*samples)[0].iteration, 7);
+  EXPECT_EQ((*samples)[0].step_time_s, 1.5);
+  EXPECT_EQ((*samples)[0].images, 4);
+  EXPECT_EQ((*samples)[0].loss, 6.7);
+  EXPECT_EQ((*samples)[0].data_time_s, 0.02);
+  EXPECT_EQ((*samples)[0].elapsed_s, 3.0);
+  EXPECT_FALSE((*samples)[0].warmup);
+  EXPECT_EQ((*samples)[0].received_unix_ns, 13);
+  EXPECT_EQ((*samples)[1].iteration, 2147483647);
+  EXPECT_EQ((*samples)[2].rank, 1);
+  EXPECT_EQ((*samples)[2].iteration, 0);
+  EXPECT_TRUE((*samples)[2].warmup);
+  EXPECT_EQ(store.ReadSamples("job-000001", 1, 8)->size(), 1u);
+  EXPECT_EQ(*store.IterationsByRank("job-000001", 1), (std::map<int, int>{{0, 2}, {1, 1}}));
+  auto means = store.ReadIterationMeans("job-000001", 1);
+  ASSERT_TRUE(means.ok()) << means.status();
+  EXPECT_EQ(means->at({0, 7}).power_w, 300.0);
+  EXPECT_FALSE(means->at({0, 7}).sm_clock_mhz.has_value());
+  EXPECT_EQ(means->at({0, 2147483647}).sm_clock_mhz, 1410.0);
+  EXPECT_FALSE(means->at({1, 0}).power_w.has_value());
+
+  // A migrated identity is a duplicate; a new one, in a migrated or a new series, is stored.
+  auto appended = store.AppendSamplesSync(
+      {Sample("job-000001", 0, 7), Sample("job-000001", 0, 8), Sample("job-000003", 2, 1)});
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  EXPECT_EQ(appended->stored, 2);
+  EXPECT_EQ(appended->duplicates, 1);
+  EXPECT_EQ(appended->stored_by_rank,
+            (std::map<std::tuple<std::string, int, int>, int>{{{"job-000001", 1, 0}, 1},
+                                                              {{"job-000003", 1, 2}, 1}}));
+  EXPECT_EQ(*store.CountSamples("job-000001", 1), 4);
+
+  // Ad-hoc SQL against `samples` still works.
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT count(*), sum(iteration), sum(step_time_s) FROM samples "
+                               "WHERE job_id='job-000001' AND attempt=1 AND rank=0",
+                               -1, &stmt, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int64(stmt, 0), 3);
+  EXPECT_EQ(sqlite3_column_int64(stmt, 1), int64_t{2147483647} + 7 + 8);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
 TEST_F(StoreTest, RankDevicesVersionsAndBaselinesSurviveReopen) {
   {
     auto store = std::move(Store::Open(path_)).value();
