@@ -97,10 +97,15 @@ absl::Status JobManager::Recover() {
   return absl::OkStatus();
 }
 
+JobManager::Clock::time_point JobManager::ReconcileDeadlineAsLastSeen() const {
+  // The lease check (CheckAgents) then expires the agent once the grace has passed.
+  return Clock::now() +
+         absl::ToChronoMilliseconds(options_.reconcile_grace - options_.agent_lease);
+}
+
 void JobManager::BeginReconcileGrace() {
   absl::MutexLock lock(&mu_);
-  Clock::time_point expires =
-      Clock::now() + absl::ToChronoMilliseconds(options_.reconcile_grace - options_.agent_lease);
+  Clock::time_point expires = ReconcileDeadlineAsLastSeen();
   for (auto& [name, agent] : agents_) {
     if (agent.placeholder) agent.last_seen = expires;
   }
@@ -118,8 +123,7 @@ void JobManager::AdoptRecoveredRunningJob(Job& job) {
     }
   }
   // The agents are expected back within the grace: until then they hold the devices.
-  Clock::time_point expires =
-      Clock::now() + absl::ToChronoMilliseconds(options_.reconcile_grace - options_.agent_lease);
+  Clock::time_point expires = ReconcileDeadlineAsLastSeen();
   for (const Placement& placement : job.placements) {
     AgentRecord& agent = agents_[placement.agent];
     if (agent.inventory.name.empty()) {
@@ -1096,9 +1100,11 @@ std::vector<AgentView> JobManager::ListAgents() {
 void JobManager::CheckAgents(Clock::time_point now) {
   absl::MutexLock lock(&mu_);
   auto lease = absl::ToChronoMilliseconds(options_.agent_lease);
+  bool any_lost = false;
   for (auto& [name, agent] : agents_) {
     if (agent.lost || now - agent.last_seen < lease) continue;
     agent.lost = true;
+    any_lost = true;
     std::string why =
         agent.placeholder
             ? absl::StrCat("node lost: agent ", name, " did not reconnect within ",
@@ -1122,21 +1128,26 @@ void JobManager::CheckAgents(Clock::time_point now) {
       if (job->state == JobState::kRunning) NodeLost(*job, name, why);
     }
   }
-  Schedule();
+  // Nothing else frees or adds capacity with time alone: events (reports, heartbeats,
+  // registrations, submits) schedule for themselves.
+  if (any_lost) Schedule();
 }
 
 void JobManager::CheckLimits(absl::Time now) {
   absl::MutexLock lock(&mu_);
+  bool any_ended = false;
   for (Job& job : jobs_) {
     if (job.state != JobState::kRunning) continue;
     const JobRuntime& runtime = runtime_[job.id];
     absl::Duration wall = WallTimeLimit(job);
     absl::Duration hang = HangTimeout(job);
     if (now - runtime.started > wall) {
+      any_ended = true;
       EndRunningJob(job, JobState::kFailed,
                     absl::StrCat("wall-time limit: attempt ", job.attempt, " ran longer than ",
                                  absl::FormatDuration(wall), "; its ranks were stopped"));
     } else if (now - runtime.last_progress > hang) {
+      any_ended = true;
       EndRunningJob(job, JobState::kFailed,
                     absl::StrCat("hung: no iteration stored for ",
                                  absl::FormatDuration(absl::Trunc(now - runtime.last_progress,
@@ -1145,7 +1156,7 @@ void JobManager::CheckLimits(absl::Time now) {
                                  "); its ranks were stopped"));
     }
   }
-  Schedule();
+  if (any_ended) Schedule();
 }
 
 void JobManager::Shutdown() {

@@ -289,6 +289,8 @@ class JobManager {
   // Recover: a RUNNING job keeps its devices on its agents (placeholders until they
   // register) and waits for them to reconnect.
   void AdoptRecoveredRunningJob(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The last_seen that makes a placeholder agent lost once reconcile_grace has passed.
+  Clock::time_point ReconcileDeadlineAsLastSeen() const;
   void StartJob(Job& job, const struct PlacementPlan& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Duration WallTimeLimit(const Job& job) const;
   absl::Duration HangTimeout(const Job& job) const;
