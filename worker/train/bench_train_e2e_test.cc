@@ -265,6 +265,7 @@ const std::map<std::string, JsonValue::Kind> kStartFields = {
     {"data", JsonValue::kString},        {"dataset_images", JsonValue::kNumber},
     {"dataset_classes", JsonValue::kNumber}, {"loader_threads", JsonValue::kNumber},
     {"channels_last", JsonValue::kBool}, {"cuda_graphs", JsonValue::kBool},
+    {"host_memory_cache", JsonValue::kBool},
     {"lr", JsonValue::kNumber},          {"lr_warmup_iterations", JsonValue::kNumber},
     {"momentum", JsonValue::kNumber},    {"weight_decay", JsonValue::kNumber},
     {"bn_weight_decay", JsonValue::kBool}, {"label_smoothing", JsonValue::kNumber},
@@ -410,6 +411,7 @@ TEST(BenchTrainE2eTest, NoWarmupAndAmp) {
   EXPECT_EQ(start[0].members.at("precision").text, "amp_bf16");
   EXPECT_EQ(start[0].members.at("requested_precision").text, "amp");
   EXPECT_EQ(start[0].members.at("loss_scaling").text, "false");
+  EXPECT_EQ(start[0].members.at("host_memory_cache").text, "true");  // on for the CPU by default
   // No loss scaling on the CPU: no loss_scale in iter events.
   EXPECT_EQ(OfKind(result, "iter")[0].members.count("loss_scale"), 0u);
   const auto summary = OfKind(result, "summary");
@@ -439,7 +441,7 @@ TEST(BenchTrainE2eTest, RecipeFlagsAreReportedInTheStartEvent) {
   const RunResult result = RunBenchTrain(
       "--model resnet18 --image-size 32 --bs 2 --iters 3 --warmup 1 --lr 0.5 --lr-warmup-iters 2 "
       "--momentum 0.9 --weight-decay 1e-4 --bn-weight-decay --label-smoothing 0 "
-      "--zero-init-residual --channels-last --cuda-graphs off");
+      "--zero-init-residual --channels-last --cuda-graphs off --host-memory-cache off");
   ASSERT_EQ(result.exit_code, 0);
   const JsonValue start = OfKind(result, "start")[0];
   EXPECT_EQ(Number(start, "lr"), 0.5);
@@ -451,6 +453,7 @@ TEST(BenchTrainE2eTest, RecipeFlagsAreReportedInTheStartEvent) {
   EXPECT_EQ(start.members.at("zero_init_residual").text, "true");
   EXPECT_EQ(start.members.at("channels_last").text, "true");
   EXPECT_EQ(start.members.at("cuda_graphs").text, "false");
+  EXPECT_EQ(start.members.at("host_memory_cache").text, "false");
   const auto iters = OfKind(result, "iter");
   ASSERT_EQ(iters.size(), 3u);
   EXPECT_NEAR(Number(iters[0], "lr"), 0.25, 1e-6);  // warm-up: 0.5 x 1/2
@@ -535,8 +538,9 @@ TEST(BenchTrainE2eTest, BadBatchSizeIsAnErrorNamingTheFlag) {
 
 TEST(BenchTrainE2eTest, BadFlagsAndNamesExitWithUsageError) {
   for (const char* args : {"--model vgg16", "--precision fp16", "--data imagenet", "--precision fp8",
-                           "--cuda-graphs maybe", "--lr x", "--label-smoothing 1",
-                           "--image-size 16", "--warmup 5 --iters 5", "--bs two", "--nope 1"}) {
+                           "--cuda-graphs maybe", "--host-memory-cache yes", "--lr x",
+                           "--label-smoothing 1", "--image-size 16", "--warmup 5 --iters 5",
+                           "--bs two", "--nope 1"}) {
     const RunResult result = RunBenchTrain(args);
     EXPECT_EQ(result.exit_code, 2) << args;
     ExpectOneError(result);

@@ -144,6 +144,7 @@ std::string FormatEvent(const StartEvent& e) {
       .Add("loader_threads", e.loader_threads)
       .Add("channels_last", e.channels_last)
       .Add("cuda_graphs", e.cuda_graphs)
+      .Add("host_memory_cache", e.host_memory_cache)
       .Add("lr", e.lr)
       .Add("lr_warmup_iterations", e.lr_warmup_iterations)
       .Add("momentum", e.momentum)

@@ -76,6 +76,7 @@ struct StartEvent {
   int loader_threads = 0;       // imagefolder: decode threads
   bool channels_last = false;
   bool cuda_graphs = false;
+  bool host_memory_cache = false;  // freed host memory is kept for reuse (host_memory.h)
   double lr = 0;  // peak
   int64_t lr_warmup_iterations = 0;
   double momentum = 0;

@@ -84,7 +84,8 @@ TEST(FormatEventTest, Start) {
             R"("backend":"gloo","versions":{"bench_train":"0.1.0","torch":"1.13.0"},)"
             R"("requested_precision":"amp","loss_scaling":false,"data":"synthetic",)"
             R"("dataset_images":0,"dataset_classes":0,"loader_threads":0,)"
-            R"("channels_last":false,"cuda_graphs":false,"lr":0.032,"lr_warmup_iterations":0,)"
+            R"("channels_last":false,"cuda_graphs":false,"host_memory_cache":false,)"
+            R"("lr":0.032,"lr_warmup_iterations":0,)"
             R"("momentum":0.875,"weight_decay":0,"bn_weight_decay":false,"label_smoothing":0,)"
             R"("zero_init_residual":false,"allreduce_buckets":0})");
 }

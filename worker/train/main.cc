@@ -44,6 +44,8 @@ constexpr char kUsage[] =
     "  --channels-last, --no-channels-last   memory format (default: on for CUDA only)\n"
     "  --cuda-graphs M           auto|on|off (auto: on for CUDA, 1 rank, batch <= 128,\n"
     "                            warm-up > 3: the step is captured during warm-up)\n"
+    "  --host-memory-cache M     auto|on|off (auto: on for the CPU): malloc keeps freed\n"
+    "                            memory for the next step instead of faulting it in again\n"
     "  --lr X                    peak learning rate (0.256 x global batch / 256)\n"
     "  --lr-warmup-iters N       linear warm-up, then cosine (default: --warmup)\n"
     "  --momentum X              SGD momentum (0.875)\n"
@@ -76,6 +78,19 @@ Status ParseDouble(const std::string& flag, const std::string& value, double* ou
   *out = std::strtod(value.c_str(), &end);
   if (value.empty() || end != value.c_str() + value.size() || errno != 0) {
     return InvalidArgumentError(flag + " expects a number, got '" + value + "'");
+  }
+  return Status::Ok();
+}
+
+Status ParseToggle(const std::string& flag, const std::string& value, bench_train::Toggle* out) {
+  if (value == "auto") {
+    *out = bench_train::Toggle::kAuto;
+  } else if (value == "on") {
+    *out = bench_train::Toggle::kOn;
+  } else if (value == "off") {
+    *out = bench_train::Toggle::kOff;
+  } else {
+    return InvalidArgumentError(flag + " expects auto, on or off, got '" + value + "'");
   }
   return Status::Ok();
 }
@@ -133,15 +148,9 @@ Status ParseFlags(int argc, char** argv, ParsedFlags* parsed) {
       if (number < 0 || number > 1024) return InvalidArgumentError("--loader-threads out of range");
       o.loader_threads = static_cast<int>(number);
     } else if (flag == "--cuda-graphs") {
-      if (value == "auto") {
-        o.cuda_graphs = bench_train::Toggle::kAuto;
-      } else if (value == "on") {
-        o.cuda_graphs = bench_train::Toggle::kOn;
-      } else if (value == "off") {
-        o.cuda_graphs = bench_train::Toggle::kOff;
-      } else {
-        return InvalidArgumentError("--cuda-graphs expects auto, on or off, got '" + value + "'");
-      }
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseToggle(flag, value, &o.cuda_graphs));
+    } else if (flag == "--host-memory-cache") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseToggle(flag, value, &o.host_memory_cache));
     } else if (flag == "--lr") {
       BENCH_TRAIN_RETURN_IF_ERROR(ParseDouble(flag, value, &o.lr));
     } else if (flag == "--momentum") {

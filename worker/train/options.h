@@ -70,6 +70,8 @@ struct TrainOptions {
   Toggle channels_last = Toggle::kAuto;
   // kAuto: captured when world_size == 1 on CUDA and the per-GPU batch is <= 128.
   Toggle cuda_graphs = Toggle::kAuto;
+  // kAuto: on for --device cpu. Keep freed host memory for reuse (host_memory.h).
+  Toggle host_memory_cache = Toggle::kAuto;
   // NVIDIA's ResNet-50 v1.5 recipe. lr <= 0: 0.256 x global batch / 256.
   double lr = 0;
   double momentum = 0.875;

@@ -25,6 +25,7 @@
 #include <torch/version.h>
 
 #include "worker/train/distributed.h"
+#include "worker/train/host_memory.h"
 #include "worker/train/image_folder.h"
 #include "worker/train/loss_scaler.h"
 #include "worker/train/models.h"
@@ -633,6 +634,10 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
   if (options.threads > 0) at::set_num_threads(options.threads);
 
   BENCH_TRAIN_ASSIGN_OR_RETURN(const c10::Device device, ResolveDevice(options));
+  const bool host_memory_cache = options.host_memory_cache == Toggle::kAuto
+                                     ? device.is_cpu()
+                                     : options.host_memory_cache == Toggle::kOn;
+  if (host_memory_cache) BENCH_TRAIN_RETURN_IF_ERROR(KeepFreedHostMemory());
 #ifdef BENCH_WITH_CUDA
   if (device.is_cuda()) c10::cuda::set_device(device.index());
 #endif
@@ -750,6 +755,7 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
   start.loader_threads = loader_threads;
   start.channels_last = channels_last;
   start.cuda_graphs = use_graphs;
+  start.host_memory_cache = host_memory_cache;
   start.lr = step_options.lr;
   start.lr_warmup_iterations = step_options.lr_warmup;
   start.momentum = options.momentum;
