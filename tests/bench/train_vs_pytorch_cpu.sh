@@ -6,6 +6,10 @@
 # "best step" = batch / the fastest measured step over all runs (on a shared, noisy
 # machine the fastest step is the least disturbed view of the code's own speed).
 # The runs of the two alternate so that drift hits both.
+# bench-train keeps freed host memory for reuse on the CPU (--host-memory-cache, on by
+# default there); PyTorch runs with glibc's defaults, as people run it, and once more
+# with the same malloc policy set through glibc's environment (MALLOC_MMAP_MAX_=0,
+# MALLOC_TRIM_THRESHOLD_ huge), which shows how much of the difference is the heap.
 # Usage: tests/bench/train_vs_pytorch_cpu.sh [REPEATS]
 #   env THREADS (default nproc), BIN (default build-train/bin), CASES (see below)
 set -euo pipefail
@@ -29,9 +33,9 @@ ours() {  # size bs precision iters warmup -> "img/s min_step_s"
   echo "$(grep '"event":"summary"' <<< "$out" | sed 's/.*"images_per_second":\([0-9.e+-]*\).*/\1/')" \
        "$(grep '"warmup":false' <<< "$out" | sed 's/.*"step_time_s":\([0-9.e+-]*\).*/\1/' | min)"
 }
-theirs() {
+theirs() {  # size bs precision iters warmup [env assignments...]
   local out
-  out=$(OMP_NUM_THREADS=$THREADS "$PY" tests/bench/pytorch_eager_resnet.py --device cpu \
+  out=$(env OMP_NUM_THREADS="$THREADS" "${@:6}" "$PY" tests/bench/pytorch_eager_resnet.py --device cpu \
     --image-size "$1" --bs "$2" --precision "$3" --iters "$4" --warmup "$5" \
     --threads "$THREADS" 2>/dev/null)
   echo "$(sed 's/.*"images_per_second": \([0-9.e+-]*\).*/\1/' <<< "$out")" \
@@ -41,20 +45,25 @@ theirs() {
 echo "torch (python): $("$PY" -c 'import torch,torchvision;print(torch.__version__, "torchvision", torchvision.__version__)')"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), threads $THREADS"
 echo
-echo "| image | batch | threads | precision | bench-train img/s | PyTorch eager img/s | ratio | bench-train best step img/s | PyTorch best step img/s | ratio |"
-echo "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
+KEEP_HEAP=(MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=1099511627776)
+echo "| image | batch | threads | precision | bench-train img/s | PyTorch eager img/s | ratio | bench-train best step img/s | PyTorch best step img/s | ratio | PyTorch, kept heap, img/s | ratio | PyTorch, kept heap, best step img/s | ratio |"
+echo "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 IFS=';' read -ra cases <<< "$CASES"
 for c in "${cases[@]}"; do
   read -r size bs prec iters warm <<< "$c"
-  a=(); b=(); sa=(); sb=()
+  a=(); b=(); c=(); sa=(); sb=(); sc=()
   for _ in $(seq "$REPEATS"); do
     read -r ips step <<< "$(ours "$size" "$bs" "$prec" "$iters" "$warm")"; a+=("$ips"); sa+=("$step")
     read -r ips step <<< "$(theirs "$size" "$bs" "$prec" "$iters" "$warm")"; b+=("$ips"); sb+=("$step")
+    read -r ips step <<< "$(theirs "$size" "$bs" "$prec" "$iters" "$warm" "${KEEP_HEAP[@]}")"
+    c+=("$ips"); sc+=("$step")
   done
   ma=$(printf '%s\n' "${a[@]}" | median)
   mb=$(printf '%s\n' "${b[@]}" | median)
-  ba=$(printf '%s\n' "${sa[@]}" | min | awk -v n="$bs" '{printf "%.2f", n/$1}')
-  bb=$(printf '%s\n' "${sb[@]}" | min | awk -v n="$bs" '{printf "%.2f", n/$1}')
+  mc=$(printf '%s\n' "${c[@]}" | median)
+  best() { printf '%s\n' "$@" | min | awk -v n="$bs" '{printf "%.2f", n/$1}'; }
+  ratio() { awk -v x="$1" -v y="$2" 'BEGIN{printf "%.2f", x/y}'; }
+  ba=$(best "${sa[@]}"); bb=$(best "${sb[@]}"); bc=$(best "${sc[@]}")
   label=$prec; [ "$prec" = amp ] && label="amp (bf16)"
-  echo "| $size | $bs | $THREADS | $label | $ma | $mb | $(awk -v x="$ma" -v y="$mb" 'BEGIN{printf "%.2f", x/y}') | $ba | $bb | $(awk -v x="$ba" -v y="$bb" 'BEGIN{printf "%.2f", x/y}') |"
+  echo "| $size | $bs | $THREADS | $label | $ma | $mb | $(ratio "$ma" "$mb") | $ba | $bb | $(ratio "$ba" "$bb") | $mc | $(ratio "$ma" "$mc") | $bc | $(ratio "$ba" "$bc") |"
 done
