@@ -269,7 +269,8 @@ const std::map<std::string, JsonValue::Kind> kStartFields = {
     {"lr", JsonValue::kNumber},          {"lr_warmup_iterations", JsonValue::kNumber},
     {"momentum", JsonValue::kNumber},    {"weight_decay", JsonValue::kNumber},
     {"bn_weight_decay", JsonValue::kBool}, {"label_smoothing", JsonValue::kNumber},
-    {"zero_init_residual", JsonValue::kBool}, {"allreduce_buckets", JsonValue::kNumber}};
+    {"zero_init_residual", JsonValue::kBool}, {"allreduce_buckets", JsonValue::kNumber},
+    {"broadcast_buffers", JsonValue::kBool}};
 const std::map<std::string, JsonValue::Kind> kIterFields = {
     {"event", JsonValue::kString},       {"rank", JsonValue::kNumber},
     {"iteration", JsonValue::kNumber},   {"step_time_s", JsonValue::kNumber},
@@ -412,6 +413,7 @@ TEST(BenchTrainE2eTest, NoWarmupAndAmp) {
   EXPECT_EQ(start[0].members.at("requested_precision").text, "amp");
   EXPECT_EQ(start[0].members.at("loss_scaling").text, "false");
   EXPECT_EQ(start[0].members.at("host_memory_cache").text, "true");  // on for the CPU by default
+  EXPECT_EQ(start[0].members.at("broadcast_buffers").text, "false");  // one rank: nothing to sync
   // No loss scaling on the CPU: no loss_scale in iter events.
   EXPECT_EQ(OfKind(result, "iter")[0].members.count("loss_scale"), 0u);
   const auto summary = OfKind(result, "summary");
@@ -441,7 +443,8 @@ TEST(BenchTrainE2eTest, RecipeFlagsAreReportedInTheStartEvent) {
   const RunResult result = RunBenchTrain(
       "--model resnet18 --image-size 32 --bs 2 --iters 3 --warmup 1 --lr 0.5 --lr-warmup-iters 2 "
       "--momentum 0.9 --weight-decay 1e-4 --bn-weight-decay --label-smoothing 0 "
-      "--zero-init-residual --channels-last --cuda-graphs off --host-memory-cache off");
+      "--zero-init-residual --channels-last --cuda-graphs off --host-memory-cache off "
+      "--no-broadcast-buffers");
   ASSERT_EQ(result.exit_code, 0);
   const JsonValue start = OfKind(result, "start")[0];
   EXPECT_EQ(Number(start, "lr"), 0.5);
@@ -569,6 +572,9 @@ TEST(BenchTrainE2eTest, TwoRanksOverGlooLikeTorchrun) {
   const RunResult result0 = Finish(rank0);
   ExpectSuccessfulStream(result0, 0, 2, 3, 1, 2);
   ExpectSuccessfulStream(result1, 1, 2, 3, 1, 2);
+  for (const RunResult* result : {&result0, &result1}) {
+    EXPECT_EQ(OfKind(*result, "start")[0].members.at("broadcast_buffers").text, "true");
+  }
 }
 
 TEST(BenchTrainE2eTest, MissingPeerIsAnErrorNotAHang) {

@@ -153,6 +153,7 @@ std::string FormatEvent(const StartEvent& e) {
       .Add("label_smoothing", e.label_smoothing)
       .Add("zero_init_residual", e.zero_init_residual)
       .Add("allreduce_buckets", e.allreduce_buckets)
+      .Add("broadcast_buffers", e.broadcast_buffers)
       .Build();
 }
 

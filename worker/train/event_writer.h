@@ -85,6 +85,7 @@ struct StartEvent {
   double label_smoothing = 0;
   bool zero_init_residual = false;
   int64_t allreduce_buckets = 0;  // 0 without a process group
+  bool broadcast_buffers = false;  // rank 0's BatchNorm statistics broadcast every step
 };
 
 struct IterEvent {

@@ -53,6 +53,8 @@ constexpr char kUsage[] =
     "  --bn-weight-decay         also decay BatchNorm weights and biases (off)\n"
     "  --label-smoothing X       (0.1)\n"
     "  --zero-init-residual      last BatchNorm gamma of each block starts at 0 (off)\n"
+    "  --no-broadcast-buffers    ranks keep their own BatchNorm running statistics\n"
+    "                            (default: rank 0's are broadcast before each forward, as DDP)\n"
     "  --device D                cpu|cuda|cuda:N (cpu); cuda = cuda:LOCAL_RANK\n"
     "  --threads N               intra-op CPU threads (libtorch default)\n"
     "  --seed N                  random seed (1)\n"
@@ -111,6 +113,10 @@ Status ParseFlags(int argc, char** argv, ParsedFlags* parsed) {
     }
     if (flag == "--zero-init-residual") {
       o.zero_init_residual = true;
+      continue;
+    }
+    if (flag == "--broadcast-buffers" || flag == "--no-broadcast-buffers") {
+      o.broadcast_buffers = flag == "--broadcast-buffers";
       continue;
     }
     if (flag == "--bn-weight-decay" || flag == "--no-bn-weight-decay") {

@@ -80,6 +80,9 @@ struct TrainOptions {
   double label_smoothing = 0.1;
   int64_t lr_warmup_iterations = -1;  // linear warm-up, then cosine to 0; -1: = warmup
   bool zero_init_residual = false;    // last BN gamma of each residual block starts at 0
+  // With more than one rank: rank 0's BatchNorm running statistics overwrite every
+  // rank's before each forward, as PyTorch DDP's broadcast_buffers=True (its default).
+  bool broadcast_buffers = true;
   RendezvousOptions rendezvous;
 };
 

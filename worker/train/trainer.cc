@@ -223,6 +223,10 @@ TrainingStep::TrainingStep(std::shared_ptr<ImageClassifier> model, const StepOpt
   if (communicator != nullptr && communicator->world_size() > 1) {
     reducer_ = std::make_unique<GradientReducer>(optimizer_->Buckets(options.bucket_bytes),
                                                  *communicator);
+    if (options.broadcast_buffers) {
+      buffers_ = model_->buffers();
+      if (!buffers_.empty()) buffer_communicator_ = communicator;
+    }
   }
   // One CPU process needs no flat gradients: let autograd hand its own over.
   if (options.device.is_cpu() && !reducer_ && !scaler_) optimizer_->UseGradsAsViews(false);
@@ -242,6 +246,7 @@ at::Tensor TrainingStep::Run(const at::Tensor& raw_images, const at::Tensor& lab
   images = images.contiguous(options_.channels_last ? at::MemoryFormat::ChannelsLast
                                                     : at::MemoryFormat::Contiguous);
   optimizer_->ZeroGrad();
+  if (buffer_communicator_ != nullptr) BroadcastTensors(buffers_, *buffer_communicator_, 0);
   if (reducer_) reducer_->Prepare();
   at::Tensor logits;
   if (options_.autocast) {
@@ -731,6 +736,7 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
   step_options.sgd.weight_decay = options.weight_decay;
   step_options.sgd.bn_weight_decay = options.bn_weight_decay;
   step_options.label_smoothing = options.label_smoothing;
+  step_options.broadcast_buffers = options.broadcast_buffers;
   TrainingStep step(model, step_options, communicator.get());
 
   StartEvent start;
@@ -756,6 +762,7 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
   start.channels_last = channels_last;
   start.cuda_graphs = use_graphs;
   start.host_memory_cache = host_memory_cache;
+  start.broadcast_buffers = rendezvous.distributed() && options.broadcast_buffers;
   start.lr = step_options.lr;
   start.lr_warmup_iterations = step_options.lr_warmup;
   start.momentum = options.momentum;

@@ -2,7 +2,8 @@
 // device: flat SGD (optimizer.h), the device LR schedule, fp16 loss scaling
 // (loss_scaler.h) and the overlapped gradient all-reduce (distributed.h).
 //
-//   Run(images, labels): zero grads; forward under autocast (if any); label-smoothed
+//   Run(images, labels): zero grads; rank 0's buffers broadcast (more than one rank);
+//   forward under autocast (if any); label-smoothed
 //   cross-entropy in fp32; backward (scaled for fp16; buckets all-reduced as
 //   their gradients become ready); unscale + inf check; masked SGD update; scale
 //   update. Nothing is read on the host, so Run can be captured in a CUDA graph
@@ -15,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -40,6 +42,10 @@ struct StepOptions {
   SgdOptions sgd;
   double label_smoothing = 0.1;
   int64_t bucket_bytes = kDefaultBucketBytes;
+  // With a communicator of more than one rank: rank 0's buffers (BatchNorm
+  // running statistics) overwrite every rank's before each forward (DDP's
+  // broadcast_buffers).
+  bool broadcast_buffers = true;
 };
 
 class TrainingStep {
@@ -67,6 +73,8 @@ class TrainingStep {
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<GradientReducer> reducer_;
+  Communicator* buffer_communicator_ = nullptr;  // set when buffers are broadcast
+  std::vector<at::Tensor> buffers_;
   at::Tensor mean_;     // [1,3,1,1] x 255
   at::Tensor inv_std_;  // [1,3,1,1] / 255
   at::Tensor last_lr_;

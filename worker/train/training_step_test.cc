@@ -302,5 +302,71 @@ TEST(TrainingStepTest, TwoRanksWithOverlappedBucketsEqualOneProcess) {
   EXPECT_FALSE(torch::allclose(expected["fc.weight"], EvalModel(7)->named_parameters()["fc.weight"]));
 }
 
+// Trains two ranks in BatchNorm's training mode for kSteps steps on different
+// data per rank, then one step on the same batch on both; returns each rank's
+// buffers (running statistics) afterwards.
+std::vector<std::vector<at::Tensor>> BuffersAfterDivergentThenSharedBatches(
+    bool broadcast_buffers) {
+  constexpr int kSteps = 3;
+  torch::manual_seed(5);
+  std::vector<at::Tensor> images;
+  for (int s = 0; s < 2 * kSteps + 1; ++s) {
+    images.push_back(torch::randn({2, 3, 32, 32}) * (s + 1));
+  }
+  const at::Tensor labels = torch::randint(0, 10, {2}, torch::kLong);
+  std::vector<std::shared_ptr<ImageClassifier>> models;
+  for (int rank = 0; rank < 2; ++rank) {
+    models.push_back(EvalModel(7));  // the same weights on both ranks
+    models.back()->train();          // BatchNorm on batch statistics, updating its buffers
+  }
+  StepOptions options = SmallStep();
+  options.broadcast_buffers = broadcast_buffers;
+  std::vector<std::vector<at::Tensor>> buffers(2);
+  std::vector<Status> statuses(2);
+  const int port = PickFreeLoopbackPort();
+  EXPECT_GT(port, 0);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto communicator = ConnectProcessGroup(Loopback(rank, port), Backend::kGloo);
+      if (!communicator.ok()) {
+        statuses[rank] = communicator.status();
+        return;
+      }
+      TrainingStep step(models[rank], options, communicator->get());
+      for (int s = 0; s < kSteps; ++s) step.Run(images[2 * s + rank], labels);
+      step.Run(images[2 * kSteps], labels);  // the same batch on both ranks
+      for (const auto& buffer : models[rank]->buffers()) buffers[rank].push_back(buffer.clone());
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(statuses[rank].ok()) << "rank " << rank << ": " << statuses[rank].message();
+  }
+  return buffers;
+}
+
+bool SameBuffers(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  if (a.empty() || a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!torch::allclose(a[i].to(torch::kDouble), b[i].to(torch::kDouble), 1e-6, 1e-7)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// As DDP's broadcast_buffers: both ranks start the last step from rank 0's running
+// statistics, so one shared batch leaves them equal; without the broadcast each
+// rank keeps the history of its own data.
+TEST(TrainingStepTest, RankZerosBatchNormStatisticsAreBroadcastBeforeEachForward) {
+  const auto broadcast = BuffersAfterDivergentThenSharedBatches(/*broadcast_buffers=*/true);
+  ASSERT_EQ(broadcast[0].size(), 3u * 20);  // resnet18: 20 BatchNorms x (mean, var, count)
+  EXPECT_TRUE(SameBuffers(broadcast[0], broadcast[1]));
+  const auto own = BuffersAfterDivergentThenSharedBatches(/*broadcast_buffers=*/false);
+  ASSERT_EQ(own[0].size(), 3u * 20);
+  EXPECT_FALSE(SameBuffers(own[0], own[1]));
+}
+
 }  // namespace
 }  // namespace bench_train
