@@ -5,6 +5,7 @@
 #include "worker/train/training_step.h"
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -234,6 +235,27 @@ std::shared_ptr<ImageClassifier> EvalModel(uint64_t seed) {
   return *model;
 }
 
+// Runs `body` as ranks 0 and 1 on two threads, each with its own real TCPStore +
+// Gloo communicator on loopback; returns each rank's connect status.
+std::vector<Status> RunTwoRanks(const std::function<void(int rank, Communicator&)>& body) {
+  std::vector<Status> statuses(2);
+  const int port = PickFreeLoopbackPort();
+  if (port <= 0) return std::vector<Status>(2, InternalError("no free loopback port"));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto communicator = ConnectProcessGroup(Loopback(rank, port), Backend::kGloo);
+      if (!communicator.ok()) {
+        statuses[rank] = communicator.status();
+        return;
+      }
+      body(rank, **communicator);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  return statuses;
+}
+
 // Two ranks (threads, real TCPStore + Gloo), each on half of every batch, with
 // the all-reduce started from gradient hooks during backward, must end where one
 // process on the whole batches ends, after several steps of the full recipe
@@ -254,32 +276,20 @@ TEST(TrainingStepTest, TwoRanksWithOverlappedBucketsEqualOneProcess) {
   }
 
   std::vector<std::shared_ptr<ImageClassifier>> ranks = {EvalModel(7), EvalModel(8)};
-  const int port = PickFreeLoopbackPort();
-  ASSERT_GT(port, 0);
-  std::vector<Status> statuses(2);
   std::vector<int64_t> overlapped(2, 0);
   std::vector<size_t> buckets(2, 0);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      auto communicator = ConnectProcessGroup(Loopback(rank, port), Backend::kGloo);
-      if (!communicator.ok()) {
-        statuses[rank] = communicator.status();
-        return;
-      }
-      ImageClassifier& model = *ranks[rank];
-      std::vector<at::Tensor> state = model.parameters();
-      for (const auto& buffer : model.buffers()) state.push_back(buffer);
-      BroadcastTensors(state, **communicator, /*root=*/0);
-      TrainingStep step(ranks[rank], SmallStep(), communicator->get());
-      for (int s = 0; s < kSteps; ++s) {
-        step.Run(images[s].narrow(0, 2 * rank, 2), labels[s].narrow(0, 2 * rank, 2));
-        overlapped[rank] += step.reducer()->started_during_backward();
-      }
-      buckets[rank] = step.reducer()->num_buckets();
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  const std::vector<Status> statuses = RunTwoRanks([&](int rank, Communicator& communicator) {
+    ImageClassifier& model = *ranks[rank];
+    std::vector<at::Tensor> state = model.parameters();
+    for (const auto& buffer : model.buffers()) state.push_back(buffer);
+    BroadcastTensors(state, communicator, /*root=*/0);
+    TrainingStep step(ranks[rank], SmallStep(), &communicator);
+    for (int s = 0; s < kSteps; ++s) {
+      step.Run(images[s].narrow(0, 2 * rank, 2), labels[s].narrow(0, 2 * rank, 2));
+      overlapped[rank] += step.reducer()->started_during_backward();
+    }
+    buckets[rank] = step.reducer()->num_buckets();
+  });
   for (int rank = 0; rank < 2; ++rank) {
     ASSERT_TRUE(statuses[rank].ok()) << "rank " << rank << ": " << statuses[rank].message();
     EXPECT_GT(buckets[rank], 3u);
@@ -322,24 +332,12 @@ std::vector<std::vector<at::Tensor>> BuffersAfterDivergentThenSharedBatches(
   StepOptions options = SmallStep();
   options.broadcast_buffers = broadcast_buffers;
   std::vector<std::vector<at::Tensor>> buffers(2);
-  std::vector<Status> statuses(2);
-  const int port = PickFreeLoopbackPort();
-  EXPECT_GT(port, 0);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      auto communicator = ConnectProcessGroup(Loopback(rank, port), Backend::kGloo);
-      if (!communicator.ok()) {
-        statuses[rank] = communicator.status();
-        return;
-      }
-      TrainingStep step(models[rank], options, communicator->get());
-      for (int s = 0; s < kSteps; ++s) step.Run(images[2 * s + rank], labels);
-      step.Run(images[2 * kSteps], labels);  // the same batch on both ranks
-      for (const auto& buffer : models[rank]->buffers()) buffers[rank].push_back(buffer.clone());
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  const std::vector<Status> statuses = RunTwoRanks([&](int rank, Communicator& communicator) {
+    TrainingStep step(models[rank], options, &communicator);
+    for (int s = 0; s < kSteps; ++s) step.Run(images[2 * s + rank], labels);
+    step.Run(images[2 * kSteps], labels);  // the same batch on both ranks
+    for (const auto& buffer : models[rank]->buffers()) buffers[rank].push_back(buffer.clone());
+  });
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_TRUE(statuses[rank].ok()) << "rank " << rank << ": " << statuses[rank].message();
   }
