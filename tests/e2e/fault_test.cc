@@ -179,6 +179,48 @@ class FaultTest : public ::testing::Test {
         period);
   }
 
+  // Starts benchd with `benchd_flags` and two agents, node-a and node-b, of `ranks` CPU
+  // slots whose ranks sleep `step_sleep_ms` in every step (so that a job is surely mid-way
+  // when the test strikes); submits a `ranks`-rank job of `iterations` and waits until it
+  // runs with at least `min_done` iterations done. Returns its id and leaves its status
+  // in `job`; "" after a failure it has reported.
+  std::string StartJobOnTwoSlowAgents(const std::vector<std::string>& benchd_flags, int ranks,
+                                      int iterations, int step_sleep_ms, int min_done,
+                                      v1::JobStatus* job) {
+    if (!cluster_->StartBenchd(benchd_flags).ok()) {
+      ADD_FAILURE() << "benchd did not start" << Logs();
+      return "";
+    }
+    const std::vector<std::pair<std::string, std::string>> slow = {
+        {"BENCH_TRAIN_TEST_STEP_SLEEP_MS", std::to_string(step_sleep_ms)}};
+    for (const char* name : {"node-a", "node-b"}) {
+      if (absl::Status started = StartAgent(name, ranks, slow); !started.ok()) {
+        ADD_FAILURE() << name << ": " << started << Logs();
+        return "";
+      }
+    }
+    if (!cluster_->WaitForAgents(2).ok()) {
+      ADD_FAILURE() << "the agents did not register" << Logs();
+      return "";
+    }
+    std::string output;
+    std::string job_id = Submit(TinyJob(ranks, iterations), &output);
+    if (job_id.empty()) {
+      ADD_FAILURE() << "submit failed: " << output;
+      return "";
+    }
+    if (!WaitForJob(job_id, absl::Seconds(120),
+                    [min_done](const v1::JobStatus& j) {
+                      return j.state() == v1::JOB_STATE_RUNNING && j.iterations_done() >= min_done;
+                    },
+                    job)) {
+      ADD_FAILURE() << "the job never ran " << min_done << " iterations:\n"
+                    << job->DebugString() << Logs();
+      return "";
+    }
+    return job_id;
+  }
+
   // Rows of `samples` for (job, attempt), optionally of one rank.
   int64_t Samples(const std::string& job_id, int attempt, int rank = -1) {
     return QueryInt(cluster_->db_path(),
@@ -231,24 +273,10 @@ int CountTransitions(const v1::JobStatus& job, v1::JobState state, const std::st
 
 TEST_F(FaultTest, AgentKilledMidJobIsRequeuedOnceAndSucceedsOnTheOtherAgent) {
   constexpr int kRanks = 2, kIters = 20;
-  ASSERT_TRUE(cluster_->StartBenchd(kShortLease).ok()) << Logs();
-  // Slow steps, so that the job is surely mid-way when its agent dies.
-  const std::vector<std::pair<std::string, std::string>> slow = {
-      {"BENCH_TRAIN_TEST_STEP_SLEEP_MS", "200"}};
-  ASSERT_TRUE(StartAgent("node-a", kRanks, slow).ok());
-  ASSERT_TRUE(StartAgent("node-b", kRanks, slow).ok());
-  ASSERT_TRUE(cluster_->WaitForAgents(2).ok()) << Logs();
-
-  std::string output;
-  std::string job_id = Submit(TinyJob(kRanks, kIters), &output);
-  ASSERT_FALSE(job_id.empty()) << output;
   v1::JobStatus job;
-  ASSERT_TRUE(WaitForJob(job_id, absl::Seconds(120),
-                         [](const v1::JobStatus& j) {
-                           return j.state() == v1::JOB_STATE_RUNNING && j.iterations_done() >= 2;
-                         },
-                         &job))
-      << job.DebugString() << Logs();
+  const std::string job_id = StartJobOnTwoSlowAgents(kShortLease, kRanks, kIters,
+                                                     /*step_sleep_ms=*/200, /*min_done=*/2, &job);
+  ASSERT_FALSE(job_id.empty());
   ASSERT_EQ(job.attempt(), 1);
   ASSERT_EQ(job.placements_size(), 1) << "a 2-rank job fits one 2-slot agent";
   const std::string victim = job.placements(0).agent();
@@ -297,24 +325,11 @@ TEST_F(FaultTest, AgentKilledMidJobIsRequeuedOnceAndSucceedsOnTheOtherAgent) {
 
 TEST_F(FaultTest, BenchdKilledTenTimesMidJobStillEndsWithEveryIterationOnce) {
   constexpr int kRanks = 2, kIters = 200, kKills = 10;
-  ASSERT_TRUE(cluster_->StartBenchd(kShortLease).ok()) << Logs();
   // ~0.25 s a step: 200 steps outlast ten kill-and-restart rounds.
-  const std::vector<std::pair<std::string, std::string>> slow = {
-      {"BENCH_TRAIN_TEST_STEP_SLEEP_MS", "250"}};
-  ASSERT_TRUE(StartAgent("node-a", kRanks, slow).ok());
-  ASSERT_TRUE(StartAgent("node-b", kRanks, slow).ok());
-  ASSERT_TRUE(cluster_->WaitForAgents(2).ok()) << Logs();
-
-  std::string output;
-  std::string job_id = Submit(TinyJob(kRanks, kIters), &output);
-  ASSERT_FALSE(job_id.empty()) << output;
   v1::JobStatus job;
-  ASSERT_TRUE(WaitForJob(job_id, absl::Seconds(120),
-                         [](const v1::JobStatus& j) {
-                           return j.state() == v1::JOB_STATE_RUNNING && j.iterations_done() >= 1;
-                         },
-                         &job))
-      << job.DebugString() << Logs();
+  const std::string job_id = StartJobOnTwoSlowAgents(kShortLease, kRanks, kIters,
+                                                     /*step_sleep_ms=*/250, /*min_done=*/1, &job);
+  ASSERT_FALSE(job_id.empty());
 
   for (int kill = 1; kill <= kKills; ++kill) {
     EXPECT_EQ(cluster_->KillBenchd(), -SIGKILL) << "kill " << kill;
@@ -367,23 +382,9 @@ class FaultStoppedAgentTest : public FaultTest {
 
   void RunUntilLeaseExpires(const std::vector<std::string>& benchd_flags,
                             v1::JobState expected_after_expiry) {
-    ASSERT_TRUE(cluster_->StartBenchd(benchd_flags).ok()) << Logs();
-    const std::vector<std::pair<std::string, std::string>> slow = {
-        {"BENCH_TRAIN_TEST_STEP_SLEEP_MS", "250"}};
-    ASSERT_TRUE(StartAgent("node-a", kRanks, slow).ok());
-    ASSERT_TRUE(StartAgent("node-b", kRanks, slow).ok());
-    ASSERT_TRUE(cluster_->WaitForAgents(2).ok()) << Logs();
-
-    std::string output;
-    job_id_ = Submit(TinyJob(kRanks, kIters), &output);
-    ASSERT_FALSE(job_id_.empty()) << output;
-    ASSERT_TRUE(WaitForJob(job_id_, absl::Seconds(120),
-                           [](const v1::JobStatus& j) {
-                             return j.state() == v1::JOB_STATE_RUNNING &&
-                                    j.iterations_done() >= 2;
-                           },
-                           &job_))
-        << job_.DebugString() << Logs();
+    job_id_ = StartJobOnTwoSlowAgents(benchd_flags, kRanks, kIters, /*step_sleep_ms=*/250,
+                                      /*min_done=*/2, &job_);
+    ASSERT_FALSE(job_id_.empty());
     ASSERT_EQ(job_.placements_size(), 1);
     stopped_ = job_.placements(0).agent();
     other_ = stopped_ == "node-a" ? "node-b" : "node-a";
