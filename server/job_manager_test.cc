@@ -54,6 +54,15 @@ class JobManagerTest : public ::testing::Test {
     ASSERT_TRUE(manager_->RegisterAgent(inventory).ok());
     ASSERT_TRUE(manager_->AttachChannel(name, channel).ok());
   }
+  // Uploads `samples` (and `gpu_samples`) as `agent`; waits for the manager's answer.
+  absl::StatusOr<AppendResult> Upload(const std::string& agent,
+                                      std::vector<IterationSample> samples,
+                                      std::vector<GpuSample> gpu_samples = {}) {
+    std::promise<absl::StatusOr<AppendResult>> done;
+    manager_->UploadSamples(agent, std::move(samples), std::move(gpu_samples),
+                            [&](absl::StatusOr<AppendResult> r) { done.set_value(r); });
+    return done.get_future().get();
+  }
   static JobSpec Spec(int devices) {
     JobSpec spec;
     spec.model = "resnet50";
@@ -212,12 +221,9 @@ TEST_F(JobManagerTest, AJobThatLostItsNodeIsRequeuedOnceThenFails) {
   EXPECT_EQ(view.job.attempt, 2);
   ASSERT_EQ(a2.assignments.size(), 1u);
   EXPECT_EQ(a2.assignments[0].attempt, 2);
-  std::promise<absl::StatusOr<AppendResult>> uploaded;
   IterationSample stale{submitted->job_id, 1, 0, 1, 0.1, 2, 1.0, 0, 0.1, true};
   IterationSample fresh{submitted->job_id, 2, 0, 1, 0.1, 2, 1.0, 0, 0.1, true};
-  manager_->UploadSamples("a", {stale, fresh},
-                          [&](absl::StatusOr<AppendResult> r) { uploaded.set_value(r); });
-  absl::StatusOr<AppendResult> result = uploaded.get_future().get();
+  absl::StatusOr<AppendResult> result = Upload("a", {stale, fresh});
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->stored, 1);
   // The heartbeat still lists attempt 1: it is cancelled, attempt 2 is not.
@@ -252,10 +258,7 @@ TEST_F(JobManagerTest, WithoutRequeuesALostNodeFailsTheJobAndItsLateSamplesAreFe
   // its ranks are told to stop.
   FakeChannel back;
   AddCpuAgent("a", 1, &back);
-  std::promise<absl::StatusOr<AppendResult>> uploaded;
-  manager_->UploadSamples("a", {{submitted->job_id, 1, 0, 1, 0.1, 2, 1.0, 0, 0.1, true}},
-                          [&](absl::StatusOr<AppendResult> r) { uploaded.set_value(r); });
-  EXPECT_EQ(uploaded.get_future().get()->stored, 0);
+  EXPECT_EQ(Upload("a", {{submitted->job_id, 1, 0, 1, 0.1, 2, 1.0, 0, 0.1, true}})->stored, 0);
   ASSERT_TRUE(manager_->Heartbeat("a", {{submitted->job_id, 1, {0}}}).ok());
   ASSERT_EQ(back.cancels.size(), 1u);
   // A late report of that attempt changes nothing.
@@ -400,10 +403,7 @@ TEST_F(JobManagerTest, WatchersSeeProgressAndTheEnd) {
     s.images = 2;
     samples.push_back(s);
   }
-  std::promise<absl::StatusOr<AppendResult>> uploaded;
-  manager_->UploadSamples("a", samples,
-                          [&](absl::StatusOr<AppendResult> r) { uploaded.set_value(r); });
-  auto result = uploaded.get_future().get();
+  auto result = Upload("a", samples);
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->stored, 3);
   ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 29500, {Succeeded(0, 1.0)}).ok());
@@ -524,9 +524,7 @@ TEST_F(JobManagerTest, SamplesThatMatchNoRankPlacedOnTheSenderAreDropped) {
       sample(1, 7, 1),   // no such rank
       sample(1, 0, 99),  // past the last iteration
   };
-  std::promise<absl::StatusOr<AppendResult>> uploaded;
-  manager_->UploadSamples("a", samples, [&](absl::StatusOr<AppendResult> r) { uploaded.set_value(r); });
-  auto result = uploaded.get_future().get();
+  auto result = Upload("a", samples);
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->stored, 1);
   EXPECT_EQ(*store_->CountSamples(submitted->job_id, 1), 1);
@@ -607,10 +605,7 @@ TEST_F(JobManagerTest, GpuSamplesAreJoinedToTheMeasuredWindowWhenTheJobEnds) {
     g.temperature_c = 65;
     readings.push_back(g);
   }
-  std::promise<absl::StatusOr<AppendResult>> stored;
-  manager_->UploadSamples("dgx", samples, readings,
-                          [&](absl::StatusOr<AppendResult> r) { stored.set_value(r); });
-  absl::StatusOr<AppendResult> result = stored.get_future().get();
+  absl::StatusOr<AppendResult> result = Upload("dgx", samples, readings);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->stored, 5);
   EXPECT_EQ(result->gpu_stored, 21);
@@ -858,10 +853,7 @@ TEST_F(JobManagerTest, GetSamplesReturnsTheStoredIterationsOfTheCurrentAttempt) 
     s.warmup = it == 1;
     samples.push_back(s);
   }
-  std::promise<absl::StatusOr<AppendResult>> uploaded;
-  manager_->UploadSamples("a", samples,
-                          [&](absl::StatusOr<AppendResult> r) { uploaded.set_value(r); });
-  ASSERT_TRUE(uploaded.get_future().get().ok());
+  ASSERT_TRUE(Upload("a", samples).ok());
   auto all = manager_->GetSamples(queued_first->job_id, 0);
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_EQ(all->view.job.state, JobState::kRunning);
