@@ -96,16 +96,16 @@ TEST_F(StoreTest, JobsSurviveReopenWithHistoryPlacementsAndSummaries) {
 }
 
 TEST_F(StoreTest, ShapeConstraintsLimitsAndRequeuesSurviveReopen) {
+  Job job = MakeJob(1);
+  job.spec.nodes = 2;
+  job.spec.devices_per_node = 1;
+  job.spec.allowed_nodes = {"dgx-01", "dgx-02"};
+  job.spec.node_labels = {{"rack", "r2"}, {"fabric", "ib=hdr"}};
+  job.spec.wall_time_limit_s = 3600;
+  job.spec.hang_timeout_s = 120;
   {
     auto store = Store::Open(path_);
     ASSERT_TRUE(store.ok()) << store.status();
-    Job job = MakeJob(1);
-    job.spec.nodes = 2;
-    job.spec.devices_per_node = 1;
-    job.spec.allowed_nodes = {"dgx-01", "dgx-02"};
-    job.spec.node_labels = {{"rack", "r2"}, {"fabric", "ib=hdr"}};
-    job.spec.wall_time_limit_s = 3600;
-    job.spec.hang_timeout_s = 120;
     ASSERT_TRUE((*store)->InsertJob(job).ok());
     job.requeues = 1;
     ASSERT_TRUE((*store)->UpdateJob(job).ok());
@@ -115,14 +115,7 @@ TEST_F(StoreTest, ShapeConstraintsLimitsAndRequeuesSurviveReopen) {
   auto jobs = (*store)->LoadJobs();
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   ASSERT_EQ(jobs->size(), 1u);
-  Job expected = MakeJob(1);
-  expected.spec.nodes = 2;
-  expected.spec.devices_per_node = 1;
-  expected.spec.allowed_nodes = {"dgx-01", "dgx-02"};
-  expected.spec.node_labels = {{"rack", "r2"}, {"fabric", "ib=hdr"}};
-  expected.spec.wall_time_limit_s = 3600;
-  expected.spec.hang_timeout_s = 120;
-  EXPECT_TRUE(jobs->front().spec == expected.spec);
+  EXPECT_TRUE(jobs->front().spec == job.spec);
   EXPECT_EQ(jobs->front().spec.node_labels.at("fabric"), "ib=hdr");
   EXPECT_EQ(jobs->front().requeues, 1);
 }
