@@ -291,6 +291,32 @@ class AgentTest : public ::testing::Test {
     rank->set_state(benchfleet::v1::RANK_STATE_SUCCEEDED);
     ASSERT_TRUE((*reports)->Append(SpoolKind::kReport, report.SerializeAsString()).ok());
   }
+  // Leaves in `state` a rank that a previous agent (killed with -9) left running: a
+  // sleeping process in its own group, recorded in the rank registry as (job, attempt,
+  // rank). Null after a failure it has reported.
+  std::unique_ptr<Subprocess> LeftoverRank(const std::string& state, const std::string& job,
+                                           int attempt, int rank) {
+    SubprocessOptions options;
+    options.argv = {"/bin/sleep", "60"};
+    options.stdout_mode = SubprocessOptions::Output::kDiscard;
+    options.stderr_mode = SubprocessOptions::Output::kDiscard;
+    auto sleeper = Subprocess::Start(options);
+    if (!sleeper.ok()) {
+      ADD_FAILURE() << sleeper.status();
+      return nullptr;
+    }
+    auto registry = RankRegistry::Open(state + "/ranks");
+    if (!registry.ok()) {
+      ADD_FAILURE() << registry.status();
+      return nullptr;
+    }
+    if (absl::Status recorded = (*registry)->RecordProcess(job, attempt, rank, (*sleeper)->pid());
+        !recorded.ok()) {
+      ADD_FAILURE() << recorded;
+      return nullptr;
+    }
+    return std::move(sleeper).value();
+  }
   // Unacknowledged records in the spool `name` (samples, reports) of `state`.
   static uint64_t Pending(const std::string& state, const std::string& name) {
     auto spool = Spool::Open(state + "/spool/" + name);
@@ -501,24 +527,14 @@ TEST_F(AgentTest, LabelsAreInTheInventory) {
 }
 
 TEST_F(AgentTest, KillsAndReportsTheRanksAPreviousAgentLeftRunning) {
-  // A rank of a previous agent (killed with -9): a process in its own group, recorded.
-  SubprocessOptions sleeper_options;
-  sleeper_options.argv = {"/bin/sleep", "60"};
-  sleeper_options.stdout_mode = SubprocessOptions::Output::kDiscard;
-  sleeper_options.stderr_mode = SubprocessOptions::Output::kDiscard;
-  auto sleeper = Subprocess::Start(sleeper_options);
-  ASSERT_TRUE(sleeper.ok());
-  const pid_t pid = (*sleeper)->pid();
   const std::string state = dir_ + "/state";
-  {
-    auto registry = RankRegistry::Open(state + "/ranks");
-    ASSERT_TRUE(registry.ok());
-    ASSERT_TRUE((*registry)->RecordProcess("job-old", 2, 1, pid).ok());
-  }
+  std::unique_ptr<Subprocess> sleeper = LeftoverRank(state, "job-old", 2, 1);
+  ASSERT_NE(sleeper, nullptr);
+  const pid_t pid = sleeper->pid();
   StartServer();
   StartAgent([&](AgentOptions* options) { options->state_dir = state; });
   // Start() returns after the leftover is gone.
-  auto exit_code = (*sleeper)->TryWait();
+  auto exit_code = sleeper->TryWait();
   ASSERT_TRUE(exit_code.has_value());
   EXPECT_EQ(*exit_code, -SIGKILL);
   ASSERT_TRUE(FinalState("job-old", 1, benchfleet::v1::RANK_STATE_FAILED));
@@ -689,24 +705,15 @@ TEST_F(AgentTest, WithNoRecordedDatabaseTheSpoolIsReplayedAndTheIdRecorded) {
 }
 
 TEST_F(AgentTest, SpooledRecordsOfAnotherDatabaseAreDiscardedNeverSent) {
-  // Also a rank the previous agent left running: it is still killed.
-  SubprocessOptions sleeper_options;
-  sleeper_options.argv = {"/bin/sleep", "60"};
-  sleeper_options.stdout_mode = SubprocessOptions::Output::kDiscard;
-  sleeper_options.stderr_mode = SubprocessOptions::Output::kDiscard;
-  auto sleeper = Subprocess::Start(sleeper_options);
-  ASSERT_TRUE(sleeper.ok());
   const std::string state = dir_ + "/state";
   SpoolLeftovers(state, "db-old");
-  {
-    auto registry = RankRegistry::Open(state + "/ranks");
-    ASSERT_TRUE(registry.ok());
-    ASSERT_TRUE((*registry)->RecordProcess("job-000001", 1, 1, (*sleeper)->pid()).ok());
-  }
+  // Also a rank the previous agent left running: it is still killed.
+  std::unique_ptr<Subprocess> sleeper = LeftoverRank(state, "job-000001", 1, 1);
+  ASSERT_NE(sleeper, nullptr);
   controller_.controller_id_ = "db-new";
   StartServer();
   StartAgent([&](AgentOptions* options) { options->state_dir = state; });
-  auto exit_code = (*sleeper)->TryWait();
+  auto exit_code = sleeper->TryWait();
   ASSERT_TRUE(exit_code.has_value()) << "the leftover rank is killed whatever the database";
   EXPECT_EQ(*exit_code, -SIGKILL);
   ASSERT_TRUE(controller_.WaitFor([&] { return controller_.heartbeats_ >= 5; }));
