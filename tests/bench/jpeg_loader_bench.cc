@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   options.batch_size = 64;
   int batches = 20;
   int warmup = 2;
+  if (argc % 2 == 0) return Usage("flags come in pairs: --flag value");
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const std::string value = argv[i + 1];
@@ -50,7 +51,6 @@ int main(int argc, char** argv) {
       return Usage(("unknown flag " + flag).c_str());
     }
   }
-  if (argc % 2 == 0) return Usage("flags come in pairs: --flag value");
   if (options.root.empty() || options.threads < 1 || options.batch_size < 1 || batches < 1 ||
       warmup < 0) {
     return Usage("needs --root DIR, and --threads, --bs, --batches >= 1");

@@ -26,6 +26,8 @@ CASES=${CASES:-"64 16 fp32 13 3;64 16 amp 13 3;224 16 fp32 6 2;224 16 amp 6 2"}
 
 median() { sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int((NR+1)/2)]}'; }
 min() { sort -g | head -1; }
+best() { local n=$1; shift; printf '%s\n' "$@" | min | awk -v n="$n" '{printf "%.2f", n/$1}'; }  # img/s of the fastest step
+ratio() { awk -v x="$1" -v y="$2" 'BEGIN{printf "%.2f", x/y}'; }
 ours() {  # size bs precision iters warmup -> "img/s min_step_s"
   local out
   out=$("$BIN/bench-train" --model resnet50 --image-size "$1" --bs "$2" --precision "$3" \
@@ -61,9 +63,7 @@ for c in "${cases[@]}"; do
   ma=$(printf '%s\n' "${a[@]}" | median)
   mb=$(printf '%s\n' "${b[@]}" | median)
   mc=$(printf '%s\n' "${c[@]}" | median)
-  best() { printf '%s\n' "$@" | min | awk -v n="$bs" '{printf "%.2f", n/$1}'; }
-  ratio() { awk -v x="$1" -v y="$2" 'BEGIN{printf "%.2f", x/y}'; }
-  ba=$(best "${sa[@]}"); bb=$(best "${sb[@]}"); bc=$(best "${sc[@]}")
+  ba=$(best "$bs" "${sa[@]}"); bb=$(best "$bs" "${sb[@]}"); bc=$(best "$bs" "${sc[@]}")
   label=$prec; [ "$prec" = amp ] && label="amp (bf16)"
   echo "| $size | $bs | $THREADS | $label | $ma | $mb | $(ratio "$ma" "$mb") | $ba | $bb | $(ratio "$ba" "$bb") | $mc | $(ratio "$ma" "$mc") | $bc | $(ratio "$ba" "$bc") |"
 done
