@@ -72,7 +72,11 @@ def main():
         autocast_dtype = torch.bfloat16
     scaler = None
     if cuda and autocast_dtype == torch.float16:
-        scaler = torch.cuda.amp.GradScaler()
+        # torch.amp.GradScaler("cuda") since 2.3; torch.cuda.amp.GradScaler is deprecated.
+        if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+            scaler = torch.amp.GradScaler("cuda")
+        else:
+            scaler = torch.cuda.amp.GradScaler()
 
     def step():
         optimizer.zero_grad(set_to_none=True)
