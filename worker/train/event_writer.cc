@@ -82,6 +82,12 @@ std::string JsonNumber(double value) {
   return std::string(buffer, ptr);
 }
 
+std::string JsonDouble(double value) {
+  if (std::isnan(value)) return "\"NaN\"";
+  if (std::isinf(value)) return value > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+  return JsonNumber(value);
+}
+
 void JsonObjectBuilder::Key(std::string_view key) {
   if (body_.size() > 1) body_ += ',';
   body_ += JsonQuote(key);
@@ -106,6 +112,12 @@ JsonObjectBuilder& JsonObjectBuilder::Add(std::string_view key, double value) {
   return *this;
 }
 
+JsonObjectBuilder& JsonObjectBuilder::AddDouble(std::string_view key, double value) {
+  Key(key);
+  body_ += JsonDouble(value);
+  return *this;
+}
+
 JsonObjectBuilder& JsonObjectBuilder::Add(std::string_view key, bool value) {
   Key(key);
   body_ += value ? "true" : "false";
@@ -121,7 +133,8 @@ JsonObjectBuilder& JsonObjectBuilder::AddRaw(std::string_view key, std::string_v
 std::string FormatEvent(const StartEvent& e) {
   JsonObjectBuilder versions;
   for (const auto& [name, version] : e.versions) versions.Add(name, version);
-  return JsonObjectBuilder()
+  JsonObjectBuilder builder;
+  builder
       .Add("event", "start")
       .Add("rank", e.rank)
       .Add("model", e.model)
@@ -145,7 +158,7 @@ std::string FormatEvent(const StartEvent& e) {
       .Add("channels_last", e.channels_last)
       .Add("cuda_graphs", e.cuda_graphs)
       .Add("host_memory_cache", e.host_memory_cache)
-      .Add("lr", e.lr)
+      .AddDouble("lr", e.lr)
       .Add("lr_warmup_iterations", e.lr_warmup_iterations)
       .Add("momentum", e.momentum)
       .Add("weight_decay", e.weight_decay)
@@ -153,8 +166,9 @@ std::string FormatEvent(const StartEvent& e) {
       .Add("label_smoothing", e.label_smoothing)
       .Add("zero_init_residual", e.zero_init_residual)
       .Add("allreduce_buckets", e.allreduce_buckets)
-      .Add("broadcast_buffers", e.broadcast_buffers)
-      .Build();
+      .Add("broadcast_buffers", e.broadcast_buffers);
+  if (!e.cuda_graphs_fallback.empty()) builder.Add("cuda_graphs_fallback", e.cuda_graphs_fallback);
+  return builder.Build();
 }
 
 std::string FormatEvent(const IterEvent& e) {
@@ -165,13 +179,13 @@ std::string FormatEvent(const IterEvent& e) {
       .Add("iteration", e.iteration)
       .Add("step_time_s", e.step_time_s)
       .Add("images", e.images)
-      .Add("loss", e.loss)
+      .AddDouble("loss", e.loss)
       .Add("data_time_s", e.data_time_s)
       .Add("elapsed_s", e.elapsed_s)
       .Add("warmup", e.warmup)
       .Add("compute_time_s", e.compute_time_s)
-      .Add("lr", e.lr);
-  if (e.loss_scale) builder.Add("loss_scale", *e.loss_scale);
+      .AddDouble("lr", e.lr);
+  if (e.loss_scale) builder.AddDouble("loss_scale", *e.loss_scale);
   return builder.Build();
 }
 
@@ -192,6 +206,7 @@ std::string FormatEvent(const SummaryEvent& e) {
       .Add("compute_time_total_s", e.compute_time_total_s)
       .Add("compute_images_per_second", e.compute_images_per_second)
       .Add("skipped_steps", e.skipped_steps)
+      .Add("nonfinite_losses", e.nonfinite_losses)
       .Add("corrupt_files", e.corrupt_files);
   if (e.peak_memory_bytes) builder.Add("peak_memory_bytes", *e.peak_memory_bytes);
   builder.Add("max_rss_bytes", e.max_rss_bytes);

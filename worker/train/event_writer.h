@@ -26,6 +26,11 @@ std::string JsonQuote(std::string_view text);
 // infinities, which JSON cannot represent, become null.
 std::string JsonNumber(double value);
 
+// Formats a double as the proto3 JSON mapping does: a finite value as JsonNumber, NaN
+// as the string "NaN", infinities as "Infinity" and "-Infinity". For fields where a
+// non-finite value is data (a diverged loss), not a missing one.
+std::string JsonDouble(double value);
+
 // Appends "key":value pairs in call order. Keys must be unique (not checked).
 class JsonObjectBuilder {
  public:
@@ -40,7 +45,9 @@ class JsonObjectBuilder {
   JsonObjectBuilder& Add(std::string_view key, int value) {
     return Add(key, static_cast<int64_t>(value));
   }
-  JsonObjectBuilder& Add(std::string_view key, double value);
+  JsonObjectBuilder& Add(std::string_view key, double value);  // JsonNumber
+  // JsonDouble: a non-finite value is written as "NaN", "Infinity" or "-Infinity".
+  JsonObjectBuilder& AddDouble(std::string_view key, double value);
   JsonObjectBuilder& Add(std::string_view key, bool value);
   // `json` must already be valid JSON (e.g. a nested object).
   JsonObjectBuilder& AddRaw(std::string_view key, std::string_view json);
@@ -75,9 +82,12 @@ struct StartEvent {
   int64_t dataset_classes = 0;  // imagefolder: class folders
   int loader_threads = 0;       // imagefolder: decode threads
   bool channels_last = false;
-  bool cuda_graphs = false;
+  bool cuda_graphs = false;  // in effect: the step is replayed from a captured graph
+  // Why a planned CUDA graph capture fell back to eager steps; empty (and not
+  // written) if it did not.
+  std::string cuda_graphs_fallback;
   bool host_memory_cache = false;  // freed host memory is kept for reuse (host_memory.h)
-  double lr = 0;  // peak
+  double lr = 0;  // peak (written as JsonDouble)
   int64_t lr_warmup_iterations = 0;
   double momentum = 0;
   double weight_decay = 0;
@@ -88,6 +98,7 @@ struct StartEvent {
   bool broadcast_buffers = false;  // rank 0's BatchNorm statistics broadcast every step
 };
 
+// loss, lr and loss_scale are written as JsonDouble: a NaN or infinite loss is data.
 struct IterEvent {
   int rank = 0;
   int64_t iteration = 0;  // 1-based
@@ -116,6 +127,7 @@ struct SummaryEvent {
   double compute_time_total_s = 0;  // measured iterations
   double compute_images_per_second = 0;  // measured_images / compute_time_total_s
   int64_t skipped_steps = 0;        // fp16 overflow skips, all iterations
+  int64_t nonfinite_losses = 0;     // iterations whose loss was not finite, warm-up included
   int64_t corrupt_files = 0;        // unreadable images skipped (imagefolder)
   std::optional<int64_t> peak_memory_bytes;  // CUDA: caching allocator's peak allocation
   int64_t max_rss_bytes = 0;        // the process's peak resident set (host memory)

@@ -1,5 +1,6 @@
 #include "worker/train/event_writer.h"
 
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -41,6 +42,17 @@ TEST(JsonNumberTest, FormatsFiniteAndNonFinite) {
   EXPECT_EQ(JsonNumber(std::numeric_limits<double>::quiet_NaN()), "null");
   EXPECT_EQ(JsonNumber(std::numeric_limits<double>::infinity()), "null");
   EXPECT_EQ(JsonNumber(-std::numeric_limits<double>::infinity()), "null");
+}
+
+TEST(JsonDoubleTest, WritesNonFiniteAsProto3JsonStrings) {
+  EXPECT_EQ(JsonDouble(6.93), "6.93");
+  EXPECT_EQ(JsonDouble(-0.5), "-0.5");
+  EXPECT_EQ(JsonDouble(std::numeric_limits<double>::quiet_NaN()), R"("NaN")");
+  EXPECT_EQ(JsonDouble(-std::numeric_limits<double>::quiet_NaN()), R"("NaN")");
+  EXPECT_EQ(JsonDouble(std::numeric_limits<double>::infinity()), R"("Infinity")");
+  EXPECT_EQ(JsonDouble(-std::numeric_limits<double>::infinity()), R"("-Infinity")");
+  EXPECT_EQ(JsonObjectBuilder().AddDouble("x", std::nan("")).Add("y", std::nan("")).Build(),
+            R"({"x":"NaN","y":null})");
 }
 
 TEST(JsonObjectBuilderTest, BuildsFlatAndNestedObjects) {
@@ -110,8 +122,14 @@ TEST(FormatEventTest, Iter) {
   EXPECT_NE(FormatEvent(e).find(R"("lr":0.1,"loss_scale":32768})"), std::string::npos);
   e.loss = std::numeric_limits<double>::quiet_NaN();
   e.warmup = false;
-  EXPECT_NE(FormatEvent(e).find(R"("loss":null)"), std::string::npos);
+  EXPECT_NE(FormatEvent(e).find(R"("loss":"NaN")"), std::string::npos);
   EXPECT_NE(FormatEvent(e).find(R"("warmup":false)"), std::string::npos);
+  e.loss = -std::numeric_limits<double>::infinity();
+  e.lr = std::numeric_limits<double>::infinity();
+  e.loss_scale = std::numeric_limits<double>::infinity();
+  EXPECT_NE(FormatEvent(e).find(R"("loss":"-Infinity")"), std::string::npos);
+  EXPECT_NE(FormatEvent(e).find(R"("lr":"Infinity","loss_scale":"Infinity"})"),
+            std::string::npos);
 }
 
 TEST(FormatEventTest, Summary) {
@@ -129,6 +147,7 @@ TEST(FormatEventTest, Summary) {
   e.compute_time_total_s = 1;
   e.compute_images_per_second = 8;
   e.skipped_steps = 1;
+  e.nonfinite_losses = 3;
   e.corrupt_files = 2;
   e.max_rss_bytes = 4096;
   EXPECT_EQ(FormatEvent(e),
@@ -136,7 +155,7 @@ TEST(FormatEventTest, Summary) {
             R"("window_s":1.25,"images_per_second":6.4,"step_time_median_s":0.3,)"
             R"("step_time_p50_s":0.3,"step_time_p90_s":0.5,"step_time_p99_s":0.75,)"
             R"("data_time_total_s":0.25,"compute_time_total_s":1,"compute_images_per_second":8,)"
-            R"("skipped_steps":1,"corrupt_files":2,"max_rss_bytes":4096})");
+            R"("skipped_steps":1,"nonfinite_losses":3,"corrupt_files":2,"max_rss_bytes":4096})");
   e.peak_memory_bytes = 1 << 30;
   EXPECT_NE(FormatEvent(e).find(R"("corrupt_files":2,"peak_memory_bytes":1073741824,)"),
             std::string::npos);
