@@ -67,6 +67,8 @@ struct RankSummary {
   int64_t measured_images = 0;
   double window_s = 0;
   double step_time_median_s = 0;
+  int64_t skipped_steps = 0;     // fp16 overflow skips, warm-up included
+  int64_t nonfinite_losses = 0;  // as the trainer counted them, warm-up included
 };
 
 // Order statistics of one reading over a measured window; count 0 means no data.
@@ -135,6 +137,9 @@ struct Job {
   // trainer versions (their start events). Empty where an older agent sent none.
   std::map<std::string, Versions> agent_versions;  // by agent name
   std::map<int, Versions> rank_versions;           // by rank
+  // Current attempt: the precision each rank ran at (its start event: "fp32", "tf32",
+  // "amp_bf16", "amp_fp16"), by rank; a rank not started yet is absent.
+  std::map<int, std::string> rank_precisions;
   int requeues = 0;  // times it went back to the queue after losing a node
 };
 
@@ -184,7 +189,7 @@ struct IterationSample {
   int iteration = 0;
   double step_time_s = 0;
   int images = 0;
-  double loss = 0;
+  double loss = 0;  // NaN or infinite where the trainer's was (stored as such)
   double data_time_s = 0;
   double elapsed_s = 0;
   bool warmup = false;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <thread>
 #include <future>
@@ -223,6 +224,44 @@ CREATE VIEW samples AS
   FROM sample_series r JOIN sample_rows s
     ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32;
 )sql",
+    // 7: non-finite losses are data (docs/results.md). SQLite stores a NaN as NULL (and
+    // +/-Inf as REALs), so a NaN loss broke `loss REAL NOT NULL` and INSERT OR IGNORE
+    // dropped the row. `loss` becomes nullable, NULL meaning NaN: SQLite cannot drop a
+    // NOT NULL constraint in place, so sample_rows is rebuilt (same columns, same keys,
+    // every row kept) and the `samples` view made again over it. Rank summaries gain
+    // the trainer's skipped steps and non-finite losses; job_ranks the precision in
+    // effect.
+    R"sql(
+DROP VIEW samples;
+CREATE TABLE sample_rows_7 (
+  key INTEGER PRIMARY KEY,
+  step_time_s REAL NOT NULL,
+  images INTEGER NOT NULL,
+  loss REAL,
+  data_time_s REAL NOT NULL,
+  elapsed_s REAL NOT NULL,
+  warmup INTEGER NOT NULL,
+  received_unix_ns INTEGER NOT NULL DEFAULT 0,
+  power_w_mean REAL,
+  sm_clock_mhz_mean REAL
+);
+INSERT INTO sample_rows_7 (key, step_time_s, images, loss, data_time_s, elapsed_s, warmup,
+                           received_unix_ns, power_w_mean, sm_clock_mhz_mean)
+  SELECT key, step_time_s, images, loss, data_time_s, elapsed_s, warmup, received_unix_ns,
+         power_w_mean, sm_clock_mhz_mean
+  FROM sample_rows ORDER BY key;
+DROP TABLE sample_rows;
+ALTER TABLE sample_rows_7 RENAME TO sample_rows;
+CREATE VIEW samples AS
+  SELECT r.job_id, r.attempt, r.rank, (s.key & 4294967295) - 2147483648 AS iteration,
+         s.step_time_s, s.images, s.loss, s.data_time_s, s.elapsed_s, s.warmup,
+         s.received_unix_ns, s.power_w_mean, s.sm_clock_mhz_mean
+  FROM sample_series r JOIN sample_rows s
+    ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32;
+ALTER TABLE rank_summaries ADD COLUMN skipped_steps INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE rank_summaries ADD COLUMN nonfinite_losses INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE job_ranks ADD COLUMN precision TEXT NOT NULL DEFAULT '';
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);
@@ -357,6 +396,17 @@ absl::Status WriteMutableJobState(Database& db, const Job& job) {
       RETURN_IF_ERROR(rank->Run());
     }
   }
+  ASSIGN_OR_RETURN(Statement * precision,
+                   db.Prepare("UPDATE job_ranks SET precision=?4 WHERE job_id=?1 AND "
+                              "attempt=?2 AND rank=?3 AND precision<>?4"));
+  for (const auto& [rank_index, text] : job.rank_precisions) {
+    precision->Reset();
+    precision->Bind(1, job.id);
+    precision->Bind(2, int64_t{job.attempt});
+    precision->Bind(3, int64_t{rank_index});
+    precision->Bind(4, text);
+    RETURN_IF_ERROR(precision->Run());
+  }
   ASSIGN_OR_RETURN(Statement * version,
                    db.Prepare("INSERT OR REPLACE INTO job_versions VALUES (?1, ?2, ?3, ?4, ?5, "
                               "?6)"));
@@ -382,7 +432,8 @@ absl::Status WriteMutableJobState(Database& db, const Job& job) {
   }
   ASSIGN_OR_RETURN(
       Statement * summary,
-      db.Prepare("INSERT OR REPLACE INTO rank_summaries VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+      db.Prepare("INSERT OR REPLACE INTO rank_summaries VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                 "?8, ?9)"));
   for (const auto& [rank_index, s] : job.summaries) {
     summary->Reset();
     summary->Bind(1, job.id);
@@ -392,6 +443,8 @@ absl::Status WriteMutableJobState(Database& db, const Job& job) {
     summary->Bind(5, s.measured_images);
     summary->Bind(6, s.window_s);
     summary->Bind(7, s.step_time_median_s);
+    summary->Bind(8, s.skipped_steps);
+    summary->Bind(9, s.nonfinite_losses);
     RETURN_IF_ERROR(summary->Run());
   }
   return WriteGpuTelemetryRows(db, job);
@@ -687,7 +740,7 @@ const std::string& InsertSamplesSql(int rows) {
     std::map<int, std::string> texts;
     for (int n : kInsertRowSizes) {
       std::string text =
-          "INSERT OR IGNORE INTO sample_rows (key, step_time_s, images, loss, "
+          "INSERT INTO sample_rows (key, step_time_s, images, loss, "
           "data_time_s, elapsed_s, warmup, received_unix_ns) VALUES ";
       for (int r = 0; r < n; ++r) {
         absl::StrAppend(&text, r == 0 ? "(" : ",(");
@@ -696,6 +749,9 @@ const std::string& InsertSamplesSql(int rows) {
         }
         text += ")";
       }
+      // Only a repeated identity is skipped (a duplicate); any other constraint failing
+      // is an error, never a silently dropped sample.
+      text += " ON CONFLICT (key) DO NOTHING";
       texts[n] = std::move(text);
     }
     return texts;
@@ -712,7 +768,12 @@ void BindSample(Statement* insert, int row, int64_t series, const IterationSampl
   insert->Bind(base + 1, SampleKey(series, s.iteration));
   insert->Bind(base + 2, s.step_time_s);
   insert->Bind(base + 3, int64_t{s.images});
-  insert->Bind(base + 4, s.loss);
+  // NULL is NaN (SQLite would store a bound NaN as NULL anyway); +/-Inf are REALs.
+  if (std::isnan(s.loss)) {
+    insert->BindNull(base + 4);
+  } else {
+    insert->Bind(base + 4, s.loss);
+  }
   insert->Bind(base + 5, s.data_time_s);
   insert->Bind(base + 6, s.elapsed_s);
   insert->Bind(base + 7, int64_t{s.warmup ? 1 : 0});
@@ -774,7 +835,31 @@ void SortForInsert(std::vector<IterationSample>& samples) {
   samples = std::move(sorted);
 }
 
-// INSERT OR IGNORE of samples sorted by SortForInsert, counted into `counted`.
+// Inserts samples[begin, end) of one series; returns how many were new.
+absl::StatusOr<int> InsertRun(Database& db, int64_t series,
+                              const std::vector<IterationSample>& samples, size_t begin,
+                              size_t end) {
+  int stored = 0;
+  for (size_t at = begin; at < end;) {
+    int rows = 1;
+    for (int n : kInsertRowSizes) {
+      if (end - at >= static_cast<size_t>(n)) {
+        rows = n;
+        break;
+      }
+    }
+    ASSIGN_OR_RETURN(Statement * insert, db.Prepare(InsertSamplesSql(rows)));
+    for (int r = 0; r < rows; ++r) BindSample(insert, r, series, samples[at + r]);
+    RETURN_IF_ERROR(insert->Run());
+    stored += insert->changes();
+    at += rows;
+  }
+  return stored;
+}
+
+// Inserts samples sorted by SortForInsert (a repeated identity is skipped), counted
+// into `counted`. Each rank's samples go in as runs of finite and of non-finite losses,
+// so that a statement's changes() also count the newly stored non-finite losses.
 absl::Status InsertSamples(Database& db, const std::vector<IterationSample>& samples,
                            AppendResult& counted) {
   size_t i = 0;
@@ -783,24 +868,24 @@ absl::Status InsertSamples(Database& db, const std::vector<IterationSample>& sam
     while (end < samples.size() && SameRank(samples[i], samples[end])) ++end;
     ASSIGN_OR_RETURN(int64_t series, SeriesId(db, samples[i]));
     int stored = 0;
-    for (size_t at = i; at < end;) {
-      int rows = 1;
-      for (int n : kInsertRowSizes) {
-        if (end - at >= static_cast<size_t>(n)) {
-          rows = n;
-          break;
-        }
-      }
-      ASSIGN_OR_RETURN(Statement * insert, db.Prepare(InsertSamplesSql(rows)));
-      for (int r = 0; r < rows; ++r) BindSample(insert, r, series, samples[at + r]);
-      RETURN_IF_ERROR(insert->Run());
-      stored += insert->changes();
-      at += rows;
+    int nonfinite = 0;
+    for (size_t run = i; run < end;) {
+      const bool finite = std::isfinite(samples[run].loss);
+      size_t run_end = run + 1;
+      while (run_end < end && std::isfinite(samples[run_end].loss) == finite) ++run_end;
+      ASSIGN_OR_RETURN(int n, InsertRun(db, series, samples, run, run_end));
+      stored += n;
+      if (!finite) nonfinite += n;
+      run = run_end;
     }
     const IterationSample& s = samples[i];
     counted.stored += stored;
     counted.duplicates += static_cast<int>(end - i) - stored;
     if (stored > 0) counted.stored_by_rank[{s.job_id, s.attempt, s.rank}] += stored;
+    if (nonfinite > 0) {
+      counted.nonfinite_losses += nonfinite;
+      counted.nonfinite_by_rank[{s.job_id, s.attempt, s.rank}] += nonfinite;
+    }
     i = end;
   }
   return absl::OkStatus();
@@ -903,7 +988,8 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
   }
   ASSIGN_OR_RETURN(Statement * ranks,
                    db.Prepare("SELECT job_id, attempt, rank, agent, device_index, hostname, "
-                              "gpu_uuid, gpu_name FROM job_ranks ORDER BY job_id, attempt, rank"));
+                              "gpu_uuid, gpu_name, precision FROM job_ranks "
+                              "ORDER BY job_id, attempt, rank"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, ranks->Step());
     if (!row) break;
@@ -923,6 +1009,9 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
     job.rank_devices.push_back(RankDevice{static_cast<int>(ranks->Int(2)), agent,
                                           ranks->Text(5), static_cast<int>(ranks->Int(4)),
                                           ranks->Text(6), ranks->Text(7)});
+    if (std::string precision = ranks->Text(8); !precision.empty()) {
+      job.rank_precisions[static_cast<int>(ranks->Int(2))] = std::move(precision);
+    }
   }
   ASSIGN_OR_RETURN(Statement * versions,
                    db.Prepare("SELECT job_id, attempt, agent, rank, key, value FROM "
@@ -943,8 +1032,8 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
   }
   ASSIGN_OR_RETURN(Statement * summaries,
                    db.Prepare("SELECT job_id, attempt, rank, measured_iterations, "
-                              "measured_images, window_s, step_time_median_s "
-                              "FROM rank_summaries"));
+                              "measured_images, window_s, step_time_median_s, "
+                              "skipped_steps, nonfinite_losses FROM rank_summaries"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, summaries->Step());
     if (!row) break;
@@ -958,6 +1047,8 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
     s.measured_images = summaries->Int(4);
     s.window_s = summaries->Double(5);
     s.step_time_median_s = summaries->Double(6);
+    s.skipped_steps = summaries->Int(7);
+    s.nonfinite_losses = summaries->Int(8);
     job.summaries[s.rank] = s;
   }
   RETURN_IF_ERROR(LoadGpuTelemetry(db, index, jobs));
@@ -1061,7 +1152,7 @@ absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db,
     s.iteration = static_cast<int>(select->Int(1));
     s.step_time_s = select->Double(2);
     s.images = static_cast<int>(select->Int(3));
-    s.loss = select->Double(4);
+    s.loss = select->IsNull(4) ? std::nan("") : select->Double(4);
     s.data_time_s = select->Double(5);
     s.elapsed_s = select->Double(6);
     s.warmup = select->Int(7) != 0;
@@ -1086,6 +1177,28 @@ absl::StatusOr<std::map<int, int>> Store::IterationsByRank(const std::string& jo
     ASSIGN_OR_RETURN(bool row, select->Step());
     if (!row) break;
     counts[static_cast<int>(select->Int(0))] = static_cast<int>(select->Int(1));
+  }
+  return counts;
+}
+
+absl::StatusOr<std::map<int, int64_t>> Store::NonFiniteLossesByRank(const std::string& job_id,
+                                                                   int attempt) {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  // NULL is a NaN loss; 9e999 is how SQL spells +Inf.
+  ASSIGN_OR_RETURN(Statement * select,
+                   reader_db_->Prepare("SELECT r.rank, count(*) FROM sample_series r "
+                                       "JOIN sample_rows s ON s.key >= r.id << 32 "
+                                       "AND s.key < (r.id + 1) << 32 "
+                                       "WHERE r.job_id=?1 AND r.attempt=?2 AND "
+                                       "(s.loss IS NULL OR abs(s.loss) = 9e999) "
+                                       "GROUP BY r.rank"));
+  select->Bind(1, job_id);
+  select->Bind(2, int64_t{attempt});
+  std::map<int, int64_t> counts;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    counts[static_cast<int>(select->Int(0))] = select->Int(1);
   }
   return counts;
 }

@@ -6,8 +6,9 @@
 // up and are committed in batched transactions, each operation inside its own savepoint
 // so that one failing operation does not undo its neighbours. Samples are stored
 // exactly once by (job, attempt, rank, iteration); a repeated sample is counted as a
-// duplicate, not stored again. Reads use a second connection (WAL lets them run beside
-// the writer). All methods are thread-safe.
+// duplicate, not stored again. A sample's loss is stored as it was, NaN and infinities
+// included (a NaN loss is NULL in SQL: docs/results.md). Reads use a second connection
+// (WAL lets them run beside the writer). All methods are thread-safe.
 //
 // Durability: a write's `done` runs after its transaction committed to the WAL, so what
 // was acknowledged survives a crash or kill of benchd. The connections use
@@ -52,11 +53,14 @@ struct AppendResult {
   int gpu_duplicates = 0;
   // Newly stored samples by (job id, attempt, rank).
   std::map<std::tuple<std::string, int, int>, int> stored_by_rank;
+  // Of the newly stored samples, those whose loss is NaN or infinite.
+  int nonfinite_losses = 0;
+  std::map<std::tuple<std::string, int, int>, int> nonfinite_by_rank;
 };
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 6;
+  static constexpr int kSchemaVersion = 7;
   // WAL pages (4 KiB each) after which the background thread checkpoints.
   static constexpr int kCheckpointFrames = 8192;
 
@@ -131,6 +135,9 @@ class Store {
   // For progress: per rank, how many distinct iterations are stored.
   absl::StatusOr<std::map<int, int>> IterationsByRank(const std::string& job_id,
                                                       int attempt);
+  // Per rank with any: how many stored iterations have a NaN or infinite loss.
+  absl::StatusOr<std::map<int, int64_t>> NonFiniteLossesByRank(const std::string& job_id,
+                                                               int attempt);
   const std::string& path() const { return path_; }
   // Random, made when the database was created (or migrated to schema 5); a new or
   // replaced database has a new one.

@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -493,6 +495,11 @@ CREATE TABLE schema_version (version INTEGER NOT NULL);
 INSERT INTO schema_version VALUES (1), (2), (3), (4), (5);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 INSERT INTO meta VALUES ('database_id', 'feedfeedfeedfeedfeedfeedfeedfeed');
+CREATE TABLE job_ranks (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, agent TEXT NOT NULL, device_index INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+CREATE TABLE rank_summaries (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
 CREATE TABLE samples (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL,
   iteration INTEGER NOT NULL, step_time_s REAL NOT NULL, images INTEGER NOT NULL,
   loss REAL NOT NULL, data_time_s REAL NOT NULL, elapsed_s REAL NOT NULL,
@@ -639,6 +646,186 @@ TEST_F(StoreTest, ReadSamplesFromAnIteration) {
   EXPECT_EQ((*from3)[0].iteration, 3);
   EXPECT_EQ((*from3)[3].rank, 1);
   EXPECT_EQ((*from3)[3].iteration, 4);
+}
+
+// A diverged run's iterations are data: a NaN, +Inf or -Inf loss is stored (it used to
+// break `loss REAL NOT NULL` and be dropped as a "duplicate"), read back as itself, and
+// counted per rank; a redelivery of them is a duplicate like any other.
+TEST_F(StoreTest, NonFiniteLossesAreStoredReadBackAndCounted) {
+  auto store = std::move(Store::Open(path_)).value();
+  ASSERT_TRUE(store->InsertJob(MakeJob(1)).ok());
+  const double kNaN = std::numeric_limits<double>::quiet_NaN();
+  const double kInf = std::numeric_limits<double>::infinity();
+  // Rank 0: enough samples for the 64- and 8-row inserts, with non-finite runs inside;
+  // rank 1: one NaN.
+  std::vector<IterationSample> batch;
+  for (int it = 1; it <= 80; ++it) {
+    IterationSample s = Sample("job-1", 0, it);
+    if (it == 3) s.loss = kNaN;
+    if (it == 4) s.loss = kInf;
+    if (it == 5) s.loss = -kInf;
+    if (it >= 70) s.loss = kNaN;  // diverged for good
+    batch.push_back(s);
+  }
+  IterationSample other = Sample("job-1", 1, 1);
+  other.loss = kNaN;
+  batch.push_back(other);
+  auto first = store->AppendSamplesSync(batch);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->stored, 81);
+  EXPECT_EQ(first->duplicates, 0);
+  EXPECT_EQ(first->nonfinite_losses, 3 + 11 + 1);
+  EXPECT_EQ(first->nonfinite_by_rank,
+            (std::map<std::tuple<std::string, int, int>, int>{{{"job-1", 1, 0}, 14},
+                                                              {{"job-1", 1, 1}, 1}}));
+  auto again = store->AppendSamplesSync(batch);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->stored, 0);
+  EXPECT_EQ(again->duplicates, 81);
+  EXPECT_EQ(again->nonfinite_losses, 0);
+
+  EXPECT_EQ(*store->CountSamples("job-1", 1), 81);
+  EXPECT_EQ(*store->NonFiniteLossesByRank("job-1", 1),
+            (std::map<int, int64_t>{{0, 14}, {1, 1}}));
+  auto samples = store->ReadSamples("job-1", 1);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), 81u);
+  EXPECT_EQ((*samples)[1].loss, 6.9);
+  EXPECT_TRUE(std::isnan((*samples)[2].loss));
+  EXPECT_EQ((*samples)[3].loss, kInf);
+  EXPECT_EQ((*samples)[4].loss, -kInf);
+  EXPECT_EQ((*samples)[5].loss, 6.9);
+  EXPECT_TRUE(std::isnan((*samples)[79].loss));
+  EXPECT_EQ((*samples)[79].step_time_s, 0.1 * 80);  // the rest of the row is intact
+  EXPECT_TRUE(std::isnan((*samples)[80].loss));
+  EXPECT_EQ((*samples)[80].rank, 1);
+}
+
+// Only a repeated identity is a duplicate: a sample that breaks another constraint (a
+// NaN time in a NOT NULL column) fails the write instead of vanishing as a duplicate.
+TEST_F(StoreTest, AConstraintOtherThanTheIdentityIsAnErrorNotADuplicate) {
+  auto store = std::move(Store::Open(path_)).value();
+  IterationSample bad = Sample("job-1", 0, 1);
+  bad.step_time_s = std::numeric_limits<double>::quiet_NaN();
+  auto result = store->AppendSamplesSync({bad});
+  EXPECT_FALSE(result.ok());
+  EXPECT_EQ(*store->CountSamples("job-1", 1), 0);
+}
+
+TEST_F(StoreTest, PrecisionsAndSummaryCountsSurviveReopen) {
+  {
+    auto store = std::move(Store::Open(path_)).value();
+    Job job = MakeJob(1);
+    ASSERT_TRUE(store->InsertJob(job).ok());
+    job.attempt = 1;
+    job.device_kind = DeviceKind::kCuda;
+    job.placements = {{"dgx", {0, 1}, {0, 1}}};
+    ASSERT_TRUE(store->UpdateJob(job).ok());  // placed: precisions not known yet
+    job.rank_precisions = {{0, "amp_fp16"}, {1, "fp32"}};
+    job.summaries[0] = RankSummary{0, 4, 32, 1.5, 0.3, 7, 2};
+    ASSERT_TRUE(store->UpdateJob(job).ok());
+  }
+  auto store = std::move(Store::Open(path_)).value();
+  auto jobs = store->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  const Job& job = jobs->at(0);
+  EXPECT_EQ(job.rank_precisions, (std::map<int, std::string>{{0, "amp_fp16"}, {1, "fp32"}}));
+  ASSERT_EQ(job.summaries.count(0), 1u);
+  EXPECT_EQ(job.summaries.at(0).skipped_steps, 7);
+  EXPECT_EQ(job.summaries.at(0).nonfinite_losses, 2);
+}
+
+// Schema 6 had `loss REAL NOT NULL`: migrating to 7 rebuilds sample_rows with a nullable
+// loss and keeps every row, key and value; the `samples` view works over the new table;
+// rank summaries and rank devices gain their columns with defaults.
+TEST_F(StoreTest, ASchemaSixDatabaseKeepsItsSamplesAndTakesNaNLosses) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* v6 = R"sql(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (1), (2), (3), (4), (5), (6);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+INSERT INTO meta VALUES ('database_id', 'feedfeedfeedfeedfeedfeedfeedfeed');
+CREATE TABLE job_ranks (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, agent TEXT NOT NULL, device_index INTEGER NOT NULL,
+  hostname TEXT NOT NULL DEFAULT '', gpu_uuid TEXT NOT NULL DEFAULT '',
+  gpu_name TEXT NOT NULL DEFAULT '', PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+INSERT INTO job_ranks VALUES ('job-000001', 1, 0, 'a', 0, 'h', '', '');
+CREATE TABLE rank_summaries (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, measured_iterations INTEGER NOT NULL,
+  measured_images INTEGER NOT NULL, window_s REAL NOT NULL,
+  step_time_median_s REAL NOT NULL, PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+INSERT INTO rank_summaries VALUES ('job-000001', 1, 0, 4, 32, 1.5, 0.3);
+CREATE TABLE sample_series (id INTEGER PRIMARY KEY, job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL, rank INTEGER NOT NULL, UNIQUE (job_id, attempt, rank));
+CREATE TABLE sample_rows (key INTEGER PRIMARY KEY, step_time_s REAL NOT NULL,
+  images INTEGER NOT NULL, loss REAL NOT NULL, data_time_s REAL NOT NULL,
+  elapsed_s REAL NOT NULL, warmup INTEGER NOT NULL,
+  received_unix_ns INTEGER NOT NULL DEFAULT 0, power_w_mean REAL, sm_clock_mhz_mean REAL);
+INSERT INTO sample_series VALUES (1, 'job-000001', 1, 0), (2, 'job-000001', 1, 1);
+INSERT INTO sample_rows VALUES
+  ((1 << 32) + 1 + 2147483648, 0.5, 4, 6.9, 0.01, 0.5, 1, 11, NULL, NULL),
+  ((1 << 32) + 2 + 2147483648, 0.25, 4, 9e999, 0.0, 0.75, 0, 12, 250.0, 1410.0),
+  ((2 << 32) + 1 + 2147483648, 1.5, 4, 6.7, 0.02, 3.0, 0, 13, 300.0, NULL);
+CREATE VIEW samples AS
+  SELECT r.job_id, r.attempt, r.rank, (s.key & 4294967295) - 2147483648 AS iteration,
+         s.step_time_s, s.images, s.loss, s.data_time_s, s.elapsed_s, s.warmup,
+         s.received_unix_ns, s.power_w_mean, s.sm_clock_mhz_mean
+  FROM sample_series r JOIN sample_rows s
+    ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32;
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, v6, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto opened = Store::Open(path_);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Store& store = **opened;
+  EXPECT_EQ(store.database_id(), "feedfeedfeedfeedfeedfeedfeedfeed");
+  auto samples = store.ReadSamples("job-000001", 1);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), 3u);
+  EXPECT_EQ((*samples)[0].iteration, 1);
+  EXPECT_EQ((*samples)[0].step_time_s, 0.5);
+  EXPECT_EQ((*samples)[0].loss, 6.9);
+  EXPECT_EQ((*samples)[0].data_time_s, 0.01);
+  EXPECT_TRUE((*samples)[0].warmup);
+  EXPECT_EQ((*samples)[0].received_unix_ns, 11);
+  EXPECT_EQ((*samples)[1].loss, std::numeric_limits<double>::infinity());
+  EXPECT_EQ((*samples)[2].rank, 1);
+  EXPECT_EQ((*samples)[2].loss, 6.7);
+  auto means = store.ReadIterationMeans("job-000001", 1);
+  ASSERT_TRUE(means.ok()) << means.status();
+  EXPECT_EQ(means->at({0, 2}).sm_clock_mhz, 1410.0);
+  EXPECT_EQ(means->at({1, 1}).power_w, 300.0);
+  EXPECT_EQ(*store.NonFiniteLossesByRank("job-000001", 1), (std::map<int, int64_t>{{0, 1}}));
+
+  // A NaN loss now goes in beside the migrated rows; a migrated identity stays a duplicate.
+  IterationSample nan = Sample("job-000001", 0, 3);
+  nan.loss = std::numeric_limits<double>::quiet_NaN();
+  auto appended = store.AppendSamplesSync({Sample("job-000001", 0, 1), nan});
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  EXPECT_EQ(appended->stored, 1);
+  EXPECT_EQ(appended->duplicates, 1);
+  EXPECT_EQ(appended->nonfinite_losses, 1);
+  EXPECT_EQ(*store.CountSamples("job-000001", 1), 4);
+
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT (SELECT count(*) FROM samples WHERE loss IS NULL), "
+                               "(SELECT skipped_steps + nonfinite_losses FROM rank_summaries), "
+                               "(SELECT precision FROM job_ranks), "
+                               "(SELECT max(version) FROM schema_version)",
+                               -1, &stmt, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int64(stmt, 0), 1);
+  EXPECT_EQ(sqlite3_column_int64(stmt, 1), 0);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 2))), "");
+  EXPECT_EQ(sqlite3_column_int64(stmt, 3), 7);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
 }
 
 }  // namespace
