@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace bench {
@@ -25,6 +26,41 @@ Environment MergeEnvironment(const Job& job) {
   }
   environment.hostnames.assign(hostnames.begin(), hostnames.end());
   return environment;
+}
+
+namespace {
+
+bool Allows(Precision requested, const std::string& in_effect) {
+  switch (requested) {
+    case Precision::kUnspecified:
+    case Precision::kFp32: return in_effect == "fp32";
+    case Precision::kTf32: return in_effect == "tf32";
+    case Precision::kAmp: return in_effect == "amp_fp16" || in_effect == "amp_bf16";
+    case Precision::kBf16: return in_effect == "amp_bf16";
+  }
+  return false;
+}
+
+}  // namespace
+
+EffectivePrecision MergePrecision(const Job& job) {
+  std::set<std::string> distinct;
+  for (const auto& [rank, precision] : job.rank_precisions) {
+    if (!precision.empty()) distinct.insert(precision);
+  }
+  EffectivePrecision out;
+  out.in_effect = absl::StrJoin(distinct, " | ");
+  std::set<std::string> off;
+  for (const std::string& precision : distinct) {
+    if (!Allows(job.spec.precision, precision)) off.insert(precision);
+  }
+  if (!off.empty()) {
+    Precision requested = job.spec.precision == Precision::kUnspecified ? Precision::kFp32
+                                                                        : job.spec.precision;
+    out.mismatch = absl::StrCat("requested ", PrecisionText(requested), ", ran ",
+                                absl::StrJoin(off, " | "));
+  }
+  return out;
 }
 
 }  // namespace bench

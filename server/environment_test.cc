@@ -31,5 +31,38 @@ TEST(EnvironmentTest, NothingReportedIsEmpty) {
   EXPECT_TRUE(env.hostnames.empty());
 }
 
+TEST(EnvironmentTest, PrecisionInEffectAgainstTheRequest) {
+  Job job;
+  job.spec.precision = Precision::kAmp;
+  EXPECT_EQ(MergePrecision(job).in_effect, "") << "no rank started";
+  EXPECT_EQ(MergePrecision(job).mismatch, "");
+  // amp is fp16 with loss scaling on CUDA and bf16 autocast on the CPU: both are amp.
+  job.rank_precisions = {{0, "amp_fp16"}, {1, "amp_fp16"}};
+  EXPECT_EQ(MergePrecision(job).in_effect, "amp_fp16");
+  EXPECT_EQ(MergePrecision(job).mismatch, "");
+  job.rank_precisions = {{0, "amp_bf16"}};
+  EXPECT_EQ(MergePrecision(job).mismatch, "");
+  // A job that asked for amp and ran fp32 says so, even when only one rank did.
+  job.rank_precisions = {{0, "amp_fp16"}, {1, "fp32"}};
+  EXPECT_EQ(MergePrecision(job).in_effect, "amp_fp16 | fp32");
+  EXPECT_EQ(MergePrecision(job).mismatch, "requested amp, ran fp32");
+  job.rank_precisions = {{0, "fp32"}};
+  EXPECT_EQ(MergePrecision(job).mismatch, "requested amp, ran fp32");
+
+  job.spec.precision = Precision::kFp32;
+  EXPECT_EQ(MergePrecision(job).mismatch, "");
+  job.rank_precisions = {{0, "tf32"}};  // TF32 math where strict fp32 was asked for
+  EXPECT_EQ(MergePrecision(job).mismatch, "requested fp32, ran tf32");
+  job.spec.precision = Precision::kUnspecified;  // the agent runs it as fp32
+  EXPECT_EQ(MergePrecision(job).mismatch, "requested fp32, ran tf32");
+  job.spec.precision = Precision::kTf32;
+  EXPECT_EQ(MergePrecision(job).mismatch, "");
+  job.spec.precision = Precision::kBf16;
+  job.rank_precisions = {{0, "amp_bf16"}};
+  EXPECT_EQ(MergePrecision(job).mismatch, "");
+  job.rank_precisions = {{0, "amp_fp16"}};
+  EXPECT_EQ(MergePrecision(job).mismatch, "requested bf16, ran amp_fp16");
+}
+
 }  // namespace
 }  // namespace bench

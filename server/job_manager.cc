@@ -9,7 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
 #include "common/log.h"
+#include "server/environment.h"
 #include "server/scheduler.h"
 #include "server/spec_validation.h"
 
@@ -80,6 +83,11 @@ absl::Status JobManager::Recover() {
       if (counts.ok()) {
         runtime.iterations_by_rank = *counts;
         for (const auto& [rank, n] : *counts) runtime.samples_stored += n;
+      }
+      absl::StatusOr<std::map<int, int64_t>> nonfinite =
+          store_->NonFiniteLossesByRank(stored.id, stored.attempt);
+      if (nonfinite.ok()) {
+        for (const auto& [rank, n] : *nonfinite) runtime.nonfinite_losses += n;
       }
     }
     if (stored.state == JobState::kRunning) {
@@ -178,6 +186,7 @@ JobView JobManager::ViewOf(const Job& job) {
     }
     view.iterations_done = lowest;
     view.samples_stored = runtime.samples_stored;
+    view.nonfinite_losses = runtime.nonfinite_losses;
   }
   if (job.state == JobState::kSucceeded) {
     view.images_per_second = JobThroughput(job.summaries, job.spec.devices);
@@ -208,6 +217,7 @@ void JobManager::Transition(Job& job, JobState state, std::string reason) {
                                   job.spec.batch_size, job.spec.devices});
   }
   if (IsTerminal(state) && job.attempt > 0) {
+    LogLossHealth(job);
     if (metrics_ != nullptr) {
       std::optional<double> throughput;
       if (state == JobState::kSucceeded) {
@@ -653,6 +663,7 @@ void JobManager::StartJob(Job& job, const PlacementPlan& plan) {
   job.rank_devices.clear();
   job.agent_versions.clear();
   job.rank_versions.clear();
+  job.rank_precisions.clear();
   job.gpu_telemetry.clear();
   job.telemetry_note.clear();
   for (const Placement& placement : job.placements) {
@@ -890,6 +901,17 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
       job->rank_versions[report.rank] = report.versions;
       changed = true;
     }
+    if (!report.precision.empty()) {
+      auto [it, added] = job->rank_precisions.try_emplace(report.rank, report.precision);
+      if (added || it->second != report.precision) {
+        it->second = report.precision;
+        changed = true;
+        if (std::string mismatch = MergePrecision(*job).mismatch; !mismatch.empty()) {
+          Log(job_id, ": rank ", report.rank, " runs at ", report.precision, " (", mismatch,
+              ")");
+        }
+      }
+    }
     if (report.outcome == RankOutcome::kStarted) continue;
     if (metrics_ != nullptr) metrics_->RankEnded(job_id, report.rank);
     runtime.running_ranks[agent_name].erase(report.rank);
@@ -905,6 +927,17 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
       NodeLost(*job, agent_name,
                absl::StrCat("node lost: rank ", report.rank, " on ", agent_name, ": ",
                             report.message));
+      changed = false;
+    } else if (report.outcome == RankOutcome::kFailed && job->state == JobState::kRunning &&
+               absl::StartsWith(report.message, kLossDivergedPrefix)) {
+      // The trainer ended the run itself: the outcome is the divergence, not a crash.
+      EndRunningJob(*job, JobState::kFailed,
+                    absl::StrCat(kLossDivergedPrefix, " rank ", report.rank, " on ", agent_name,
+                                 ": ",
+                                 absl::StripLeadingAsciiWhitespace(absl::StripPrefix(
+                                     report.message, kLossDivergedPrefix)),
+                                 " (", runtime.nonfinite_losses,
+                                 " non-finite losses stored so far)"));
       changed = false;
     } else if (report.outcome == RankOutcome::kFailed && job->state == JobState::kRunning) {
       std::string reason = absl::StrCat("rank ", report.rank, " on ", agent_name, " failed (",
@@ -929,6 +962,16 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
   return absl::OkStatus();
 }
 
+void JobManager::LogLossHealth(const Job& job) {
+  const JobRuntime& runtime = runtime_[job.id];
+  int64_t skipped = 0;
+  for (const auto& [rank, summary] : job.summaries) skipped += summary.skipped_steps;
+  if (runtime.nonfinite_losses == 0 && skipped == 0) return;
+  Log(job.id, " attempt ", job.attempt, ": ", runtime.nonfinite_losses,
+      " non-finite losses stored, ", skipped, " skipped (overflowed) steps in ",
+      job.summaries.size(), " of ", job.spec.devices, " rank summaries");
+}
+
 void JobManager::EndRunningJob(Job& job, JobState state, std::string reason) {
   Transition(job, state, std::move(reason));
   StopRanks(job);
@@ -950,6 +993,7 @@ void JobManager::NodeLost(Job& job, const std::string& agent, std::string reason
   JobRuntime& runtime = runtime_[job.id];
   runtime.iterations_by_rank.clear();
   runtime.samples_stored = 0;
+  runtime.nonfinite_losses = 0;
   Transition(job, JobState::kQueued, std::move(reason));
 }
 
@@ -1015,6 +1059,7 @@ void JobManager::UploadSamples(const std::string& agent_name,
     }
     known.reserve(samples.size());
     int64_t dropped = 0;
+    int64_t malformed = 0;
     for (IterationSample& sample : samples) {
       Job* job = FindJob(sample.job_id);
       if (job == nullptr || job->attempt < 1 || sample.attempt != job->attempt ||
@@ -1024,7 +1069,19 @@ void JobManager::UploadSamples(const std::string& agent_name,
         ++dropped;
         continue;
       }
+      // A NaN loss is data and is stored; a NaN time cannot be (the agent's parser
+      // never makes one), so such a sample is refused and counted, not stored.
+      if (std::isnan(sample.step_time_s) || std::isnan(sample.data_time_s) ||
+          std::isnan(sample.elapsed_s)) {
+        ++malformed;
+        continue;
+      }
       known.push_back(std::move(sample));
+    }
+    if (malformed > 0) {
+      if (metrics_ != nullptr) metrics_->CountIngestErrors("malformed", malformed);
+      Log("refused ", malformed, " samples from ", agent_name,
+          " with a NaN step, data or elapsed time");
     }
     if (metrics_ != nullptr) metrics_->RecordIterations(agent_name, known);
     for (GpuSample& sample : gpu_samples) {
@@ -1072,6 +1129,14 @@ void JobManager::UploadSamples(const std::string& agent_name,
             runtime.iterations_by_rank[rank] += stored;  // distinct stored iterations
             runtime.samples_stored += stored;
             if (stored > 0) runtime.last_progress = absl::Now();
+            auto nonfinite = result->nonfinite_by_rank.find(key);
+            if (nonfinite != result->nonfinite_by_rank.end()) {
+              if (runtime.nonfinite_losses == 0) {
+                Log(job_id, ": rank ", rank, " reported a non-finite loss (attempt ", attempt,
+                    "); such iterations are stored and counted");
+              }
+              runtime.nonfinite_losses += nonfinite->second;
+            }
             touched.insert(job_id);
           }
           for (const std::string& id : touched) Notify(*FindJob(id));

@@ -75,6 +75,7 @@ struct RankReport {
   int64_t parameters = 0;
   std::string telemetry_note;  // why the agent cannot sample this rank's GPU, or ""
   Versions versions;           // the trainer's start-event versions; empty if unknown
+  std::string precision;       // the trainer's start event: precision in effect; "" if unknown
 };
 
 // A job as clients see it: the stored job plus live progress.
@@ -83,6 +84,8 @@ struct JobView {
   int queue_position = 0;   // QUEUED: 1 = next to be considered; 0 otherwise
   int iterations_done = 0;  // lowest count of stored iterations across ranks
   int64_t samples_stored = 0;
+  // Current attempt, all ranks: stored iterations whose loss is NaN or infinite.
+  int64_t nonfinite_losses = 0;
   std::optional<double> images_per_second;
   // images_per_second against its configuration's baseline (SUCCEEDED jobs with a
   // throughput whose configuration has one).
@@ -133,6 +136,9 @@ struct JobManagerOptions {
 // The message of a rank report for a rank the agent killed because the agent itself
 // restarted while it ran (worker/agent): a node fault, not the trainer's.
 inline constexpr char kAgentRestartedPrefix[] = "bench-agent restarted";
+// How bench-train's error event begins when it ended a run whose loss stayed non-finite
+// (docs/trainer-events.md); a job that fails so has a reason beginning with it too.
+inline constexpr char kLossDivergedPrefix[] = "loss diverged:";
 
 class JobManager {
  public:
@@ -262,6 +268,7 @@ class JobManager {
     bool persisted = false;  // the insert committed; only then is it scheduled
     std::map<int, int> iterations_by_rank;
     int64_t samples_stored = 0;
+    int64_t nonfinite_losses = 0;  // of the stored samples
     std::map<std::string, std::set<int>> running_ranks;  // agent → ranks not ended
     std::set<std::string> undelivered;  // agents whose assignment is not yet acknowledged
     std::set<int> succeeded_ranks;
@@ -312,6 +319,8 @@ class JobManager {
   // Ends a RUNNING job: every agent still running ranks of it is told to stop.
   void EndRunningJob(Job& job, JobState state, std::string reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Logs the attempt's non-finite losses and skipped steps, where there are any.
+  void LogLossHealth(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Frees the agent's devices held by the job once none of its ranks runs there.
   void MaybeReleaseDevices(Job& job, const std::string& agent)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

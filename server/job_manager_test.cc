@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <future>
+#include <limits>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -871,6 +873,108 @@ TEST_F(JobManagerTest, GetSamplesReturnsTheStoredIterationsOfTheCurrentAttempt) 
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->view.job.state, JobState::kQueued);
   EXPECT_TRUE(none->samples.empty());
+}
+
+// A diverging run (issue 13): its iterations with a NaN or infinite loss are stored
+// and counted, not dropped as duplicates (which let the job look hung); when the trainer
+// gives up with "loss diverged: ..." the job fails with that as its outcome; the count
+// survives a restart of benchd.
+TEST_F(JobManagerTest, ADivergedLossIsStoredCountedAndEndsTheJobAsLossDiverged) {
+  FakeChannel a;
+  AddCpuAgent("a", 2, &a);
+  JobSpec spec = Spec(2);
+  spec.iterations = 6;
+  auto submitted = manager_->Submit(spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string id = submitted->job_id;
+  std::vector<IterationSample> samples;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int it = 1; it <= 6; ++it) {
+      IterationSample s;
+      s.job_id = id;
+      s.attempt = 1;
+      s.rank = rank;
+      s.iteration = it;
+      s.step_time_s = 0.1;
+      s.images = 2;
+      s.loss = it <= 2 ? 6.9 : (it == 3 ? std::numeric_limits<double>::infinity()
+                                        : std::numeric_limits<double>::quiet_NaN());
+      samples.push_back(s);
+    }
+  }
+  auto uploaded = Upload("a", samples);
+  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+  EXPECT_EQ(uploaded->stored, 12);
+  EXPECT_EQ(uploaded->duplicates, 0);
+  JobView running = *manager_->Get(id);
+  EXPECT_EQ(running.samples_stored, 12);
+  EXPECT_EQ(running.iterations_done, 6);
+  EXPECT_EQ(running.nonfinite_losses, 8);
+  // Stored iterations are progress: the hang check leaves the job alone.
+  manager_->CheckLimits(absl::Now());
+  EXPECT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
+  // A redelivery does not count them twice.
+  ASSERT_TRUE(Upload("a", samples).ok());
+  EXPECT_EQ(manager_->Get(id)->nonfinite_losses, 8);
+
+  RankReport diverged;
+  diverged.rank = 1;
+  diverged.outcome = RankOutcome::kFailed;
+  diverged.exit_code = 1;
+  diverged.message =
+      "loss diverged: non-finite loss in 4 consecutive iterations (from iteration 3)";
+  diverged.stderr_tail = "lots of trainer output";
+  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 29500, {diverged}).ok());
+  JobView ended = *manager_->Get(id);
+  EXPECT_EQ(ended.job.state, JobState::kFailed);
+  EXPECT_EQ(ended.job.reason,
+            "loss diverged: rank 1 on a: non-finite loss in 4 consecutive iterations (from "
+            "iteration 3) (8 non-finite losses stored so far)");
+  ASSERT_EQ(a.cancels.size(), 1u);  // rank 0 is told to stop
+
+  auto stored = manager_->GetSamples(id, 0);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(stored->samples.size(), 12u);
+  EXPECT_EQ(stored->samples[2].loss, std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(stored->samples[5].loss));
+
+  Reopen();
+  EXPECT_EQ(manager_->Get(id)->nonfinite_losses, 8);
+  EXPECT_EQ(manager_->Get(id)->job.reason, ended.job.reason);
+}
+
+// The precision in effect arrives with a rank's STARTED report (its start event), is
+// kept per rank and survives a restart; skipped steps come with the summaries.
+TEST_F(JobManagerTest, PrecisionInEffectAndSkippedStepsReachTheJob) {
+  FakeChannel a;
+  AddCpuAgent("a", 2, &a);
+  JobSpec spec = Spec(2);
+  spec.precision = Precision::kAmp;
+  auto submitted = manager_->Submit(spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string id = submitted->job_id;
+  RankReport started;
+  started.rank = 0;
+  started.outcome = RankOutcome::kStarted;
+  started.precision = "fp32";
+  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 29500, {started}).ok());
+  Job job = manager_->Get(id)->job;
+  EXPECT_EQ(job.rank_precisions, (std::map<int, std::string>{{0, "fp32"}}));
+  EXPECT_EQ(MergePrecision(job).mismatch, "requested amp, ran fp32");
+
+  RankReport done0 = Succeeded(0, 2.0);
+  done0.precision = "fp32";
+  done0.summary->skipped_steps = 3;
+  RankReport done1 = Succeeded(1, 2.0);
+  done1.precision = "amp_bf16";
+  done1.summary->skipped_steps = 1;
+  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 0, {done0, done1}).ok());
+  Reopen();
+  job = manager_->Get(id)->job;
+  EXPECT_EQ(job.state, JobState::kSucceeded);
+  EXPECT_EQ(job.rank_precisions, (std::map<int, std::string>{{0, "fp32"}, {1, "amp_bf16"}}));
+  EXPECT_EQ(job.summaries.at(0).skipped_steps + job.summaries.at(1).skipped_steps, 4);
+  EXPECT_EQ(MergePrecision(job).in_effect, "amp_bf16 | fp32");
 }
 
 }  // namespace

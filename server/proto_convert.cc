@@ -162,6 +162,7 @@ RankReport FromProto(const v1::RankReport& proto) {
   report.parameters = proto.parameters();
   report.telemetry_note = proto.telemetry_note();
   report.versions.insert(proto.versions().begin(), proto.versions().end());
+  report.precision = proto.precision();
   if (proto.has_summary()) {
     RankSummary summary;
     summary.rank = proto.rank();
@@ -169,6 +170,8 @@ RankReport FromProto(const v1::RankReport& proto) {
     summary.measured_images = proto.summary().measured_images();
     summary.window_s = proto.summary().window_s();
     summary.step_time_median_s = proto.summary().step_time_median_s();
+    summary.skipped_steps = proto.summary().skipped_steps();
+    summary.nonfinite_losses = proto.summary().nonfinite_losses();
     report.summary = summary;
   }
   return report;
@@ -240,7 +243,17 @@ void ToProto(const JobView& view, v1::JobStatus* proto) {
     out->set_device_index(device.device_index);
     out->set_gpu_uuid(device.gpu_uuid);
     out->set_gpu_name(device.gpu_name);
+    auto precision = job.rank_precisions.find(device.rank);
+    if (precision != job.rank_precisions.end()) out->set_precision(precision->second);
   }
+  EffectivePrecision precision = MergePrecision(job);
+  proto->set_effective_precision(precision.in_effect);
+  proto->set_precision_mismatch(precision.mismatch);
+  proto->set_nonfinite_losses(view.nonfinite_losses);
+  int64_t skipped = 0;
+  for (const auto& [rank, summary] : job.summaries) skipped += summary.skipped_steps;
+  proto->set_skipped_steps(skipped);
+  proto->set_ranks_summarized(static_cast<int>(job.summaries.size()));
   if (view.baseline) ToProto(*view.baseline, proto->mutable_baseline());
   proto->set_requeues(job.requeues);
   proto->set_queue_position(view.queue_position);
