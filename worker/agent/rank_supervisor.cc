@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -250,24 +251,53 @@ void RankSupervisor::ReadStdout(Rank* rank) {
         sample.set_attempt(assignment_.attempt());
         sample.set_rank(rank->rank);
         sample.set_received_unix_ns(received_unix_ns);
+        if (!std::isfinite(sample.loss()) && rank->nonfinite_losses++ == 0) {
+          EchoLine(prefix, absl::StrCat("non-finite loss (", sample.loss(), ") at iteration ",
+                                        sample.iteration(),
+                                        "; it is stored and counted like any other"));
+        }
         rank->last_sample_ticket = samples_->Add(std::move(sample));
         break;
       }
-      case TrainerEvent::Kind::kStart:
+      case TrainerEvent::Kind::kStart: {
         rank->parameters = event->parameters;
         rank->versions = std::move(event->versions);
+        rank->precision = event->precision;
+        const bool requested_other = !event->requested_precision.empty() &&
+                                     !event->precision.empty() &&
+                                     event->requested_precision != event->precision;
         EchoLine(prefix, absl::StrCat("start: ", event->model, ", ", event->parameters,
                                       " parameters",
                                       event->precision.empty() ? "" : ", ", event->precision,
+                                      requested_other ? " (requested " : "",
+                                      requested_other ? event->requested_precision : "",
+                                      requested_other ? ")" : "",
                                       event->device.empty() ? "" : " on ", event->device));
+        // Tells the controller now, not only when the rank ends: the precision in effect
+        // (and the parameters and versions) are part of the job's status while it runs.
+        RankReport started = NewReport(rank->rank, benchfleet::v1::RANK_STATE_STARTED);
+        started.set_parameters(rank->parameters);
+        started.mutable_versions()->insert(rank->versions.begin(), rank->versions.end());
+        started.set_precision(rank->precision);
+        benchfleet::v1::ReportStatusRequest request;
+        *request.add_ranks() = std::move(started);
+        SendReport(std::move(request));
         break;
-      case TrainerEvent::Kind::kSummary:
+      }
+      case TrainerEvent::Kind::kSummary: {
         rank->saw_summary = true;
         rank->summary = std::move(event->summary);
         rank->summary.set_rank(rank->rank);
+        std::string health;
+        if (rank->summary.nonfinite_losses() > 0 || rank->summary.skipped_steps() > 0) {
+          health = absl::StrCat(", ", rank->summary.nonfinite_losses(), " non-finite losses, ",
+                                rank->summary.skipped_steps(), " skipped steps");
+        }
         EchoLine(prefix, absl::StrCat("summary: ", event->images_per_second,
-                                      " images/s over ", rank->summary.window_s(), " s"));
+                                      " images/s over ", rank->summary.window_s(), " s",
+                                      health));
         break;
+      }
       case TrainerEvent::Kind::kError:
         rank->error_message = event->message;
         EchoLine(prefix, absl::StrCat("error: ", event->message));
@@ -322,6 +352,7 @@ void RankSupervisor::Supervise(Rank* rank) {
   report.set_exit_code(exit_code);
   report.set_parameters(rank->parameters);
   report.mutable_versions()->insert(rank->versions.begin(), rank->versions.end());
+  report.set_precision(rank->precision);
   {
     absl::MutexLock lock(&mu_);
     if (succeeded) {

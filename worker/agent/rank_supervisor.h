@@ -2,8 +2,9 @@
 // (each in its own process group), turns its stdout events into samples and reports,
 // and supervises it to the end.
 //
-// Per rank: a reader thread parses stdout (iter -> SampleSink, start/summary/error kept
-// for the final report; other lines are logged), a reader thread keeps a bounded tail of
+// Per rank: a reader thread parses stdout (iter -> SampleSink, a non-finite loss
+// included; start -> a STARTED report carrying the precision in effect, parameters and
+// versions; start/summary/error kept for the final report; other lines are logged), a reader thread keeps a bounded tail of
 // stderr and echoes it to the agent's stderr as "[JOB rank N] ...", and a waiter thread
 // reaps the process. When a rank exits, the waiter kills what is left of its process
 // group, waits until the SampleSink has delivered every sample of that rank, then hands
@@ -120,6 +121,8 @@ class RankSupervisor {
     benchfleet::v1::RankSummary summary;
     int64_t parameters = 0;
     std::map<std::string, std::string> versions;  // from the start event
+    std::string precision;                        // in effect, from the start event
+    int64_t nonfinite_losses = 0;                 // iter events with a NaN or infinite loss
     std::string error_message;
     uint64_t last_sample_ticket = 0;
     // Written by the stderr reader; read by the waiter after joining it.

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -39,6 +41,7 @@ class SlowUploadRpc : public SampleUploadRpc {
     for (const auto& sample : request.samples()) {
       ++per_rank_[sample.rank()];
       received_unix_ns_.push_back(sample.received_unix_ns());
+      losses_[{sample.rank(), sample.iteration()}] = sample.loss();
     }
     for (const auto& sample : request.gpu_samples()) {
       ++gpu_per_rank_[sample.rank()];
@@ -63,6 +66,10 @@ class SlowUploadRpc : public SampleUploadRpc {
     absl::MutexLock lock(&mu_);
     return gpu_samples_;
   }
+  std::map<std::pair<int, int>, double> losses() {  // (rank, iteration) -> loss
+    absl::MutexLock lock(&mu_);
+    return losses_;
+  }
 
  private:
   absl::Mutex mu_;
@@ -71,6 +78,7 @@ class SlowUploadRpc : public SampleUploadRpc {
   std::map<int, int> gpu_per_rank_;
   std::vector<int64_t> received_unix_ns_;
   std::vector<benchfleet::v1::GpuSample> gpu_samples_;
+  std::map<std::pair<int, int>, double> losses_;
 };
 
 class RecordingReportSink : public ReportSink {
@@ -120,14 +128,15 @@ class RecordingReportSink : public ReportSink {
 // The fake trainer. Every rank records its argv and environment, then behaves by
 // $MODE: "ok" (5 iterations and a summary), "fail1" (rank 1 fails with exit 3, the
 // others hang), "hang" (start, then sleep), "stubborn" (ignores SIGTERM),
-// "nosummary" (exits 0 without a summary).
+// "nosummary" (exits 0 without a summary), "diverge" (asked for amp, runs fp32; its loss
+// goes Infinity then NaN, and it gives up with "loss diverged: ..." and exit 1).
 constexpr char kFakeTrainer[] = R"SH(#!/bin/sh
 DIR="$(dirname "$0")"
 echo "$@" > "$DIR/args.$RANK"
 env | grep -E '^(RANK|WORLD_SIZE|LOCAL_RANK|MASTER_ADDR|MASTER_PORT|OMP_NUM_THREADS)=' | sort > "$DIR/env.$RANK"
 echo "a human log line on stdout"
 echo "rank $RANK starting" >&2
-printf '{"event":"start","rank":%s,"model":"resnet50","parameters":1234,"precision":"fp32","device":"cpu"}\n' "$RANK"
+[ "$MODE" = diverge ] || printf '{"event":"start","rank":%s,"model":"resnet50","parameters":1234,"precision":"fp32","device":"cpu"}\n' "$RANK"
 iter() {
   printf '{"event":"iter","rank":%s,"iteration":%d,"step_time_s":0.01,"images":2,"loss":1.5,"data_time_s":0,"elapsed_s":0.05,"warmup":false}\n' "$RANK" "$1"
 }
@@ -158,6 +167,15 @@ stubborn)
 nosummary)
   iter 1
   exit 0 ;;
+diverge)
+  printf '{"event":"start","rank":%s,"model":"resnet50","parameters":1234,"precision":"fp32","requested_precision":"amp","device":"cpu"}\n' "$RANK"
+  iter 1
+  printf '{"event":"iter","rank":%s,"iteration":2,"step_time_s":0.01,"images":2,"loss":"Infinity","data_time_s":0,"elapsed_s":0.1,"warmup":false,"lr":"NaN"}\n' "$RANK"
+  for i in 3 4 5; do
+    printf '{"event":"iter","rank":%s,"iteration":%d,"step_time_s":0.01,"images":2,"loss":"NaN","data_time_s":0,"elapsed_s":0.2,"warmup":false}\n' "$RANK" "$i"
+  done
+  printf '{"event":"error","rank":%s,"message":"loss diverged: non-finite loss in 4 consecutive iterations (from iteration 2)"}\n' "$RANK"
+  exit 1 ;;
 esac
 )SH";
 
@@ -289,6 +307,44 @@ TEST_F(RankSupervisorTest, SuccessfulRanksReportSamplesFirst) {
   EXPECT_EQ(ReadFile("env.1"),
             absl::StrCat("LOCAL_RANK=1\nMASTER_ADDR=127.0.0.1\nMASTER_PORT=",
                          all[0].master_port(), "\nOMP_NUM_THREADS=3\nRANK=1\nWORLD_SIZE=2\n"));
+}
+
+// A diverging trainer: every iteration reaches the controller, its non-finite losses
+// included; the precision in effect is reported as soon as the start event is read; the
+// rank fails with the trainer's "loss diverged: ..." message.
+TEST_F(RankSupervisorTest, ADivergingRankDeliversEveryIterationAndItsPrecision) {
+  SlowUploadRpc rpc;
+  SampleUploader uploader(&rpc, UploaderOptions());
+  RecordingReportSink reports(&rpc);
+  Assignment assignment = TwoRanks();
+  assignment.clear_ranks();
+  assignment.clear_device_indices();
+  assignment.add_ranks(0);
+  assignment.add_device_indices(0);
+  assignment.set_world_size(1);
+  RankSupervisor supervisor(assignment, Options(WriteTrainer("diverge")), &uploader, &reports);
+  supervisor.Start();
+  supervisor.Join();
+
+  auto losses = rpc.losses();
+  ASSERT_EQ(losses.size(), 5u);
+  EXPECT_EQ(losses[std::make_pair(0, 1)], 1.5);
+  EXPECT_EQ(losses[std::make_pair(0, 2)], std::numeric_limits<double>::infinity());
+  for (int it : {3, 4, 5}) EXPECT_TRUE(std::isnan(losses[std::make_pair(0, it)])) << it;
+
+  auto all = reports.reports();
+  ASSERT_EQ(all.size(), 3u);  // STARTED at spawn, STARTED with the start event, FAILED
+  ASSERT_EQ(all[1].ranks_size(), 1);
+  EXPECT_EQ(all[1].ranks(0).state(), benchfleet::v1::RANK_STATE_STARTED);
+  EXPECT_EQ(all[1].ranks(0).precision(), "fp32");
+  EXPECT_EQ(all[1].ranks(0).parameters(), 1234);
+  const RankReport final_report = reports.final_states()[0];
+  EXPECT_EQ(final_report.state(), benchfleet::v1::RANK_STATE_FAILED);
+  EXPECT_EQ(final_report.exit_code(), 1);
+  EXPECT_EQ(final_report.message(),
+            "loss diverged: non-finite loss in 4 consecutive iterations (from iteration 2)");
+  EXPECT_EQ(final_report.precision(), "fp32");
+  EXPECT_EQ(reports.samples_at_final(0), 5) << "final report before its samples";
 }
 
 TEST_F(RankSupervisorTest, GivenMasterPortIsUsedAndNotReported) {

@@ -22,12 +22,31 @@ const Value* Field(const Struct& object, const char* key) {
   return it == object.fields().end() ? nullptr : &it->second;
 }
 
-double Number(const Struct& object, const char* key, double if_null = 0) {
+double Number(const Struct& object, const char* key) {
+  const Value* value = Field(object, key);
+  if (value == nullptr || value->kind_case() != Value::kNumberValue) return 0;
+  return value->number_value();
+}
+
+// A double as the proto3 JSON mapping writes it: a number, or "NaN", "Infinity",
+// "-Infinity". null (older trainers wrote every non-finite value so) reads as NaN;
+// absent or anything else as 0.
+double Double(const Struct& object, const char* key) {
   const Value* value = Field(object, key);
   if (value == nullptr) return 0;
-  if (value->kind_case() == Value::kNumberValue) return value->number_value();
-  if (value->kind_case() == Value::kNullValue) return if_null;
-  return 0;
+  switch (value->kind_case()) {
+    case Value::kNumberValue:
+      return value->number_value();
+    case Value::kNullValue:
+      return std::numeric_limits<double>::quiet_NaN();
+    case Value::kStringValue:
+      if (value->string_value() == "NaN") return std::numeric_limits<double>::quiet_NaN();
+      if (value->string_value() == "Infinity") return std::numeric_limits<double>::infinity();
+      if (value->string_value() == "-Infinity") return -std::numeric_limits<double>::infinity();
+      return 0;
+    default:
+      return 0;
+  }
 }
 
 int64_t Integer(const Struct& object, const char* key) {
@@ -88,6 +107,7 @@ absl::StatusOr<TrainerEvent> ParseTrainerEvent(absl::string_view line) {
     out.model = String(object, "model");
     out.device = String(object, "device");
     out.precision = String(object, "precision");
+    out.requested_precision = String(object, "requested_precision");
     const Value* versions = Field(object, "versions");
     if (versions != nullptr && versions->kind_case() == Value::kStructValue) {
       for (const auto& [key, value] : versions->struct_value().fields()) {
@@ -104,7 +124,7 @@ absl::StatusOr<TrainerEvent> ParseTrainerEvent(absl::string_view line) {
     s.set_iteration(iteration);
     s.set_step_time_s(Number(object, "step_time_s"));
     s.set_images(Int32(object, "images"));
-    s.set_loss(Number(object, "loss", std::numeric_limits<double>::quiet_NaN()));
+    s.set_loss(Double(object, "loss"));
     s.set_data_time_s(Number(object, "data_time_s"));
     s.set_elapsed_s(Number(object, "elapsed_s"));
     s.set_warmup(Bool(object, "warmup"));
@@ -115,6 +135,8 @@ absl::StatusOr<TrainerEvent> ParseTrainerEvent(absl::string_view line) {
     s.set_measured_images(Integer(object, "measured_images"));
     s.set_window_s(Number(object, "window_s"));
     s.set_step_time_median_s(Number(object, "step_time_median_s"));
+    s.set_skipped_steps(Integer(object, "skipped_steps"));
+    s.set_nonfinite_losses(Integer(object, "nonfinite_losses"));
     out.images_per_second = Number(object, "images_per_second");
   } else if (out.name == "error") {
     out.kind = TrainerEvent::Kind::kError;

@@ -24,13 +24,14 @@ struct TrainerEvent {
   int64_t parameters = 0;
   std::string model;
   std::string device;
-  std::string precision;
+  std::string precision;            // in effect: "fp32", "tf32", "amp_bf16", "amp_fp16"
+  std::string requested_precision;  // as given to --precision ("" from older trainers)
   std::map<std::string, std::string> versions;  // the "versions" object's string values
   // kIter: iteration, step_time_s, images, loss, data_time_s, elapsed_s, warmup.
   // job_id, attempt and rank are left for the caller, which knows them.
   benchfleet::v1::IterationSample sample;
-  // kSummary: measured_iterations, measured_images, window_s, step_time_median_s
-  // (rank left for the caller).
+  // kSummary: measured_iterations, measured_images, window_s, step_time_median_s,
+  // skipped_steps, nonfinite_losses (rank left for the caller).
   benchfleet::v1::RankSummary summary;
   double images_per_second = 0;
   // kError.
@@ -39,8 +40,9 @@ struct TrainerEvent {
 
 // INVALID_ARGUMENT if `line` is not a JSON object with a string "event" field, or if
 // an "iter" event lacks a positive "iteration" (it would have no sample identity).
-// Numeric fields that are absent or null read as 0, except a null loss (the trainer
-// writes NaN as null), which reads as NaN.
+// Numeric fields that are absent or null read as 0, except the loss: written as the
+// proto3 JSON mapping writes a double, "NaN", "Infinity" and "-Infinity" read as
+// themselves, and null (older trainers wrote a non-finite loss so) reads as NaN.
 absl::StatusOr<TrainerEvent> ParseTrainerEvent(absl::string_view line);
 
 }  // namespace bench::agent

@@ -1,6 +1,8 @@
 #include "worker/agent/trainer_event_parser.h"
 
 #include <cmath>
+#include <limits>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -20,6 +22,7 @@ TEST(TrainerEventParserTest, Start) {
   EXPECT_EQ(event->model, "resnet50");
   EXPECT_EQ(event->device, "cpu");
   EXPECT_EQ(event->precision, "fp32");
+  EXPECT_EQ(event->requested_precision, "");  // an older trainer's start event
   EXPECT_EQ(event->versions, (std::map<std::string, std::string>{{"torch", "1.13.1"},
                                                                  {"bench_train", "0.1.0"}}));
 }
@@ -48,6 +51,34 @@ TEST(TrainerEventParserTest, IterWithNullLossReadsNaN) {
   EXPECT_FALSE(event->sample.warmup());
 }
 
+TEST(TrainerEventParserTest, StartWithRequestedPrecision) {
+  auto event = ParseTrainerEvent(
+      R"({"event":"start","rank":0,"precision":"fp32","requested_precision":"amp"})");
+  ASSERT_TRUE(event.ok()) << event.status();
+  EXPECT_EQ(event->precision, "fp32");
+  EXPECT_EQ(event->requested_precision, "amp");
+}
+
+// bench-train writes a non-finite loss as the proto3 JSON mapping does (a string).
+TEST(TrainerEventParserTest, IterWithNonFiniteLossStringsReadsThem) {
+  const std::string prefix =
+      R"({"event":"iter","rank":0,"iteration":37,"step_time_s":0.1,"images":2,"loss":)";
+  auto nan = ParseTrainerEvent(prefix + R"("NaN","data_time_s":0,"lr":"NaN"})");
+  ASSERT_TRUE(nan.ok()) << nan.status();
+  EXPECT_TRUE(std::isnan(nan->sample.loss()));
+  EXPECT_EQ(nan->sample.iteration(), 37);
+  auto inf = ParseTrainerEvent(prefix + R"("Infinity"})");
+  ASSERT_TRUE(inf.ok()) << inf.status();
+  EXPECT_EQ(inf->sample.loss(), std::numeric_limits<double>::infinity());
+  auto minus_inf = ParseTrainerEvent(prefix + R"("-Infinity"})");
+  ASSERT_TRUE(minus_inf.ok()) << minus_inf.status();
+  EXPECT_EQ(minus_inf->sample.loss(), -std::numeric_limits<double>::infinity());
+  // Any other string is not a number: 0, as for the other numeric fields.
+  auto other = ParseTrainerEvent(prefix + R"("nan"})");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->sample.loss(), 0);
+}
+
 TEST(TrainerEventParserTest, IterWithoutIterationIsRejected) {
   EXPECT_FALSE(ParseTrainerEvent(R"({"event":"iter","rank":0,"step_time_s":0.1})").ok());
 }
@@ -55,9 +86,12 @@ TEST(TrainerEventParserTest, IterWithoutIterationIsRejected) {
 TEST(TrainerEventParserTest, Summary) {
   auto event = ParseTrainerEvent(
       R"({"event":"summary","rank":0,"measured_iterations":4,"measured_images":8,)"
-      R"("window_s":1.2,"images_per_second":6.67,"step_time_median_s":0.3})");
+      R"("window_s":1.2,"images_per_second":6.67,"step_time_median_s":0.3,)"
+      R"("skipped_steps":3,"nonfinite_losses":5})");
   ASSERT_TRUE(event.ok()) << event.status();
   EXPECT_EQ(event->kind, TrainerEvent::Kind::kSummary);
+  EXPECT_EQ(event->summary.skipped_steps(), 3);
+  EXPECT_EQ(event->summary.nonfinite_losses(), 5);
   EXPECT_EQ(event->summary.measured_iterations(), 4);
   EXPECT_EQ(event->summary.measured_images(), 8);
   EXPECT_DOUBLE_EQ(event->summary.window_s(), 1.2);
