@@ -183,7 +183,7 @@ std::string JobLogWriter::Add(const v1::JobStatus& job,
     if (sample.step_time_s() > 0) total_ips = global_images / sample.step_time_s();
     if (format_ == OutputFormat::kDllogger) {
       JsonObject data;
-      data.Add("train.loss", sample.loss());
+      data.AddRaw("train.loss", JsonDouble(sample.loss()));  // "NaN" where it diverged
       if (total_ips) data.Add("train.total_ips", *total_ips);
       const double compute_s = sample.step_time_s() - sample.data_time_s();
       if (compute_s > 0) data.Add("train.compute_ips", global_images / compute_s);

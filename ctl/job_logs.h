@@ -19,6 +19,12 @@
 //              it has one.
 //   kJsonl     one proto-JSON IterationSample per line (proto field names), every rank.
 //
+// A non-finite loss (a diverged run) is written as the proto3 JSON mapping writes a
+// double, in DLLogger's train.loss and in jsonl's loss alike: the strings "NaN",
+// "Infinity", "-Infinity" (JSON has no such numbers; Python's float() reads them).
+// MLLOG lines carry no loss; a job that ended for a diverged loss has run_stop status
+// "aborted" with its reason ("loss diverged: ...") in the note.
+//
 // Times: an iteration's received_unix_ns when known, else the job's start (its RUNNING
 // transition, else its creation) plus the rank's elapsed_s.
 #pragma once

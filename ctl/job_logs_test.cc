@@ -1,5 +1,7 @@
 #include "ctl/job_logs.h"
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -267,6 +269,55 @@ TEST(JobLogsTest, ZeroStepTimeIsNotAnInfiniteRate) {
   const std::string ml = RenderJobLog(OutputFormat::kMllog, FinishedJob(), samples);
   EXPECT_THAT(ml, HasSubstr("\"value\": {\"throughput\": null}"));
   ParseLines(ml, ":::MLLOG ");
+}
+
+// A diverged loss is data: both JSON formats write it as the proto3 JSON mapping does,
+// so every line still parses as strict JSON and NaN stays apart from +/-Infinity.
+TEST(JobLogsTest, NonFiniteLossesAreProto3JsonStrings) {
+  auto samples = Samples(4);  // rank 0: samples 0-3, rank 1: samples 4-7
+  samples[1].set_loss(std::nan(""));
+  samples[2].set_loss(std::numeric_limits<double>::infinity());
+  samples[3].set_loss(-std::numeric_limits<double>::infinity());
+  samples[5].set_loss(std::nan(""));
+  v1::JobStatus job = FinishedJob();
+  job.set_state(v1::JOB_STATE_FAILED);
+  job.set_reason("loss diverged: rank 0 on a: non-finite loss in 3 consecutive iterations");
+  job.clear_has_throughput();
+  job.clear_images_per_second();
+
+  const auto dll = ParseLines(RenderJobLog(OutputFormat::kDllogger, job, samples), "DLLL ");
+  std::vector<Value> losses;
+  for (const Struct& line : dll) {
+    const Value* data = Field(line, "data");
+    if (data == nullptr) continue;
+    const Value* loss = Field(data->struct_value(), "train.loss");
+    if (loss != nullptr) losses.push_back(*loss);
+  }
+  ASSERT_EQ(losses.size(), 4u);  // rank 0's iterations
+  EXPECT_DOUBLE_EQ(losses[0].number_value(), 6.9);
+  EXPECT_EQ(losses[1].string_value(), "NaN");
+  EXPECT_EQ(losses[2].string_value(), "Infinity");
+  EXPECT_EQ(losses[3].string_value(), "-Infinity");
+  EXPECT_THAT(Field(Field(dll.back(), "data")->struct_value(), "note")->string_value(),
+              HasSubstr("loss diverged: rank 0"));
+
+  const std::string jsonl = RenderJobLog(OutputFormat::kJsonl, job, samples);
+  const auto lines = ParseLines(jsonl, "");
+  ASSERT_EQ(lines.size(), 8u);
+  EXPECT_EQ(Field(lines[1], "loss")->string_value(), "NaN");
+  EXPECT_EQ(Field(lines[2], "loss")->string_value(), "Infinity");
+  EXPECT_EQ(Field(lines[3], "loss")->string_value(), "-Infinity");
+  EXPECT_EQ(Field(lines[5], "loss")->string_value(), "NaN");
+  // And it reads back into the proto as the same value.
+  v1::IterationSample back;
+  std::vector<std::string> parts = absl::StrSplit(jsonl, '\n');
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(parts[1], &back).ok()) << parts[1];
+  EXPECT_TRUE(std::isnan(back.loss()));
+
+  const std::string ml = RenderJobLog(OutputFormat::kMllog, job, samples);
+  ParseLines(ml, ":::MLLOG ");
+  EXPECT_THAT(ml, HasSubstr("\"status\": \"aborted\""));
+  EXPECT_THAT(ml, HasSubstr("loss diverged: rank 0"));
 }
 
 TEST(JobLogsTest, JsonlHasEveryRankWithProtoFieldNames) {

@@ -43,6 +43,12 @@ std::string JsonNumber(double value) {
   return absl::StrFormat("%.10g", value);
 }
 
+std::string JsonDouble(double value) {
+  if (std::isnan(value)) return "\"NaN\"";
+  if (std::isinf(value)) return value > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+  return JsonNumber(value);
+}
+
 JsonObject& JsonObject::Add(absl::string_view key, absl::string_view text) {
   return AddRaw(key, JsonQuote(text));
 }

@@ -33,6 +33,9 @@ std::string ToJsonArray(const std::vector<M>& messages) {
 std::string JsonQuote(absl::string_view text);
 // A number as JSON: up to 10 significant digits; NaN and infinities become null.
 std::string JsonNumber(double value);
+// As the proto3 JSON mapping writes a double: JsonNumber when finite, else the strings
+// "NaN", "Infinity", "-Infinity" (JSON has no such numbers; Python's float() reads them).
+std::string JsonDouble(double value);
 
 // Builds one JSON object with its keys in insertion order (log formats read best with
 // "timestamp" first). Keys are not checked for duplicates.

@@ -163,14 +163,14 @@ std::string FormatVersions(const benchfleet::v1::Environment& environment) {
 
 std::string FormatRankDevicesTable(const JobStatus& job) {
   TextTable table;
-  table.header = {"RANK", "NODE", "HOST", "DEVICE", "GPU", "UUID"};
+  table.header = {"RANK", "NODE", "HOST", "DEVICE", "GPU", "UUID", "PRECISION"};
   table.align = {Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kLeft,
-                 Align::kLeft};
+                 Align::kLeft, Align::kLeft};
   auto dash = [](const std::string& text) { return text.empty() ? std::string("-") : text; };
   for (const auto& rank : job.rank_devices()) {
     table.rows.push_back({absl::StrCat(rank.rank()), dash(rank.agent()), dash(rank.hostname()),
                           absl::StrCat(rank.device_index()), dash(rank.gpu_name()),
-                          dash(rank.gpu_uuid())});
+                          dash(rank.gpu_uuid()), dash(rank.precision())});
   }
   return RenderPlainTable(table);
 }
@@ -201,6 +201,32 @@ std::string Indent(const std::string& text) {
     absl::StrAppend(&out, "  ", line, "\n");
   }
   return out;
+}
+
+std::string PrecisionText(const JobStatus& job) {
+  const std::string requested = PrecisionName(
+      job.spec().precision() == benchfleet::v1::PRECISION_UNSPECIFIED
+          ? benchfleet::v1::PRECISION_FP32
+          : job.spec().precision());
+  if (job.effective_precision().empty()) {
+    return absl::StrCat("unknown until a rank starts (requested ", requested, ")");
+  }
+  if (!job.precision_mismatch().empty()) {
+    return absl::StrCat(job.effective_precision(), " (MISMATCH: ", job.precision_mismatch(),
+                        ")");
+  }
+  return absl::StrCat(job.effective_precision(), " (requested ", requested, ")");
+}
+
+std::string NonFiniteText(const JobStatus& job) {
+  return absl::StrCat(job.nonfinite_losses(), " of ", job.samples_stored(),
+                      " stored iterations had a NaN or infinite loss");
+}
+
+std::string SkippedText(const JobStatus& job) {
+  if (job.ranks_summarized() == 0) return "unknown until a rank reports its summary";
+  return absl::StrCat(job.skipped_steps(), " fp16 steps skipped for overflow (summaries of ",
+                      job.ranks_summarized(), " of ", job.spec().devices(), " ranks)");
 }
 
 std::string StateWithReason(const JobStatus& job) {
@@ -254,6 +280,11 @@ std::string FormatJobText(const JobStatus& job) {
   }
   line("progress", absl::StrCat(job.iterations_done(), "/", spec.iterations(), " it"));
   line("samples", absl::StrCat(job.samples_stored(), " stored"));
+  if (job.attempt() > 0) {
+    line("precision", PrecisionText(job));
+    line("non-finite", NonFiniteText(job));
+    line("skipped", SkippedText(job));
+  }
   line("parameters", job.parameters() > 0 ? absl::StrCat(job.parameters()) : "unknown");
   line("images/s", Throughput(job));
   line("energy", EnergyText(job));

@@ -39,12 +39,15 @@ std::string FormatPercentiles(const benchfleet::v1::Percentiles& p, const char* 
 std::string FormatBaselineVerdict(const benchfleet::v1::BaselineComparison& baseline);
 // "bench_train=abc, cuda=12.4, torch=2.3" (sorted by key), or "-".
 std::string FormatVersions(const benchfleet::v1::Environment& environment);
-// Per rank: RANK, NODE, HOST, DEVICE, GPU, UUID ("-" where unknown, e.g. CPU slots).
+// Per rank: RANK, NODE, HOST, DEVICE, GPU, UUID, PRECISION (in effect) ("-" where
+// unknown, e.g. CPU slots, or a rank not started yet).
 std::string FormatRankDevicesTable(const benchfleet::v1::JobStatus& job);
 
 // `status`: one "key: value" line per field (environment, hosts and baseline verdict where
 // known; shape, constraints, limits, queue position of a QUEUED job and requeues (> 0)
-// where set), then placements, rank devices and history.
+// where set; once placed, the precision in effect (flagging a mismatch with the request),
+// the non-finite losses and the skipped fp16 steps of the current attempt), then
+// placements, rank devices and history.
 std::string FormatJobText(const benchfleet::v1::JobStatus& job);
 // Per GPU of a finished job: energy per image and power / clock / temperature over
 // the measured window ("no data" where a figure is missing).

@@ -198,13 +198,58 @@ TEST(ViewsTest, JobTextShowsEnvironmentRankDevicesAndBaseline) {
   EXPECT_THAT(text, HasSubstr("versions:   cuda=12.4, driver=550.54 | 550.90, torch=2.3.0\n"));
   EXPECT_THAT(text, HasSubstr("hosts:      dgx-a, dgx-b\n"));
   EXPECT_THAT(text, HasSubstr("baseline:   0.900x of 10000.0 images/s (job j-1): REGRESSION"));
-  EXPECT_THAT(text, HasSubstr("ranks:\n"
-                              "  RANK  NODE      HOST   DEVICE  GPU                   UUID\n"
-                              "     0  node-a    dgx-a       0  Tesla V100-SXM2-16GB  GPU-aaaa\n"
-                              "     1  cpu-node  -           3  -                     -\n"));
+  EXPECT_THAT(text,
+              HasSubstr("ranks:\n"
+                        "  RANK  NODE      HOST   DEVICE  GPU                   UUID      PRECISION\n"
+                        "     0  node-a    dgx-a       0  Tesla V100-SXM2-16GB  GPU-aaaa  -\n"
+                        "     1  cpu-node  -           3  -                     -         -\n"));
   job.mutable_baseline()->set_verdict(benchfleet::v1::BASELINE_VERDICT_WITHIN);
   job.mutable_baseline()->set_ratio(1.01);
   EXPECT_THAT(FormatJobText(job), HasSubstr("(job j-1): within bounds\n"));
+}
+
+// Issue 13: the precision in effect (a mismatch with the request flagged), the
+// non-finite losses and the skipped fp16 steps of the current attempt.
+TEST(ViewsTest, JobTextShowsPrecisionInEffectNonFiniteLossesAndSkippedSteps) {
+  JobStatus job = RunningJob();  // amp requested, 360 samples stored, 8 ranks
+  std::string text = FormatJobText(job);
+  EXPECT_THAT(text, HasSubstr("precision:  unknown until a rank starts (requested amp)\n"));
+  EXPECT_THAT(text, HasSubstr(
+                        "non-finite: 0 of 360 stored iterations had a NaN or infinite loss\n"));
+  EXPECT_THAT(text, HasSubstr("skipped:    unknown until a rank reports its summary\n"));
+
+  job.set_effective_precision("amp_fp16");
+  job.set_nonfinite_losses(12);
+  job.set_skipped_steps(5);
+  job.set_ranks_summarized(3);
+  text = FormatJobText(job);
+  EXPECT_THAT(text, HasSubstr("precision:  amp_fp16 (requested amp)\n"));
+  EXPECT_THAT(text, HasSubstr(
+                        "non-finite: 12 of 360 stored iterations had a NaN or infinite loss\n"));
+  EXPECT_THAT(text, HasSubstr(
+                        "skipped:    5 fp16 steps skipped for overflow (summaries of 3 of 8 ranks)\n"));
+
+  job.set_effective_precision("fp32");
+  job.set_precision_mismatch("requested amp, ran fp32");
+  auto* rank = job.add_rank_devices();
+  rank->set_rank(0);
+  rank->set_agent("node-a");
+  rank->set_precision("fp32");
+  text = FormatJobText(job);
+  EXPECT_THAT(text, HasSubstr("precision:  fp32 (MISMATCH: requested amp, ran fp32)\n"));
+  EXPECT_THAT(text, HasSubstr("  fp32\n"));  // the ranks table's PRECISION column
+
+  // --format json carries the same fields.
+  const std::string json = ToJson(job);
+  EXPECT_THAT(json, HasSubstr("\"effective_precision\":\"fp32\""));
+  EXPECT_THAT(json, HasSubstr("\"precision_mismatch\":\"requested amp, ran fp32\""));
+  EXPECT_THAT(json, HasSubstr("\"nonfinite_losses\":\"12\""));  // int64: a string
+  EXPECT_THAT(json, HasSubstr("\"skipped_steps\":\"5\""));
+  EXPECT_THAT(json, HasSubstr("\"ranks_summarized\":3"));
+
+  JobStatus queued = RunningJob();
+  queued.set_attempt(0);
+  EXPECT_THAT(FormatJobText(queued), Not(HasSubstr("non-finite:")));
 }
 
 TEST(ViewsTest, JobsTable) {
