@@ -55,6 +55,8 @@ constexpr char kUsage[] =
     "  --zero-init-residual      last BatchNorm gamma of each block starts at 0 (off)\n"
     "  --no-broadcast-buffers    ranks keep their own BatchNorm running statistics\n"
     "                            (default: rank 0's are broadcast before each forward, as DDP)\n"
+    "  --max-nonfinite-iters N   end with 'loss diverged' after N iterations in a row\n"
+    "                            with a non-finite loss (20; 0: never)\n"
     "  --device D                cpu|cuda|cuda:N (cpu); cuda = cuda:LOCAL_RANK\n"
     "  --threads N               intra-op CPU threads (libtorch default)\n"
     "  --seed N                  random seed (1)\n"
@@ -165,6 +167,8 @@ Status ParseFlags(int argc, char** argv, ParsedFlags* parsed) {
       BENCH_TRAIN_RETURN_IF_ERROR(ParseDouble(flag, value, &o.weight_decay));
     } else if (flag == "--label-smoothing") {
       BENCH_TRAIN_RETURN_IF_ERROR(ParseDouble(flag, value, &o.label_smoothing));
+    } else if (flag == "--max-nonfinite-iters") {
+      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.max_nonfinite_iters));
     } else if (flag == "--lr-warmup-iters") {
       BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.lr_warmup_iterations));
     } else if (flag == "--device") {

@@ -93,6 +93,9 @@ Status ValidateTrainOptions(const TrainOptions& options) {
   if (options.lr_warmup_iterations < -1) {
     return InvalidArgumentError("--lr-warmup-iters must be >= 0");
   }
+  if (options.max_nonfinite_iters < 0) {
+    return InvalidArgumentError("--max-nonfinite-iters must be >= 0 (0: never stop)");
+  }
   if (options.batch_size <= 0) {
     return InvalidArgumentError("--bs must be > 0 (got " + std::to_string(options.batch_size) +
                                 ")");

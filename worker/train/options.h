@@ -83,6 +83,9 @@ struct TrainOptions {
   // With more than one rank: rank 0's BatchNorm running statistics overwrite every
   // rank's before each forward, as PyTorch DDP's broadcast_buffers=True (its default).
   bool broadcast_buffers = true;
+  // The run ends with "loss diverged" once this many iterations in a row had a
+  // non-finite loss (every iteration is still reported); 0: never.
+  int64_t max_nonfinite_iters = 20;
   RendezvousOptions rendezvous;
 };
 

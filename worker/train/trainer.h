@@ -1,12 +1,13 @@
-// The training loop of one bench-train rank.
+// One bench-train rank, from options to summary.
 //
-// Torch-free header. RunTrainer validates `options`, opens the data (synthetic:
-// one batch made on the device; imagefolder: JPEGs decoded on loader threads,
-// image_folder.h), builds the model on the device, joins the process group when
-// options.rendezvous.world_size > 1 (Gloo on the CPU, NCCL on CUDA), broadcasts
-// rank 0's weights, and trains with NVIDIA's ResNet-50 v1.5 recipe
-// (training_step.h), writing `start`, one `iter` per iteration and `summary` to
-// `events` (docs/trainer-events.md). Human-readable logs go to stderr.
+// Torch-free header. RunTrainer validates `options`, decides the run plan
+// (run_plan.h: device, precision in effect, memory format, CUDA graphs), opens
+// the data (data_source.h), builds the model on the device, joins the process
+// group when options.rendezvous.world_size > 1 (Gloo on the CPU, NCCL on CUDA),
+// broadcasts rank 0's weights, and trains with NVIDIA's ResNet-50 v1.5 recipe
+// (training_step.h) in the one timing loop (training_loop.h), writing `start`,
+// one `iter` per iteration and `summary` to `events` (docs/trainer-events.md),
+// then leaves the process group. Human-readable logs go to stderr.
 //
 // Precision: "fp32" (TF32 off), "tf32" (CUDA, compute capability >= 8), "amp" =
 // fp16 autocast with on-device dynamic loss scaling on CUDA ("amp_fp16") and bf16
@@ -15,11 +16,13 @@
 //
 // On CUDA: cuDNN benchmark mode; channels_last unless turned off; with
 // cuda_graphs (auto: one rank and batch <= 128) the whole step is captured after
-// three eager steps and replayed.
+// three eager steps and replayed; a capture that fails falls back to eager steps
+// and the start event says why.
 //
 // Returns OK after the summary. On failure it returns a non-OK Status and writes
 // no `error` event itself (the caller does; exactly one per process): libtorch
-// and standard exceptions are caught here and become kInternal; bad options are
+// and standard exceptions are caught here and become kInternal, as does a loss
+// that stays non-finite ("loss diverged: ..."); bad options are
 // kInvalidArgument; a missing peer or device is kUnavailable; a feature this
 // build lacks (CUDA, NCCL) is kUnimplemented. Blocks the calling thread for the
 // whole run; one call per process at a time (libtorch's global state).

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -364,6 +365,84 @@ TEST(TrainingStepTest, RankZerosBatchNormStatisticsAreBroadcastBeforeEachForward
   const auto own = BuffersAfterDivergentThenSharedBatches(/*broadcast_buffers=*/false);
   ASSERT_EQ(own[0].size(), 3u * 20);
   EXPECT_FALSE(SameBuffers(own[0], own[1]));
+}
+
+}  // namespace
+}  // namespace bench_train
+
+namespace bench_train {
+namespace {
+
+std::vector<at::Tensor> Snapshot(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> copies;
+  for (const auto& tensor : tensors) copies.push_back(tensor.clone());
+  return copies;
+}
+
+bool AllEqual(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!torch::equal(a[i], b[i])) return false;
+  }
+  return a.size() == b.size();
+}
+
+std::vector<at::Tensor> Momenta(TrainingStep& step) {
+  std::vector<at::Tensor> momenta;
+  for (const auto& group : step.optimizer().groups()) momenta.push_back(group.momentum);
+  return momenta;
+}
+
+// The whole fp16-style step on CPU tensors: scaled backward, unscale and
+// overflow check, masked update, scale update and the skipped-step count, with
+// an inf injected into one batch.
+TEST(TrainingStepTest, LossScaledStepSkipsAnOverflowAndBacksOffThenGrows) {
+  torch::manual_seed(5);
+  const at::Tensor images = torch::randn({2, 3, 32, 32});
+  const at::Tensor labels = torch::randint(0, 10, {2}, torch::kLong);
+  at::Tensor poisoned = images.clone();
+  poisoned[0][1][7][7] = std::numeric_limits<float>::infinity();
+
+  StepOptions options = SmallStep();
+  options.loss_scaling = true;
+  options.scaler = LossScalerOptions{1024.0, 2.0, 0.5, /*growth_interval=*/2};
+  auto scaled_model = EvalModel(11);
+  TrainingStep scaled(scaled_model, options, nullptr);
+
+  // Step 1, clean: the same update as an unscaled step from the same weights.
+  auto plain_model = EvalModel(11);
+  StepOptions plain_options = SmallStep();
+  TrainingStep plain(plain_model, plain_options, nullptr);
+  EXPECT_TRUE(std::isfinite(Value(scaled.Run(images, labels))));
+  plain.Run(images, labels);
+  const auto expected = plain_model->named_parameters();
+  for (const auto& item : scaled_model->named_parameters()) {
+    EXPECT_TRUE(torch::allclose(item.value(), expected[item.key()], 1e-5, 1e-6)) << item.key();
+  }
+  EXPECT_EQ(Value(scaled.scaler()->scale()), 1024.0f);
+  EXPECT_EQ(Value(scaled.scaler()->found_inf()), 0.0f);
+
+  // Step 2, an inf in the batch: the loss is not finite, nothing is updated
+  // (weights and momentum), the scale halves and the step counts as skipped.
+  const auto weights_before = Snapshot(scaled_model->parameters());
+  const auto momenta_before = Snapshot(Momenta(scaled));
+  EXPECT_FALSE(std::isfinite(Value(scaled.Run(poisoned, labels))));
+  EXPECT_EQ(Value(scaled.scaler()->found_inf()), 1.0f);
+  EXPECT_TRUE(AllEqual(scaled_model->parameters(), weights_before));
+  EXPECT_TRUE(AllEqual(Momenta(scaled), momenta_before));
+  EXPECT_EQ(Value(scaled.scaler()->scale()), 512.0f);
+  EXPECT_EQ(Value(scaled.scaler()->skipped_steps()), 1.0f);
+
+  // Steps 3 and 4, clean: updates resume, and after growth_interval clean steps
+  // in a row the scale doubles; the skipped count stays.
+  EXPECT_TRUE(std::isfinite(Value(scaled.Run(images, labels))));
+  EXPECT_FALSE(AllEqual(scaled_model->parameters(), weights_before));
+  EXPECT_EQ(Value(scaled.scaler()->scale()), 512.0f);
+  scaled.Run(images, labels);
+  EXPECT_EQ(Value(scaled.scaler()->scale()), 1024.0f);
+  EXPECT_EQ(Value(scaled.scaler()->skipped_steps()), 1.0f);
+  for (const auto& weight : scaled_model->parameters()) {
+    EXPECT_TRUE(torch::isfinite(weight).all().item<bool>());
+  }
 }
 
 }  // namespace
