@@ -80,7 +80,7 @@ record() {  # side prec bs mode in_effect repeat ips rc seconds
 }
 ours() {  # prec bs graphs repeat -> img/s on stdout ("" if the run failed)
   local t0=$SECONDS out rc=0 ips graphs
-  out=$(LD_LIBRARY_PATH=$TRAIN_LD timeout -k 10 "$RUN_TIMEOUT" "$BIN" --model "$MODEL" \
+  out=$(LD_LIBRARY_PATH=$TRAIN_LD timeout --foreground -k 10 "$RUN_TIMEOUT" "$BIN" --model "$MODEL" \
     --device "$DEVICE" --precision "$1" --bs "$2" --image-size "$IMAGE_SIZE" --iters "$ITERS" \
     --warmup "$WARMUP" --cuda-graphs "$3" "${threads[@]}" 2>>"$OUT/bench-train.stderr") || rc=$?
   printf '%s\n' "$out" >>"$OUT/bench-train.jsonl"
@@ -92,7 +92,7 @@ ours() {  # prec bs graphs repeat -> img/s on stdout ("" if the run failed)
 }
 theirs() {  # prec bs repeat
   local t0=$SECONDS out rc=0 ips
-  out=$(env OMP_NUM_THREADS="${THREADS:-$(nproc)}" timeout -k 10 "$RUN_TIMEOUT" "$PY" \
+  out=$(env OMP_NUM_THREADS="${THREADS:-$(nproc)}" timeout --foreground -k 10 "$RUN_TIMEOUT" "$PY" \
     tests/bench/pytorch_eager_resnet.py --model "$MODEL" --device "$DEVICE" --precision "$1" \
     --bs "$2" --image-size "$IMAGE_SIZE" --iters "$ITERS" --warmup "$WARMUP" "${threads[@]}" \
     2>>"$OUT/pytorch.stderr") || rc=$?
