@@ -109,6 +109,8 @@ step_env() {
 
 step_bundle() {
   [ -d "$FL_BUNDLE/bin" ] || { echo "no bundle at $FL_BUNDLE (deploy/gpu/bundle.sh, then carry it)"; return 1; }
+  # In case the copy to this machine dropped the modes.
+  chmod u+x "$FL_BUNDLE"/bin/* "$FL_BUNDLE"/libexec/* "$FL_BUNDLE"/compat/ld-linux* 2>/dev/null
   cat "$FL_BUNDLE/MANIFEST" 2>/dev/null
   local p mode=native out flag
   for p in benchd bench-agent benchctl; do
