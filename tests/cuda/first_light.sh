@@ -148,22 +148,40 @@ step_build() {
                   -DCUDA_TOOLKIT_ROOT_DIR="$(dirname "$(dirname "$nvcc")")")
     fi
     # We compile no CUDA code; naming the GPU's architecture spares TorchConfig's probe.
-    arch=$(json_field capability <"$FL_WORK/torch_versions.json" 2>/dev/null)
+    arch=$(json_field capability 2>/dev/null <"$FL_WORK/torch_versions.json")
     if [ -n "$arch" ] && [ "$arch" != null ]; then export TORCH_CUDA_ARCH_LIST=$arch; fi
   fi
   echo "torch cmake prefix: $TORCH_CMAKE_PREFIX; nccl.h: ${TORCH_NCCL_INCLUDE:-none}; nvcc: ${nvcc:-none}"
-  local t0=$SECONDS
-  cmake -S "$ROOT" -B "$FL_BUILD" "${generator[@]}" -DBENCH_TRAINER_ONLY=ON \
-    -DBENCH_TRAIN_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$TORCH_CMAKE_PREFIX" "${cuda_args[@]}" \
-    ${TORCH_NCCL_INCLUDE:+-DBENCH_NCCL_INCLUDE_DIR="$TORCH_NCCL_INCLUDE"} >"$FL_LOGS/cmake.log" 2>&1 ||
-    { tail -60 "$FL_LOGS/cmake.log"; res note "cmake failed"; return 1; }
-  grep 'bench-train: torch' "$FL_LOGS/cmake.log"
-  res configure_s $((SECONDS - t0))
-  cmake --build "$FL_BUILD" --target bench-train -j"$JOBS" >"$FL_LOGS/build.log" 2>&1 ||
-    { grep -m20 -B2 -A8 'error' "$FL_LOGS/build.log" | head -80; tail -20 "$FL_LOGS/build.log"; res note "build failed"; return 1; }
+  local t0=$SECONDS nccl_args=() tried_without_nccl=0 rc
+  : >>"$FL_LOGS/cmake.log"; : >>"$FL_LOGS/ninja.log"
+  while :; do
+    rc=0
+    cmake -S "$ROOT" -B "$FL_BUILD" "${generator[@]}" -DBENCH_TRAINER_ONLY=ON \
+      -DBENCH_TRAIN_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$TORCH_CMAKE_PREFIX" "${cuda_args[@]}" "${nccl_args[@]}" \
+      ${TORCH_NCCL_INCLUDE:+-DBENCH_NCCL_INCLUDE_DIR="$TORCH_NCCL_INCLUDE"} >>"$FL_LOGS/cmake.log" 2>&1 || rc=1
+    if [ $rc = 1 ]; then
+      tail -60 "$FL_LOGS/cmake.log"
+    else
+      grep 'bench-train: torch' "$FL_LOGS/cmake.log" | tail -1
+      res configure_s $((SECONDS - t0))
+      cmake --build "$FL_BUILD" --target bench-train -j"$JOBS" >>"$FL_LOGS/ninja.log" 2>&1 || rc=2
+      [ $rc = 0 ] || { grep -m20 -B2 -A8 'error' "$FL_LOGS/ninja.log" | head -80; tail -20 "$FL_LOGS/ninja.log"; }
+    fi
+    [ $rc != 0 ] || break
+    # A build without NCCL still measures one GPU; nccl-2rank then reports why it fails.
+    if [ $tried_without_nccl = 0 ] && [ "$FL_DEVICE" = cuda ] && (($(left_s) > 150)) &&
+       cat "$FL_LOGS/cmake.log" "$FL_LOGS/ninja.log" 2>/dev/null | grep -i -A4 'error' | grep -qi 'nccl'; then
+      echo "=== the build failed with NCCL in its errors: trying again with -DBENCH_TRAIN_NCCL=OFF"
+      tried_without_nccl=1; nccl_args=(-DBENCH_TRAIN_NCCL=OFF)
+      echo "=== again with -DBENCH_TRAIN_NCCL=OFF" | tee -a "$FL_LOGS/cmake.log" >>"$FL_LOGS/ninja.log"
+      continue
+    fi
+    res note "$([ $rc = 1 ] && echo "cmake failed" || echo "build failed")${nccl_args:+ (also without NCCL)}"
+    return 1
+  done
   [ -x "$FL_TRAIN" ] || { echo "no $FL_TRAIN after the build"; return 1; }
-  res note "$(sed -n 's/.*bench-train: \(torch .*\)/\1/p' "$FL_LOGS/cmake.log" | head -1); $((SECONDS - t0)) s"
+  res note "$(sed -n 's/.*bench-train: \(torch .*\)/\1/p' "$FL_LOGS/cmake.log" | tail -1)${nccl_args:+ (NCCL turned off after a failed build)}; $((SECONDS - t0)) s"
   LD_LIBRARY_PATH=$FL_TORCH_LD ldd "$FL_TRAIN" >"$FL_LOGS/bench-train.ldd" 2>&1
   if grep -q 'not found' "$FL_LOGS/bench-train.ldd"; then grep 'not found' "$FL_LOGS/bench-train.ldd"; return 1; fi
   "$FL_TRAIN" --help >/dev/null 2>&1 || LD_LIBRARY_PATH=$FL_TORCH_LD "$FL_TRAIN" --help >/dev/null
