@@ -14,10 +14,10 @@ class CapturedEvents {
  public:
   CapturedEvents() : file_(std::tmpfile()), writer_(file_) {}
   ~CapturedEvents() { std::fclose(file_); }
-  CapturedEvents(const CapturedEvents &) = delete;
-  CapturedEvents &operator=(const CapturedEvents &) = delete;
+  CapturedEvents(const CapturedEvents&) = delete;
+  CapturedEvents& operator=(const CapturedEvents&) = delete;
 
-  EventWriter &writer() { return writer_; }
+  EventWriter& writer() { return writer_; }
 
   // Every line written so far.
   std::vector<std::string> Lines() {
@@ -38,11 +38,11 @@ class CapturedEvents {
   }
 
  private:
-  std::FILE *file_;
+  std::FILE* file_;
   EventWriter writer_;
 };
 
-inline bool StartsWith(const std::string &text, const std::string &prefix) {
+inline bool StartsWith(const std::string& text, const std::string& prefix) {
   return text.rfind(prefix, 0) == 0;
 }
 

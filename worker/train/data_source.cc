@@ -17,7 +17,7 @@ namespace {
 
 class SyntheticData : public DataSource {
  public:
-  SyntheticData(const TrainOptions &options, const c10::Device &device) {
+  SyntheticData(const TrainOptions& options, const c10::Device& device) {
     torch::manual_seed(options.seed + 1 + static_cast<uint64_t>(options.rendezvous.rank));
     const auto on_device = at::TensorOptions().device(device);
     images_ = at::randn({options.batch_size, 3, options.image_size, options.image_size},
@@ -34,8 +34,8 @@ class SyntheticData : public DataSource {
 
 class ImageFolderData : public DataSource {
  public:
-  static StatusOr<std::unique_ptr<DataSource>> Open(const TrainOptions &options,
-                                                    const c10::Device &device) {
+  static StatusOr<std::unique_ptr<DataSource>> Open(const TrainOptions& options,
+                                                    const c10::Device& device) {
     std::unique_ptr<ImageFolderData> data(new ImageFolderData());
     data->device_ = device;
     data->batch_size_ = options.batch_size;
@@ -52,8 +52,8 @@ class ImageFolderData : public DataSource {
     loader.seed = options.seed;
     loader.rank = options.rendezvous.rank;
     loader.world_size = options.rendezvous.world_size;
-    ImageFolderData *raw = data.get();
-    auto opened = ImageFolderLoader::Open(loader, [raw, device](size_t bytes) -> void * {
+    ImageFolderData* raw = data.get();
+    auto opened = ImageFolderLoader::Open(loader, [raw, device](size_t bytes) -> void* {
       at::Tensor slot = at::empty({static_cast<int64_t>(bytes)},
                                   at::TensorOptions(at::kByte).pinned_memory(device.is_cuda()));
       raw->slot_memory_.push_back(slot);
@@ -127,8 +127,8 @@ class ImageFolderData : public DataSource {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<DataSource>> OpenDataSource(const TrainOptions &options,
-                                                     const c10::Device &device) {
+StatusOr<std::unique_ptr<DataSource>> OpenDataSource(const TrainOptions& options,
+                                                     const c10::Device& device) {
   if (options.data == kDataImageFolder) return ImageFolderData::Open(options, device);
   return std::unique_ptr<DataSource>(new SyntheticData(options, device));
 }

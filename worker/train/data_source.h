@@ -1,12 +1,11 @@
 // Where a rank's batches come from.
 //
 // OpenDataSource gives, for options.data:
-//   "synthetic"   one random batch made once on the device (measures compute
-//   alone); "imagefolder" JPEGs decoded on loader threads (image_folder.h) into
-//   host slots
-//                 (pinned on CUDA); on CUDA each batch is copied asynchronously
-//                 into one device buffer, and a slot goes back to the loader
-//                 once the step that used it is known to be complete (Done).
+//   "synthetic"    one random batch made once on the device (measures compute alone);
+//   "imagefolder"  JPEGs decoded on loader threads (image_folder.h) into host slots
+//                  (pinned on CUDA); on CUDA each batch is copied asynchronously into
+//                  one device buffer, and a slot goes back to the loader once the step
+//                  that used it is known to be complete (Done).
 // A missing or empty folder is an error here, before any training. Used by one
 // thread (the rank's training loop).
 #ifndef BENCHFLEET_WORKER_TRAIN_DATA_SOURCE_H_
@@ -48,8 +47,8 @@ class DataSource {
 // reading lags behind (one) plus the loader's prefetch.
 inline constexpr int kImageFolderSlots = 4;
 
-StatusOr<std::unique_ptr<DataSource>> OpenDataSource(const TrainOptions &options,
-                                                     const c10::Device &device);
+StatusOr<std::unique_ptr<DataSource>> OpenDataSource(const TrainOptions& options,
+                                                     const c10::Device& device);
 
 }  // namespace bench_train
 

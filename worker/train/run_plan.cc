@@ -10,7 +10,7 @@
 namespace bench_train {
 namespace {
 
-StatusOr<c10::Device> ResolveDevice(const TrainOptions &options) {
+StatusOr<c10::Device> ResolveDevice(const TrainOptions& options) {
   if (options.device == "cpu") return c10::Device(c10::kCPU);
 #ifndef BENCH_WITH_CUDA
   return UnimplementedError("--device " + options.device +
@@ -34,7 +34,7 @@ StatusOr<c10::Device> ResolveDevice(const TrainOptions &options) {
 #endif
 }
 
-int ComputeCapabilityMajor(const c10::Device &device) {
+int ComputeCapabilityMajor(const c10::Device& device) {
 #ifdef BENCH_WITH_CUDA
   if (device.is_cuda()) return at::cuda::getDeviceProperties(device.index())->major;
 #endif
@@ -44,7 +44,7 @@ int ComputeCapabilityMajor(const c10::Device &device) {
 
 }  // namespace
 
-StatusOr<PrecisionPlan> PlanPrecision(const std::string &precision, const c10::Device &device,
+StatusOr<PrecisionPlan> PlanPrecision(const std::string& precision, const c10::Device& device,
                                       int compute_capability_major) {
   if (precision == kPrecisionFp32) return PrecisionPlan{"fp32", false, c10::kFloat, false, false};
   if (!device.is_cuda()) {
@@ -69,7 +69,7 @@ StatusOr<PrecisionPlan> PlanPrecision(const std::string &precision, const c10::D
   return PrecisionPlan{"amp_fp16", true, c10::kHalf, true, false};
 }
 
-StatusOr<RunPlan> MakeRunPlan(const TrainOptions &options) {
+StatusOr<RunPlan> MakeRunPlan(const TrainOptions& options) {
   RunPlan plan;
   BENCH_TRAIN_ASSIGN_OR_RETURN(plan.device, ResolveDevice(options));
   const bool cuda = plan.device.is_cuda();

@@ -42,10 +42,10 @@ struct RunPlan {
 // The precision in effect for `precision` on `device`. On the CPU amp and bf16
 // are bf16 autocast and tf32 does not exist; `compute_capability_major` is the
 // CUDA device's (ignored on the CPU).
-StatusOr<PrecisionPlan> PlanPrecision(const std::string &precision, const c10::Device &device,
+StatusOr<PrecisionPlan> PlanPrecision(const std::string& precision, const c10::Device& device,
                                       int compute_capability_major);
 
-StatusOr<RunPlan> MakeRunPlan(const TrainOptions &options);
+StatusOr<RunPlan> MakeRunPlan(const TrainOptions& options);
 
 }  // namespace bench_train
 

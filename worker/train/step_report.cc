@@ -21,17 +21,17 @@ double Percentile(std::vector<double> values, double q) {
   return values[lower] + (values[upper] - values[lower]) * (position - static_cast<double>(lower));
 }
 
-StepReporter::StepReporter(const TrainOptions &options, EventWriter &events)
+StepReporter::StepReporter(const TrainOptions& options, EventWriter& events)
     : options_(options), events_(events) {}
 
-void StepReporter::WriteStart(const StartEvent &start) {
+void StepReporter::WriteStart(const StartEvent& start) {
   events_.Write(start);
   start_written_ = true;
-  for (const IterEvent &event : held_) events_.Write(event);
+  for (const IterEvent& event : held_) events_.Write(event);
   held_.clear();
 }
 
-Status StepReporter::Iteration(const StepTiming &timing) {
+Status StepReporter::Iteration(const StepTiming& timing) {
   IterEvent event;
   event.rank = options_.rendezvous.rank;
   event.iteration = timing.iteration;

@@ -45,17 +45,17 @@ double Percentile(std::vector<double> values, double q);
 class StepReporter {
  public:
   // Both must outlive the reporter.
-  StepReporter(const TrainOptions &options, EventWriter &events);
+  StepReporter(const TrainOptions& options, EventWriter& events);
 
   // Writes `start`, then every iteration held so far. Call once.
-  void WriteStart(const StartEvent &start);
+  void WriteStart(const StartEvent& start);
   bool start_written() const { return start_written_; }
 
   // Writes (or holds, before WriteStart) the step's `iter` event and adds a
   // measured step to the summary. Returns kInternal "loss diverged: ..." once
   // the last options.max_nonfinite_iters iterations (> 0) all had a non-finite
   // loss; the event is written (or held) first.
-  Status Iteration(const StepTiming &timing);
+  Status Iteration(const StepTiming& timing);
 
   // The summary for a measured window of `window_s` seconds (skipped_steps,
   // corrupt_files and peak_memory_bytes are the caller's to fill).
@@ -64,8 +64,8 @@ class StepReporter {
   int64_t nonfinite_losses() const { return nonfinite_losses_; }
 
  private:
-  const TrainOptions &options_;
-  EventWriter &events_;
+  const TrainOptions& options_;
+  EventWriter& events_;
   bool start_written_ = false;
   std::vector<IterEvent> held_;
   std::vector<double> step_times_;

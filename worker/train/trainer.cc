@@ -35,11 +35,11 @@
 namespace bench_train {
 namespace {
 
-void Log(int rank, const std::string &message) {
+void Log(int rank, const std::string& message) {
   std::fprintf(stderr, "[bench-train rank %d] %s\n", rank, message.c_str());
 }
 
-std::string Format(const char *format, double a, double b) {
+std::string Format(const char* format, double a, double b) {
   char buffer[128];
   std::snprintf(buffer, sizeof(buffer), format, a, b);
   return buffer;
@@ -56,7 +56,7 @@ std::map<std::string, std::string> Versions() {
   versions["cuda"] =
       std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10);
   try {
-    const auto &hooks = at::detail::getCUDAHooks();
+    const auto& hooks = at::detail::getCUDAHooks();
     if (hooks.hasCuDNN()) {
       const long v = hooks.versionCuDNN();  // 8.x: M*1000+m*100+p; 9.x: M*10000+m*100+p
       const long major = v >= 10000 ? v / 10000 : v / 1000;
@@ -64,7 +64,7 @@ std::map<std::string, std::string> Versions() {
       versions["cudnn"] =
           std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
     }
-  } catch (const std::exception &) {
+  } catch (const std::exception&) {
     // Best effort: the field is optional.
   }
 #endif
@@ -75,7 +75,7 @@ std::map<std::string, std::string> Versions() {
   return versions;
 }
 
-StepOptions MakeStepOptions(const TrainOptions &options, const RunPlan &plan) {
+StepOptions MakeStepOptions(const TrainOptions& options, const RunPlan& plan) {
   StepOptions step;
   step.device = plan.device;
   step.autocast = plan.precision.autocast;
@@ -93,10 +93,10 @@ StepOptions MakeStepOptions(const TrainOptions &options, const RunPlan &plan) {
   return step;
 }
 
-StartEvent MakeStartEvent(const TrainOptions &options, const RunPlan &plan,
-                          const std::string &backend, int64_t parameters,
-                          const StepOptions &step_options, int64_t allreduce_buckets,
-                          const DataSource &data, const StepRunner &runner) {
+StartEvent MakeStartEvent(const TrainOptions& options, const RunPlan& plan,
+                          const std::string& backend, int64_t parameters,
+                          const StepOptions& step_options, int64_t allreduce_buckets,
+                          const DataSource& data, const StepRunner& runner) {
   StartEvent start;
   start.rank = options.rendezvous.rank;
   start.model = options.model;
@@ -133,7 +133,7 @@ StartEvent MakeStartEvent(const TrainOptions &options, const RunPlan &plan,
   return start;
 }
 
-void ConfigureDevice(const RunPlan &plan) {
+void ConfigureDevice(const RunPlan& plan) {
 #ifdef BENCH_WITH_CUDA
   if (!plan.device.is_cuda()) return;
   c10::cuda::set_device(plan.device.index());
@@ -147,9 +147,9 @@ void ConfigureDevice(const RunPlan &plan) {
 #endif
 }
 
-Status RunTrainerOrThrow(const TrainOptions &options, EventWriter &events) {
+Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
   BENCH_TRAIN_RETURN_IF_ERROR(ValidateTrainOptions(options));
-  const RendezvousOptions &rendezvous = options.rendezvous;
+  const RendezvousOptions& rendezvous = options.rendezvous;
   const int rank = rendezvous.rank;
   if (options.threads > 0) at::set_num_threads(options.threads);
 
@@ -181,7 +181,7 @@ Status RunTrainerOrThrow(const TrainOptions &options, EventWriter &events) {
         ConnectProcessGroup(rendezvous, device.is_cuda() ? Backend::kNccl : Backend::kGloo));
     backend = communicator->backend_name();
     std::vector<at::Tensor> state = model->parameters();
-    for (const auto &buffer : model->buffers()) state.push_back(buffer);
+    for (const auto& buffer : model->buffers()) state.push_back(buffer);
     BroadcastTensors(state, *communicator, /*root=*/0);
   }
 
@@ -207,7 +207,7 @@ Status RunTrainerOrThrow(const TrainOptions &options, EventWriter &events) {
   const int64_t allreduce_buckets =
       step.reducer() != nullptr ? static_cast<int64_t>(step.reducer()->num_buckets()) : 0;
   StepReporter reporter(options, events);
-  auto write_start = [&](const StepRunner &settled) {
+  auto write_start = [&](const StepRunner& settled) {
     const StartEvent start = MakeStartEvent(options, plan, backend, parameters, step_options,
                                             allreduce_buckets, *data, settled);
     reporter.WriteStart(start);
@@ -255,12 +255,12 @@ Status RunTrainerOrThrow(const TrainOptions &options, EventWriter &events) {
 
 }  // namespace
 
-Status RunTrainer(const TrainOptions &options, EventWriter &events) {
+Status RunTrainer(const TrainOptions& options, EventWriter& events) {
   try {
     return RunTrainerOrThrow(options, events);
-  } catch (const c10::Error &e) {
+  } catch (const c10::Error& e) {
     return InternalError(e.what_without_backtrace());
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     return InternalError(e.what());
   } catch (...) {
     return InternalError("unknown exception");

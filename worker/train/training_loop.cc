@@ -31,16 +31,16 @@ double HostSeconds(HostClock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
-std::string ErrorText(const std::exception &e) {
-  if (const auto *c10_error = dynamic_cast<const c10::Error *>(&e)) {
+std::string ErrorText(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
     return c10_error->what_without_backtrace();
   }
   return e.what();
 }
 
-std::vector<float> ToFloats(const at::Tensor &outputs) {
+std::vector<float> ToFloats(const at::Tensor& outputs) {
   const at::Tensor host = outputs.to(at::kFloat).contiguous();
-  const float *begin = host.data_ptr<float>();
+  const float* begin = host.data_ptr<float>();
   return std::vector<float>(begin, begin + host.numel());
 }
 
@@ -50,10 +50,10 @@ std::vector<float> ToFloats(const at::Tensor &outputs) {
 class EagerRunner : public StepRunner {
  public:
   explicit EagerRunner(StepFunction step) : step_(std::move(step)) {}
-  at::Tensor Run(const DeviceBatch &batch) override { return step_(batch.images, batch.labels); }
+  at::Tensor Run(const DeviceBatch& batch) override { return step_(batch.images, batch.labels); }
   bool settled() const override { return true; }
   bool graphed() const override { return false; }
-  const std::string &fallback_reason() const override { return no_reason_; }
+  const std::string& fallback_reason() const override { return no_reason_; }
 
  private:
   StepFunction step_;
@@ -65,7 +65,7 @@ class GraphRunner : public StepRunner {
   GraphRunner(StepFunction step, std::unique_ptr<StepCapture> capture, int64_t eager_steps)
       : step_(std::move(step)), capture_(std::move(capture)), eager_steps_left_(eager_steps) {}
 
-  at::Tensor Run(const DeviceBatch &batch) override {
+  at::Tensor Run(const DeviceBatch& batch) override {
     if (eager_steps_left_ > 0) {
       --eager_steps_left_;
       return step_(batch.images, batch.labels);
@@ -79,7 +79,7 @@ class GraphRunner : public StepRunner {
       try {
         outputs_ = capture_->Capture([this] { return step_(images_, labels_); });
         graphed_ = true;
-      } catch (const std::exception &e) {
+      } catch (const std::exception& e) {
         fallback_reason_ = "CUDA graph capture failed, running eagerly: " + ErrorText(e);
         capture_.reset();
       }
@@ -94,7 +94,7 @@ class GraphRunner : public StepRunner {
   }
   bool settled() const override { return settled_; }
   bool graphed() const override { return graphed_; }
-  const std::string &fallback_reason() const override { return fallback_reason_; }
+  const std::string& fallback_reason() const override { return fallback_reason_; }
 
  private:
   StepFunction step_;
@@ -126,16 +126,16 @@ class HostStepClock : public StepClock {
     if (!first_) first_ = marks->start;
     return marks;
   }
-  void ComputeBegins(Marks &marks) override {
-    static_cast<HostMarks &>(marks).compute_start = HostClock::now();
+  void ComputeBegins(Marks& marks) override {
+    static_cast<HostMarks&>(marks).compute_start = HostClock::now();
   }
-  void End(Marks &marks, const at::Tensor &outputs) override {
-    auto &host = static_cast<HostMarks &>(marks);
+  void End(Marks& marks, const at::Tensor& outputs) override {
+    auto& host = static_cast<HostMarks&>(marks);
     host.outputs = ToFloats(outputs);
     host.end = HostClock::now();
   }
-  StepReading Read(Marks &marks) override {
-    auto &host = static_cast<HostMarks &>(marks);
+  StepReading Read(Marks& marks) override {
+    auto& host = static_cast<HostMarks&>(marks);
     StepReading reading;
     reading.step_time_s = std::chrono::duration<double>(host.end - host.start).count();
     reading.compute_time_s = std::chrono::duration<double>(host.end - host.compute_start).count();
@@ -152,10 +152,10 @@ class HostStepClock : public StepClock {
 #ifdef BENCH_WITH_CUDA
 class CudaGraphCapture : public StepCapture {
  public:
-  explicit CudaGraphCapture(const c10::Device &device)
+  explicit CudaGraphCapture(const c10::Device& device)
       : stream_guard_(c10::cuda::getStreamFromPool(false, device.index())) {}
 
-  at::Tensor Capture(const std::function<at::Tensor()> &step) override {
+  at::Tensor Capture(const std::function<at::Tensor()>& step) override {
     // Autocast's cast cache would hold tensors made outside the graph.
     const bool cache = at::autocast::is_autocast_cache_enabled();
     at::autocast::set_autocast_cache_enabled(false);
@@ -202,7 +202,7 @@ class CudaStepClock : public StepClock {
     at::Tensor host_outputs;
   };
 
-  explicit CudaStepClock(const c10::Device &device) : device_(device) {}
+  explicit CudaStepClock(const c10::Device& device) : device_(device) {}
 
   std::unique_ptr<Marks> Begin() override {
     auto marks = std::make_unique<CudaMarks>();
@@ -213,18 +213,18 @@ class CudaStepClock : public StepClock {
     marks->start.record();
     return marks;
   }
-  void ComputeBegins(Marks &marks) override {
-    static_cast<CudaMarks &>(marks).compute_start.record();
+  void ComputeBegins(Marks& marks) override {
+    static_cast<CudaMarks&>(marks).compute_start.record();
   }
-  void End(Marks &marks, const at::Tensor &outputs) override {
-    auto &cuda = static_cast<CudaMarks &>(marks);
+  void End(Marks& marks, const at::Tensor& outputs) override {
+    auto& cuda = static_cast<CudaMarks&>(marks);
     cuda.host_outputs =
         at::empty(outputs.sizes(), outputs.options().device(at::kCPU).pinned_memory(true));
     cuda.host_outputs.copy_(outputs, /*non_blocking=*/true);
     cuda.end.record();
   }
-  StepReading Read(Marks &marks) override {
-    auto &cuda = static_cast<CudaMarks &>(marks);
+  StepReading Read(Marks& marks) override {
+    auto& cuda = static_cast<CudaMarks&>(marks);
     cuda.end.synchronize();
     StepReading reading;
     reading.step_time_s = cuda.start.elapsed_time(cuda.end) / 1000.0;
@@ -247,16 +247,16 @@ class CudaStepClock : public StepClock {
 
 }  // namespace
 
-at::Tensor PackStepOutputs(const at::Tensor &loss, const at::Tensor &lr,
-                           const at::Tensor &loss_scale) {
+at::Tensor PackStepOutputs(const at::Tensor& loss, const at::Tensor& lr,
+                           const at::Tensor& loss_scale) {
   std::vector<at::Tensor> parts = {loss.to(at::kFloat).reshape({1}),
                                    lr.to(at::kFloat).reshape({1})};
   if (loss_scale.defined()) parts.push_back(loss_scale.to(at::kFloat).reshape({1}));
   return at::cat(parts);
 }
 
-StepFunction PackedStep(TrainingStep &step) {
-  return [&step](const at::Tensor &images, const at::Tensor &labels) {
+StepFunction PackedStep(TrainingStep& step) {
+  return [&step](const at::Tensor& images, const at::Tensor& labels) {
     const at::Tensor loss = step.Run(images, labels);
     return PackStepOutputs(loss, step.last_lr(),
                            step.scaler() != nullptr ? step.scaler()->scale() : at::Tensor());
@@ -272,7 +272,7 @@ std::unique_ptr<StepRunner> MakeGraphRunner(StepFunction step, std::unique_ptr<S
   return std::make_unique<GraphRunner>(std::move(step), std::move(capture), eager_steps);
 }
 
-std::unique_ptr<StepCapture> MakeCudaGraphCapture(const c10::Device &device) {
+std::unique_ptr<StepCapture> MakeCudaGraphCapture(const c10::Device& device) {
 #ifdef BENCH_WITH_CUDA
   return std::make_unique<CudaGraphCapture>(device);
 #else
@@ -283,7 +283,7 @@ std::unique_ptr<StepCapture> MakeCudaGraphCapture(const c10::Device &device) {
 
 std::unique_ptr<StepClock> MakeHostClock() { return std::make_unique<HostStepClock>(); }
 
-std::unique_ptr<StepClock> MakeCudaClock(const c10::Device &device) {
+std::unique_ptr<StepClock> MakeCudaClock(const c10::Device& device) {
 #ifdef BENCH_WITH_CUDA
   return std::make_unique<CudaStepClock>(device);
 #else
@@ -292,9 +292,9 @@ std::unique_ptr<StepClock> MakeCudaClock(const c10::Device &device) {
 #endif
 }
 
-StatusOr<double> RunTrainingLoop(const TrainOptions &options, StepRunner &runner, DataSource &data,
-                                 StepClock &clock, StepReporter &reporter,
-                                 const std::function<void(const StepRunner &)> &write_start) {
+StatusOr<double> RunTrainingLoop(const TrainOptions& options, StepRunner& runner, DataSource& data,
+                                 StepClock& clock, StepReporter& reporter,
+                                 const std::function<void(const StepRunner&)>& write_start) {
   struct Pending {
     int64_t iteration = 0;
     int64_t batch = 0;

@@ -44,14 +44,14 @@ class TrainingStep;
 inline constexpr size_t kStepReadLag = 1;
 
 // [loss, lr(, scale)] as one fp32 tensor on the step's device.
-at::Tensor PackStepOutputs(const at::Tensor &loss, const at::Tensor &lr,
-                           const at::Tensor &loss_scale);
+at::Tensor PackStepOutputs(const at::Tensor& loss, const at::Tensor& lr,
+                           const at::Tensor& loss_scale);
 
 // Enqueues one step on a batch and returns its packed outputs.
-using StepFunction = std::function<at::Tensor(const at::Tensor &images, const at::Tensor &labels)>;
+using StepFunction = std::function<at::Tensor(const at::Tensor& images, const at::Tensor& labels)>;
 
 // `step`'s Run with its loss, LR and loss scale packed.
-StepFunction PackedStep(TrainingStep &step);
+StepFunction PackedStep(TrainingStep& step);
 
 // Records a step once and replays it: a CUDA graph on CUDA; fakes in tests.
 class StepCapture {
@@ -60,7 +60,7 @@ class StepCapture {
   // Captures `step` (without running it) and returns the tensor its replays
   // write their outputs into. Throws (c10::Error or std::exception) if the
   // capture fails; the capture is then abandoned and nothing was run.
-  virtual at::Tensor Capture(const std::function<at::Tensor()> &step) = 0;
+  virtual at::Tensor Capture(const std::function<at::Tensor()>& step) = 0;
   virtual void Replay() = 0;
 };
 
@@ -68,14 +68,14 @@ class StepCapture {
 class StepRunner {
  public:
   virtual ~StepRunner() = default;
-  virtual at::Tensor Run(const DeviceBatch &batch) = 0;
+  virtual at::Tensor Run(const DeviceBatch& batch) = 0;
   // Whether how steps run is decided (always, for eager; for a graph runner,
   // once its capture has succeeded or fallen back).
   virtual bool settled() const = 0;
   // Steps are replayed from a captured graph.
   virtual bool graphed() const = 0;
   // Why a planned capture fell back to eager steps; empty if it did not.
-  virtual const std::string &fallback_reason() const = 0;
+  virtual const std::string& fallback_reason() const = 0;
 };
 
 std::unique_ptr<StepRunner> MakeEagerRunner(StepFunction step);
@@ -88,7 +88,7 @@ std::unique_ptr<StepRunner> MakeGraphRunner(StepFunction step, std::unique_ptr<S
 // A CUDA graph on `device`'s side stream, made current for the capture
 // object's lifetime (a graph must be captured on a non-default stream). Null in
 // a build without CUDA.
-std::unique_ptr<StepCapture> MakeCudaGraphCapture(const c10::Device &device);
+std::unique_ptr<StepCapture> MakeCudaGraphCapture(const c10::Device& device);
 
 // One step's times and outputs, once it has completed.
 struct StepReading {
@@ -106,10 +106,10 @@ class StepClock {
   };
   virtual ~StepClock() = default;
   virtual std::unique_ptr<Marks> Begin() = 0;    // before the step's data
-  virtual void ComputeBegins(Marks &marks) = 0;  // its batch is on the device
-  virtual void End(Marks &marks,
-                   const at::Tensor &outputs) = 0;  // the step is enqueued
-  virtual StepReading Read(Marks &marks) = 0;       // waits for the step
+  virtual void ComputeBegins(Marks& marks) = 0;  // its batch is on the device
+  virtual void End(Marks& marks,
+                   const at::Tensor& outputs) = 0;  // the step is enqueued
+  virtual StepReading Read(Marks& marks) = 0;       // waits for the step
   // Waits for all enqueued work; returns the host's monotonic time in seconds.
   virtual double Synchronize() = 0;
 };
@@ -118,15 +118,15 @@ class StepClock {
 std::unique_ptr<StepClock> MakeHostClock();
 // CUDA events on the current stream; outputs copied to pinned memory before the
 // step's end event. Null in a build without CUDA.
-std::unique_ptr<StepClock> MakeCudaClock(const c10::Device &device);
+std::unique_ptr<StepClock> MakeCudaClock(const c10::Device& device);
 
 // Runs the loop; returns the measured window in seconds. `write_start` is
 // called once, with the runner, as soon as the runner is settled; it must call
 // reporter.WriteStart. Stops at the first error: a batch that cannot be read,
 // or the reporter's "loss diverged".
-StatusOr<double> RunTrainingLoop(const TrainOptions &options, StepRunner &runner, DataSource &data,
-                                 StepClock &clock, StepReporter &reporter,
-                                 const std::function<void(const StepRunner &)> &write_start);
+StatusOr<double> RunTrainingLoop(const TrainOptions& options, StepRunner& runner, DataSource& data,
+                                 StepClock& clock, StepReporter& reporter,
+                                 const std::function<void(const StepRunner&)>& write_start);
 
 }  // namespace bench_train
 

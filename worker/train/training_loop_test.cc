@@ -29,7 +29,7 @@ class ScriptedClock : public StepClock {
     double end = 0;
     std::vector<float> outputs;
   };
-  ScriptedClock(Log &log, std::vector<double> step_seconds)
+  ScriptedClock(Log& log, std::vector<double> step_seconds)
       : log_(log), step_seconds_(std::move(step_seconds)) {}
 
   std::unique_ptr<Marks> Begin() override {
@@ -39,19 +39,19 @@ class ScriptedClock : public StepClock {
     log_.push_back("begin " + std::to_string(marks->id));
     return marks;
   }
-  void ComputeBegins(Marks &marks) override {
-    log_.push_back("compute " + std::to_string(static_cast<ScriptedMarks &>(marks).id));
+  void ComputeBegins(Marks& marks) override {
+    log_.push_back("compute " + std::to_string(static_cast<ScriptedMarks&>(marks).id));
   }
-  void End(Marks &marks, const at::Tensor &outputs) override {
-    auto &scripted = static_cast<ScriptedMarks &>(marks);
+  void End(Marks& marks, const at::Tensor& outputs) override {
+    auto& scripted = static_cast<ScriptedMarks&>(marks);
     now_ += step_seconds_.at(scripted.id - 1);
     scripted.end = now_;
     const at::Tensor values = outputs.contiguous();
     scripted.outputs.assign(values.data_ptr<float>(), values.data_ptr<float>() + values.numel());
     log_.push_back("end " + std::to_string(scripted.id));
   }
-  StepReading Read(Marks &marks) override {
-    auto &scripted = static_cast<ScriptedMarks &>(marks);
+  StepReading Read(Marks& marks) override {
+    auto& scripted = static_cast<ScriptedMarks&>(marks);
     log_.push_back("read " + std::to_string(scripted.id));
     StepReading reading;
     reading.step_time_s = scripted.end - scripted.start;
@@ -67,7 +67,7 @@ class ScriptedClock : public StepClock {
   }
 
  private:
-  Log &log_;
+  Log& log_;
   std::vector<double> step_seconds_;
   int steps_ = 0;
   double now_ = 0;
@@ -75,20 +75,20 @@ class ScriptedClock : public StepClock {
 
 class NumberedBatches : public DataSource {
  public:
-  explicit NumberedBatches(Log &log) : log_(log) {}
+  explicit NumberedBatches(Log& log) : log_(log) {}
   StatusOr<DeviceBatch> Next() override {
     return DeviceBatch{next_++, at::zeros({2, 3}), at::zeros({2}, at::kLong)};
   }
   void Done(int64_t number) override { log_.push_back("done " + std::to_string(number)); }
 
  private:
-  Log &log_;
+  Log& log_;
   int64_t next_ = 0;
 };
 
 // A step whose loss is `losses[k]` at its k-th run, LR 0.1 * k.
-StepFunction ScriptedStep(std::vector<double> losses, int *runs) {
-  return [losses, runs](const at::Tensor &, const at::Tensor &) {
+StepFunction ScriptedStep(std::vector<double> losses, int* runs) {
+  return [losses, runs](const at::Tensor&, const at::Tensor&) {
     const int k = (*runs)++;
     return PackStepOutputs(at::scalar_tensor(losses.at(k), at::kFloat),
                            at::scalar_tensor(0.1 * k, at::kFloat), at::Tensor());
@@ -98,8 +98,8 @@ StepFunction ScriptedStep(std::vector<double> losses, int *runs) {
 // Records the step at capture; each replay runs it (a CUDA graph's meaning).
 class FakeCapture : public StepCapture {
  public:
-  FakeCapture(Log &log, bool fail) : log_(log), fail_(fail) {}
-  at::Tensor Capture(const std::function<at::Tensor()> &step) override {
+  FakeCapture(Log& log, bool fail) : log_(log), fail_(fail) {}
+  at::Tensor Capture(const std::function<at::Tensor()>& step) override {
     log_.push_back("capture");
     if (fail_) throw std::runtime_error("operation not permitted when stream is capturing");
     step_ = step;
@@ -112,7 +112,7 @@ class FakeCapture : public StepCapture {
   }
 
  private:
-  Log &log_;
+  Log& log_;
   bool fail_;
   std::function<at::Tensor()> step_;
   at::Tensor outputs_;
@@ -134,13 +134,13 @@ struct LoopRun {
   std::string fallback_reason;
 };
 
-void RunLoop(const TrainOptions &options, StepRunner &runner, const std::vector<double> &seconds,
-             LoopRun *run) {
+void RunLoop(const TrainOptions& options, StepRunner& runner, const std::vector<double>& seconds,
+             LoopRun* run) {
   ScriptedClock clock(run->log, seconds);
   NumberedBatches data(run->log);
   StepReporter reporter(options, run->events.writer());
   run->window =
-      RunTrainingLoop(options, runner, data, clock, reporter, [&](const StepRunner &settled) {
+      RunTrainingLoop(options, runner, data, clock, reporter, [&](const StepRunner& settled) {
         run->log.push_back("start event");
         run->graphed = settled.graphed();
         run->fallback_reason = settled.fallback_reason();
@@ -209,8 +209,8 @@ TEST(TrainingLoopTest, GraphRunnerCapturesAfterEagerStepsAndTheStartEventFollows
   EXPECT_EQ(runs, 5);  // 2 eager + 3 replays; the capture itself ran nothing
   // The start event comes after the capture; steps 1 and 2 were read before it
   // and their iter events were held.
-  const Log &log = run.log;
-  const auto at = [&](const std::string &entry) {
+  const Log& log = run.log;
+  const auto at = [&](const std::string& entry) {
     return std::find(log.begin(), log.end(), entry) - log.begin();
   };
   EXPECT_LT(at("read 1"), at("capture"));

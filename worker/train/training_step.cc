@@ -29,8 +29,8 @@ class AutocastScope {
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
     Set(previous_enabled_, previous_dtype_);
   }
-  AutocastScope(const AutocastScope &) = delete;
-  AutocastScope &operator=(const AutocastScope &) = delete;
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
 
  private:
 #ifdef BENCH_TRAIN_DEVICE_GENERIC_AUTOCAST
@@ -66,8 +66,8 @@ class AutocastScope {
 
 }  // namespace
 
-TrainingStep::TrainingStep(std::shared_ptr<ImageClassifier> model, const StepOptions &options,
-                           Communicator *communicator)
+TrainingStep::TrainingStep(std::shared_ptr<ImageClassifier> model, const StepOptions& options,
+                           Communicator* communicator)
     : model_(std::move(model)), options_(options) {
   SgdOptions sgd = options.sgd;
   sgd.channels_last = options.channels_last;
@@ -93,7 +93,7 @@ TrainingStep::TrainingStep(std::shared_ptr<ImageClassifier> model, const StepOpt
 
 TrainingStep::~TrainingStep() = default;
 
-at::Tensor TrainingStep::Run(const at::Tensor &raw_images, const at::Tensor &labels) {
+at::Tensor TrainingStep::Run(const at::Tensor& raw_images, const at::Tensor& labels) {
   at::Tensor images = raw_images;
   if (images.scalar_type() == at::kByte) {  // NHWC RGB -> normalised float NCHW
     images = images.permute({0, 3, 1, 2}).to(at::kFloat).sub_(mean_).mul_(inv_std_);
