@@ -550,6 +550,9 @@ g = gpu.get("name") or versions.get("gpu") or "no GPU"
 L.append("- GPU: %s; driver %s; CUDA (driver) %s; compute capability %s; power limit %s; max SM clock %s" % (
     g, gpu.get("driver_version", "-"), cuda_driver or "-", gpu.get("compute_cap", versions.get("capability") or "-"),
     gpu.get("power.limit [W]", "-"), gpu.get("clocks.max.sm [MHz]", "-")))
+cudnn = versions.get("cudnn")
+if isinstance(cudnn, int) and cudnn >= 10000:  # cuDNN 9: 91300 = 9.13.0
+    versions["cudnn"] = "%d.%d.%d (%d)" % (cudnn // 10000, cudnn % 10000 // 100, cudnn % 100, cudnn)
 L.append("- torch %s (CUDA %s, cuDNN %s, NCCL %s), torchvision %s, python %s" % tuple(
     str(versions.get(k) if versions.get(k) is not None else "-") for k in ("torch", "torch_cuda", "cudnn", "nccl", "torchvision", "python")))
 L.append("- bench-train start event versions: %s" % (json.dumps(bt_versions) if bt_versions else "no data"))
@@ -705,7 +708,8 @@ for s in ${FIRST_LIGHT_STEPS:-env bundle build smoke matrix-amp nccl-2rank exit-
     *) say "unknown step $s"; printf '%s\tunknown\t0\t-\n' "$s" >>"$FL_RES/steps.tsv" ;;
   esac
 done
-[ "$FL_DEVICE" != cuda ] || nvidia-smi >"$FL_LOGS/nvidia-smi-end.txt" 2>&1
+# After the load: clocks, power, temperatures and throttle reasons, and no process left.
+[ "$FL_DEVICE" != cuda ] || { nvidia-smi; nvidia-smi -q -d PERFORMANCE,CLOCK,POWER,TEMPERATURE; } >"$FL_LOGS/nvidia-smi-end.txt" 2>&1
 write_summary
 pack
 echo
