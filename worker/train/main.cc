@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "worker/train/event_writer.h"
+#include "worker/train/fatal_signal.h"
 #include "worker/train/options.h"
 #include "worker/train/status.h"
 #include "worker/train/trainer.h"
@@ -223,6 +224,7 @@ int Fail(bench_train::EventWriter& events, int rank, const Status& status, int e
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench_train::InstallFatalSignalReporter(BestEffortRank());  // a crash becomes an error event
   bench_train::EventWriter events(stdout);
   ParsedFlags parsed;
   Status status = ParseFlags(argc, argv, &parsed);
