@@ -1,9 +1,12 @@
 #include "worker/train/distributed.h"
 
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <map>
+#include <stdexcept>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include <ATen/ATen.h>
@@ -24,30 +27,103 @@
 namespace bench_train {
 namespace {
 
+// What this libtorch's c10d offers, detected from its headers (the API moved between
+// 1.13 and 2.x, and libtorch has no feature macros for it).
+//
+// TCPStoreOptions::useLibUV: since 2.2; defaults to true since 2.4, and a libtorch
+// built without libuv (Debian's) then throws "use_libuv was requested but PyTorch was
+// build without libuv support" on every rank.
+template <typename T, typename = void>
+struct HasUseLibUV : std::false_type {};
+template <typename T>
+struct HasUseLibUV<T, std::void_t<decltype(std::declval<T&>().useLibUV)>> : std::true_type {};
+
+template <typename Options>
+void UseClassicStoreServer(Options& options) {
+  if constexpr (HasUseLibUV<Options>::value) options.useLibUV = false;
+}
+
+// ProcessGroupNCCL::shutdown() (2.2 on) and abort() (2.1 on); 1.13 has neither.
+template <typename T, typename = void>
+struct HasShutdown : std::false_type {};
+template <typename T>
+struct HasShutdown<T, std::void_t<decltype(std::declval<T&>().shutdown())>> : std::true_type {};
+template <typename T, typename = void>
+struct HasAbort : std::false_type {};
+template <typename T>
+struct HasAbort<T, std::void_t<decltype(std::declval<T&>().abort())>> : std::true_type {};
+
+// Ends an NCCL group's communicators before the group is released (1.13: its
+// destructor does that).
+template <typename Group>
+void EndNcclGroup(Group& group) {
+  if constexpr (HasShutdown<Group>::value) {
+    group.shutdown();
+  } else if constexpr (HasAbort<Group>::value) {
+    group.abort();
+  } else {
+    (void)group;
+  }
+}
+
 // Wraps a concrete c10d process group (a ProcessGroup in libtorch 1.x, a Backend
-// in 2.x; both offer allreduce/broadcast on std::vector<at::Tensor>&).
+// in 2.x; both offer allreduce/broadcast on std::vector<at::Tensor>&). `end`, if
+// set, runs on the group in Shutdown() before it is released.
 template <typename Group>
 class ProcessGroupCommunicator : public Communicator {
  public:
+  using EndFn = void (*)(Group&);
+
   ProcessGroupCommunicator(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<Group> group,
-                           int rank, int world_size, const char* name)
+                           int rank, int world_size, const char* name, EndFn end = nullptr)
       : store_(std::move(store)),
         group_(std::move(group)),
         rank_(rank),
         world_size_(world_size),
-        name_(name) {}
+        name_(name),
+        end_(end) {}
+  ~ProcessGroupCommunicator() override { Shutdown(); }
+  ProcessGroupCommunicator(const ProcessGroupCommunicator&) = delete;
+  ProcessGroupCommunicator& operator=(const ProcessGroupCommunicator&) = delete;
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
   const char* backend_name() const override { return name_; }
+  bool is_shut_down() const override { return shut_down_; }
+
+  void Shutdown() override {
+    if (shut_down_) return;
+    shut_down_ = true;
+    if (end_ != nullptr && group_.defined()) {
+      try {
+        end_(*group_);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "[bench-train rank %d] %s process group shutdown: %s\n", rank_, name_,
+                     e.what());
+      } catch (...) {
+        std::fprintf(stderr, "[bench-train rank %d] %s process group shutdown failed\n", rank_,
+                     name_);
+      }
+    }
+    // The group first: its threads may still talk to the store.
+    try {
+      group_.reset();
+      store_.reset();
+    } catch (...) {
+      std::fprintf(stderr, "[bench-train rank %d] releasing the %s process group failed\n", rank_,
+                   name_);
+    }
+  }
 
   void AllReduceSum(const std::vector<at::Tensor>& tensors) override {
+    CheckOpen();
     c10d::AllreduceOptions options;
     options.reduceOp = c10d::ReduceOp::SUM;
     Run(tensors, [&](std::vector<at::Tensor>& one) { return group_->allreduce(one, options); });
   }
 
   std::function<void()> StartAllReduceSum(const at::Tensor& tensor) override {
+    CheckOpen();
     c10d::AllreduceOptions options;
     options.reduceOp = c10d::ReduceOp::SUM;
     auto input = std::make_shared<std::vector<at::Tensor>>(std::vector<at::Tensor>{tensor});
@@ -56,6 +132,7 @@ class ProcessGroupCommunicator : public Communicator {
   }
 
   void Broadcast(const std::vector<at::Tensor>& tensors, int root) override {
+    CheckOpen();
     c10d::BroadcastOptions options;
     options.rootRank = root;
     options.rootTensor = 0;
@@ -63,6 +140,13 @@ class ProcessGroupCommunicator : public Communicator {
   }
 
  private:
+  void CheckOpen() const {
+    if (shut_down_) {
+      throw std::logic_error(std::string("bench-train: a collective on the ") + name_ +
+                             " process group after Shutdown()");
+    }
+  }
+
   template <typename Start>
   void Run(const std::vector<at::Tensor>& tensors, Start start) {
     // One tensor per collective: c10d reads a vector as one tensor per device.
@@ -80,6 +164,8 @@ class ProcessGroupCommunicator : public Communicator {
   int rank_;
   int world_size_;
   const char* name_;
+  EndFn end_;
+  bool shut_down_ = false;
 };
 
 bool IsLoopback(const std::string& address) {
@@ -152,6 +238,7 @@ StatusOr<std::unique_ptr<Communicator>> ConnectProcessGroup(const RendezvousOpti
     options.numWorkers = static_cast<size_t>(rendezvous.world_size);
     options.waitWorkers = true;
     options.timeout = timeout;
+    UseClassicStoreServer(options);
     store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, options);
   } catch (const std::exception& e) {
     return UnavailableError("rendezvous at " + where + " (rank " + std::to_string(rendezvous.rank) +
@@ -187,7 +274,8 @@ StatusOr<std::unique_ptr<Communicator>> ConnectProcessGroup(const RendezvousOpti
     auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(
         store, rendezvous.rank, rendezvous.world_size, nccl_options);
     return std::unique_ptr<Communicator>(new ProcessGroupCommunicator<c10d::ProcessGroupNCCL>(
-        store, std::move(group), rendezvous.rank, rendezvous.world_size, "nccl"));
+        store, std::move(group), rendezvous.rank, rendezvous.world_size, "nccl",
+        &EndNcclGroup<c10d::ProcessGroupNCCL>));
 #else
     return UnimplementedError("this bench-train was built without NCCL (c10d ProcessGroupNCCL)");
 #endif

@@ -7,6 +7,13 @@
 // with tensors of the same shapes and dtypes, in the same order.
 //
 // A Communicator is used by one thread at a time (the rank's training thread).
+// Shutdown() ends the rank's part of the group after its last collective (see below);
+// the destructor calls it too.
+//
+// The rendezvous store always uses c10d's classic TCPStore server, never the libuv one:
+// libtorch >= 2.4 asks for libuv by default, and builds without it (Debian's) then fail
+// every multi-rank start; with at most a few hundred ranks per job the classic server is
+// enough.
 #ifndef BENCHFLEET_WORKER_TRAIN_DISTRIBUTED_H_
 #define BENCHFLEET_WORKER_TRAIN_DISTRIBUTED_H_
 
@@ -54,6 +61,18 @@ class Communicator {
   virtual std::function<void()> StartAllReduceSum(const at::Tensor& tensor) = 0;
   // In-place broadcast of each tensor from `root`.
   virtual void Broadcast(const std::vector<at::Tensor>& tensors, int root) = 0;
+
+  // Ends this rank's part of the process group, so that no communicator thread keeps
+  // the process alive or hanging after its last event: NCCL's communicators are shut
+  // down (ProcessGroupNCCL::shutdown() in libtorch >= 2.2, else abort() where that
+  // exists, else its destructor), then the group and the rendezvous store are released
+  // (Gloo needs only that). Call it on every rank after the last collective (e.g. after
+  // the summary event); it is not collective and does not wait for the other ranks.
+  // Never throws (a failure is logged to stderr); safe to call again, and the
+  // destructor calls it. After it, the collectives above throw std::logic_error.
+  virtual void Shutdown() {}
+  // True once Shutdown() has run.
+  virtual bool is_shut_down() const { return false; }
 };
 
 // Connects to the other ranks. Blocks until all `rendezvous.world_size` ranks
