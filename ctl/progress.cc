@@ -59,6 +59,13 @@ std::string FinalSummary(const benchfleet::v1::JobStatus& status) {
                       ? absl::StrCat(FormatRate(status.images_per_second()), " images/s")
                       : std::string("no data"),
                   "\n");
+  if (status.nonfinite_losses() > 0) {
+    absl::StrAppend(&out, "non-finite losses: ", status.nonfinite_losses(), " of ",
+                    status.samples_stored(), " stored iterations\n");
+  }
+  if (!status.precision_mismatch().empty()) {
+    absl::StrAppend(&out, "precision: MISMATCH (", status.precision_mismatch(), ")\n");
+  }
   return out;
 }
 

@@ -33,7 +33,9 @@ class PlainProgressThrottle {
 
 // The closing lines once a job is terminal, e.g.
 //   "job j-1: SUCCEEDED (all ranks finished)\nthroughput: 1316.7 images/s\n"
-// or "throughput: no data\n" when the status has no throughput.
+// or "throughput: no data\n" when the status has no throughput; then
+// "non-finite losses: N of M stored iterations\n" when N > 0 and
+// "precision: MISMATCH (requested amp, ran fp32)\n" when the precision in effect differs.
 std::string FinalSummary(const benchfleet::v1::JobStatus& status);
 
 }  // namespace bench::ctl

@@ -56,6 +56,15 @@ TEST(ProgressTest, FinalSummary) {
   job.set_reason("rank 1: CUDA out of memory");
   EXPECT_EQ(FinalSummary(job),
             "job j-1: FAILED (rank 1: CUDA out of memory)\nthroughput: no data\n");
+  // A diverged run and a precision other than the one asked for are said at the end.
+  job.set_reason("loss diverged: rank 0 on a: non-finite loss in 20 consecutive iterations");
+  job.set_samples_stored(57);
+  job.set_nonfinite_losses(20);
+  job.set_precision_mismatch("requested amp, ran fp32");
+  EXPECT_EQ(FinalSummary(job),
+            "job j-1: FAILED (loss diverged: rank 0 on a: non-finite loss in 20 consecutive "
+            "iterations)\nthroughput: no data\nnon-finite losses: 20 of 57 stored iterations\n"
+            "precision: MISMATCH (requested amp, ran fp32)\n");
 }
 
 }  // namespace

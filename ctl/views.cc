@@ -224,7 +224,10 @@ std::string NonFiniteText(const JobStatus& job) {
 }
 
 std::string SkippedText(const JobStatus& job) {
-  if (job.ranks_summarized() == 0) return "unknown until a rank reports its summary";
+  if (job.ranks_summarized() == 0) {
+    return IsTerminal(job.state()) ? "unknown: no rank reported its summary"
+                                   : "unknown until a rank reports its summary";
+  }
   return absl::StrCat(job.skipped_steps(), " fp16 steps skipped for overflow (summaries of ",
                       job.ranks_summarized(), " of ", job.spec().devices(), " ranks)");
 }

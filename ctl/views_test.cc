@@ -247,6 +247,11 @@ TEST(ViewsTest, JobTextShowsPrecisionInEffectNonFiniteLossesAndSkippedSteps) {
   EXPECT_THAT(json, HasSubstr("\"skipped_steps\":\"5\""));
   EXPECT_THAT(json, HasSubstr("\"ranks_summarized\":3"));
 
+  JobStatus diverged = RunningJob();
+  diverged.set_state(benchfleet::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(FormatJobText(diverged),
+              HasSubstr("skipped:    unknown: no rank reported its summary\n"));
+
   JobStatus queued = RunningJob();
   queued.set_attempt(0);
   EXPECT_THAT(FormatJobText(queued), Not(HasSubstr("non-finite:")));
