@@ -1,7 +1,12 @@
 // End to end with real processes on loopback: benchd, two agents of 2 CPU slots each,
 // bench-train ranks, benchctl. Asserts on what a user sees and on the SQLite file.
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -162,6 +167,77 @@ TEST_F(EndToEndTest, UnreachableBenchdIsSaidPlainly) {
   CommandResult result = cluster_->Benchctl({"--server", "127.0.0.1:1", "list"});
   EXPECT_NE(result.exit_code, 0);
   EXPECT_THAT(result.output, HasSubstr("cannot reach benchd"));
+}
+
+// Issue 13: a real diverging run (bench-train with a learning rate of 1e6) through the
+// whole fleet. Every iteration is stored with its non-finite loss, counted, and shown by
+// `benchctl status`, `status --format json` and `logs --format jsonl`. With bench-train's
+// --max-nonfinite-iters (default 20) the job fails as "loss diverged: ..."; a trainer
+// without that flag runs to the end and the job succeeds with its count.
+TEST(DivergingRunTest, EveryIterationIsStoredCountedAndShown) {
+  LoopbackCluster cluster;
+  const std::string wrapper = cluster.dir() + "/bench-train-lr1e6";
+  {
+    FILE* out = fopen(wrapper.c_str(), "w");
+    ASSERT_NE(out, nullptr);
+    fprintf(out, "#!/bin/sh\nexec '%s' \"$@\" --lr 1e6\n", BENCH_TRAIN_PATH);
+    fclose(out);
+    ASSERT_EQ(chmod(wrapper.c_str(), 0755), 0);
+  }
+  ASSERT_TRUE(cluster.StartBenchd().ok());
+  ASSERT_TRUE(cluster.StartAgent("agent-d", 1, {"--bench-train", wrapper}).ok());
+  ASSERT_TRUE(cluster.WaitForAgents(1).ok()) << cluster.Log("agent-agent-d.log");
+  const int kIterations = 60;
+  CommandResult submit = cluster.Benchctl(
+      {"submit", "--gpus", "1", "--bs", "2", "--iters", std::to_string(kIterations), "--warmup",
+       "1", "--image-size", "32", "--wait"});
+  std::string job_id = std::string(absl::StripAsciiWhitespace(
+      std::vector<std::string>(absl::StrSplit(submit.stdout_text, '\n')).front()));
+  ASSERT_THAT(job_id, ::testing::StartsWith("job-")) << submit.output;
+
+  const std::string& db = cluster.db_path();
+  const std::string where = " WHERE job_id='" + job_id + "'";
+  const int64_t stored = QueryInt(db, "SELECT count(*) FROM samples" + where);
+  const int64_t nonfinite = QueryInt(
+      db, "SELECT count(*) FROM samples" + where + " AND (loss IS NULL OR abs(loss) = 9e999)");
+  EXPECT_GT(nonfinite, 0) << "the run did not diverge\n" << cluster.Log("agent-agent-d.log");
+
+  const bool trainer_gives_up =
+      system((std::string("'") + BENCH_TRAIN_PATH +
+              "' --help 2>&1 | grep -q -- --max-nonfinite-iters").c_str()) == 0;
+  CommandResult text = cluster.Benchctl({"status", job_id});
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  if (trainer_gives_up) {
+    // It gave up after 20 non-finite iterations in a row: every iteration it ran is stored.
+    EXPECT_EQ(submit.exit_code, 1) << submit.output;
+    EXPECT_THAT(text.stdout_text, HasSubstr("state:      FAILED (loss diverged: rank 0 on agent-d: "))
+        << text.stdout_text;
+    EXPECT_GE(nonfinite, 20);
+    EXPECT_LT(stored, kIterations);
+  } else {
+    EXPECT_EQ(submit.exit_code, 0) << submit.output;
+    EXPECT_EQ(stored, kIterations);
+  }
+  EXPECT_THAT(text.stdout_text,
+              HasSubstr("non-finite: " + std::to_string(nonfinite) + " of " +
+                        std::to_string(stored) + " stored iterations had a NaN or infinite loss"))
+      << text.stdout_text;
+  EXPECT_THAT(text.stdout_text, HasSubstr("precision:  fp32 (requested fp32)\n"));
+  EXPECT_THAT(text.stdout_text, ::testing::Not(HasSubstr("hung")));
+
+  CommandResult json = cluster.Benchctl({"status", job_id, "--format", "json"});
+  EXPECT_THAT(json.stdout_text,
+              HasSubstr("\"nonfinite_losses\":\"" + std::to_string(nonfinite) + "\""));
+  EXPECT_THAT(json.stdout_text, HasSubstr("\"effective_precision\":\"fp32\""));
+  EXPECT_THAT(json.stdout_text, HasSubstr("\"precision_mismatch\":\"\""));
+
+  CommandResult logs = cluster.Benchctl({"logs", job_id, "--format", "jsonl"});
+  ASSERT_EQ(logs.exit_code, 0) << logs.output;
+  EXPECT_EQ(CountOccurrences(logs.stdout_text, "\"loss\":\"NaN\"") +
+                CountOccurrences(logs.stdout_text, "\"loss\":\"Infinity\"") +
+                CountOccurrences(logs.stdout_text, "\"loss\":\"-Infinity\""),
+            nonfinite);
+  EXPECT_THAT(cluster.Log("benchd.log"), HasSubstr("reported a non-finite loss"));
 }
 
 }  // namespace
