@@ -239,6 +239,9 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
   }
 #endif
   events.Write(summary);
+  // Every rank leaves the group after its last collective, so none hangs after
+  // its summary (the destructor does the same on an error path).
+  if (communicator) communicator->Shutdown();
   Log(rank, Format("%.2f images/s over %.3f s", summary.images_per_second, summary.window_s) +
                 " (" + std::to_string(summary.measured_images) + " images)" +
                 (summary.skipped_steps > 0
