@@ -1,16 +1,13 @@
 #include "ctl/commands.h"
 
-#include <chrono>
 #include <map>
 #include <memory>
 #include <vector>
 
 #include <unistd.h>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/grpc_status.h"
 #include "common/spec_names.h"
 #include "common/status_macros.h"
 #include "ctl/compare.h"
@@ -22,47 +19,30 @@
 #include "ctl/queue_view.h"
 #include "ctl/sweep.h"
 #include "ctl/views.h"
-#include <grpcpp/client_context.h>
 
 namespace bench::ctl {
 namespace {
 
 namespace v1 = benchfleet::v1;
 
-void SetDeadline(grpc::ClientContext* rpc, const CommandContext& context) {
-  rpc->set_deadline(std::chrono::system_clock::now() +
-                    absl::ToChronoMilliseconds(context.rpc_timeout));
-}
+using Stub = Client::Stub;
 
 absl::StatusOr<v1::JobStatus> GetJob(const std::string& job_id, const CommandContext& context) {
-  grpc::ClientContext rpc;
-  SetDeadline(&rpc, context);
   v1::GetJobRequest request;
   request.set_job_id(job_id);
-  v1::JobStatus job;
-  grpc::Status status = context.stub->GetJob(&rpc, request, &job);
-  if (!status.ok()) return RpcError(status, context.server);
-  return job;
+  return context.client->Call(&Stub::GetJob, request);
 }
 
 absl::StatusOr<v1::SubmitJobResponse> Submit(const v1::JobSpec& spec,
                                              const CommandContext& context) {
-  grpc::ClientContext rpc;
-  SetDeadline(&rpc, context);
   v1::SubmitJobRequest request;
   *request.mutable_spec() = spec;
-  v1::SubmitJobResponse response;
-  grpc::Status status = context.stub->SubmitJob(&rpc, request, &response);
-  if (!status.ok()) return RpcError(status, context.server);
-  return response;
+  return context.client->Call(&Stub::SubmitJob, request);
 }
 
 absl::StatusOr<std::vector<v1::JobStatus>> ListJobs(const CommandContext& context) {
-  grpc::ClientContext rpc;
-  SetDeadline(&rpc, context);
-  v1::ListJobsResponse response;
-  grpc::Status status = context.stub->ListJobs(&rpc, v1::ListJobsRequest(), &response);
-  if (!status.ok()) return RpcError(status, context.server);
+  ASSIGN_OR_RETURN(v1::ListJobsResponse response,
+                   context.client->Call(&Stub::ListJobs, v1::ListJobsRequest()));
   return std::vector<v1::JobStatus>(response.jobs().begin(), response.jobs().end());
 }
 
@@ -106,51 +86,8 @@ void SleepFor(const CommandContext& context) { absl::SleepFor(context.poll_inter
 
 }  // namespace
 
-namespace {
-
-// gRPC's own words for a connection that failed (as opposed to benchd answering
-// UNAVAILABLE, e.g. because its database cannot be written).
-bool IsTransportFailure(const std::string& message) {
-  for (const char* phrase :
-       {"failed to connect", "Socket closed", "Connection reset", "Connection refused",
-        "DNS resolution failed", "empty address list", "Broken pipe", "Endpoint read failed",
-        "keepalive", "connections to all backends failing", "Network is unreachable"}) {
-    if (absl::StrContains(message, phrase)) return true;
-  }
-  return message.empty();
-}
-
-}  // namespace
-
-absl::Status RpcError(const grpc::Status& status, const std::string& server) {
-  if (status.ok()) return absl::OkStatus();
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-      !IsTransportFailure(status.error_message())) {
-    return absl::UnavailableError(absl::StrCat("benchd at ", server, " answered UNAVAILABLE: ",
-                                               status.error_message()));
-  }
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        absl::StrCat("cannot reach benchd at ", server, ": ",
-                                     status.error_message()));
-  }
-  if (status.error_message().empty()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        absl::StatusCodeToString(
-                            static_cast<absl::StatusCode>(status.error_code())));
-  }
-  return FromGrpcStatus(status);
-}
-
 absl::StatusOr<int> RunSubmit(const SubmitOptions& options, const CommandContext& context) {
-  grpc::ClientContext rpc;
-  SetDeadline(&rpc, context);
-  v1::SubmitJobRequest request;
-  *request.mutable_spec() = options.spec;
-  v1::SubmitJobResponse response;
-  grpc::Status status = context.stub->SubmitJob(&rpc, request, &response);
-  if (!status.ok()) return RpcError(status, context.server);
+  ASSIGN_OR_RETURN(v1::SubmitJobResponse response, Submit(options.spec, context));
   *context.out << response.job_id() << "\n" << std::flush;
   if (response.existing()) {
     *context.err << "benchctl: request id \"" << options.spec.request_id()
@@ -161,17 +98,11 @@ absl::StatusOr<int> RunSubmit(const SubmitOptions& options, const CommandContext
 }
 
 absl::StatusOr<int> WaitForJob(const std::string& job_id, const CommandContext& context) {
-  grpc::ClientContext rpc;  // no deadline: a job may run for hours
-  v1::WatchJobRequest request;
-  request.set_job_id(job_id);
-  std::unique_ptr<grpc::ClientReaderInterface<v1::JobStatus>> reader =
-      context.stub->WatchJob(&rpc, request);
   v1::JobStatus job;
   bool have_job = false;
   bool bar_drawn = false;
   PlainProgressThrottle throttle;
-  v1::JobStatus update;
-  while (reader->Read(&update)) {
+  const absl::Status watched = context.client->Watch(job_id, [&](const v1::JobStatus& update) {
     job = update;
     have_job = true;
     if (context.err_is_terminal) {
@@ -180,15 +111,11 @@ absl::StatusOr<int> WaitForJob(const std::string& job_id, const CommandContext& 
     } else if (throttle.ShouldPrint(job)) {
       *context.err << ProgressLine(job) << "\n" << std::flush;
     }
-    if (IsTerminal(job.state())) break;
-  }
+    return !IsTerminal(job.state());
+  });
   if (bar_drawn) *context.err << "\n" << std::flush;
-  if (have_job && IsTerminal(job.state())) {
-    rpc.TryCancel();
-    reader->Finish();
-  } else {
-    grpc::Status status = reader->Finish();
-    if (!status.ok()) return RpcError(status, context.server);
+  if (!have_job || !IsTerminal(job.state())) {
+    RETURN_IF_ERROR(watched);
     // The stream ended cleanly without a terminal state: ask once more.
     ASSIGN_OR_RETURN(job, GetJob(job_id, context));
     if (!IsTerminal(job.state())) {
@@ -209,24 +136,15 @@ absl::StatusOr<int> RunStatus(const std::string& job_id, OutputFormat format,
 }
 
 absl::StatusOr<int> RunList(OutputFormat format, const CommandContext& context) {
-  grpc::ClientContext rpc;
-  SetDeadline(&rpc, context);
-  v1::ListJobsResponse response;
-  grpc::Status status = context.stub->ListJobs(&rpc, v1::ListJobsRequest(), &response);
-  if (!status.ok()) return RpcError(status, context.server);
-  std::vector<v1::JobStatus> jobs(response.jobs().begin(), response.jobs().end());
+  ASSIGN_OR_RETURN(std::vector<v1::JobStatus> jobs, ListJobs(context));
   *context.out << (format == OutputFormat::kJson ? ToJsonArray(jobs) : FormatJobsTable(jobs));
   return 0;
 }
 
 absl::StatusOr<int> RunCancel(const std::string& job_id, const CommandContext& context) {
-  grpc::ClientContext rpc;
-  SetDeadline(&rpc, context);
   v1::CancelJobRequest request;
   request.set_job_id(job_id);
-  v1::JobStatus job;
-  grpc::Status status = context.stub->CancelJob(&rpc, request, &job);
-  if (!status.ok()) return RpcError(status, context.server);
+  ASSIGN_OR_RETURN(v1::JobStatus job, context.client->Call(&Stub::CancelJob, request));
   *context.out << "job " << (job.id().empty() ? job_id : job.id()) << ": "
                << JobStateName(job.state());
   if (!job.reason().empty()) *context.out << " (" << job.reason() << ")";
@@ -235,11 +153,8 @@ absl::StatusOr<int> RunCancel(const std::string& job_id, const CommandContext& c
 }
 
 absl::StatusOr<int> RunAgents(OutputFormat format, const CommandContext& context) {
-  grpc::ClientContext rpc;
-  SetDeadline(&rpc, context);
-  v1::ListAgentsResponse response;
-  grpc::Status status = context.stub->ListAgents(&rpc, v1::ListAgentsRequest(), &response);
-  if (!status.ok()) return RpcError(status, context.server);
+  ASSIGN_OR_RETURN(v1::ListAgentsResponse response,
+                   context.client->Call(&Stub::ListAgents, v1::ListAgentsRequest()));
   std::vector<v1::AgentStatus> agents(response.agents().begin(), response.agents().end());
   *context.out << (format == OutputFormat::kJson ? ToJsonArray(agents)
                                                  : FormatAgentsTable(agents));
@@ -247,17 +162,17 @@ absl::StatusOr<int> RunAgents(OutputFormat format, const CommandContext& context
 }
 
 absl::StatusOr<int> RunQueue(OutputFormat format, const CommandContext& context) {
-  grpc::ClientContext rpc;
-  SetDeadline(&rpc, context);
-  v1::ListQueueResponse response;
-  grpc::Status status = context.stub->ListQueue(&rpc, v1::ListQueueRequest(), &response);
-  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+  absl::StatusOr<v1::ListQueueResponse> response =
+      context.client->Call(&Stub::ListQueue, v1::ListQueueRequest());
+  if (absl::IsUnimplemented(response.status())) {
+    // RpcError put the code's name where the server sent no message.
+    const absl::string_view detail = response.status().message();
     return absl::UnimplementedError(absl::StrCat(
-        "benchd at ", context.server, " does not implement ListQueue (UNIMPLEMENTED",
-        status.error_message().empty() ? "" : ": ", status.error_message(), ")"));
+        "benchd at ", context.client->server(), " does not implement ListQueue (UNIMPLEMENTED",
+        detail == "UNIMPLEMENTED" ? "" : absl::StrCat(": ", detail), ")"));
   }
-  if (!status.ok()) return RpcError(status, context.server);
-  std::vector<v1::JobStatus> jobs(response.jobs().begin(), response.jobs().end());
+  RETURN_IF_ERROR(response.status());
+  std::vector<v1::JobStatus> jobs(response->jobs().begin(), response->jobs().end());
   const absl::Time now = context.now.value_or(absl::Now());
   switch (format) {
     case OutputFormat::kJson:
@@ -275,8 +190,6 @@ absl::StatusOr<int> RunQueue(OutputFormat format, const CommandContext& context)
 absl::StatusOr<int> RunResults(const std::string& model, const ResultsFilter& filter,
                                OutputFormat format, GridMetric metric,
                                const CommandContext& context) {
-  grpc::ClientContext rpc;
-  SetDeadline(&rpc, context);
   v1::ResultsRequest request;
   request.set_model(model);
   request.set_gpu_model(filter.gpu_model);
@@ -285,9 +198,7 @@ absl::StatusOr<int> RunResults(const std::string& model, const ResultsFilter& fi
   request.set_since_unix_ms(ResolveTimeBound(filter.since, now));
   request.set_until_unix_ms(ResolveTimeBound(filter.until, now));
   for (const auto& [key, value] : filter.labels) (*request.mutable_labels())[key] = value;
-  v1::ResultsResponse response;
-  grpc::Status status = context.stub->Results(&rpc, request, &response);
-  if (!status.ok()) return RpcError(status, context.server);
+  ASSIGN_OR_RETURN(v1::ResultsResponse response, context.client->Call(&Stub::Results, request));
   std::vector<v1::ResultCell> cells;
   for (const v1::ResultCell& cell : response.cells()) {
     if (!model.empty() && cell.model() != model) continue;
@@ -370,14 +281,11 @@ absl::StatusOr<int> RunSweep(const SweepOptions& options, const CommandContext& 
 
 absl::StatusOr<int> RunGpus(const std::string& model, double threshold_pct, bool outliers_only,
                             OutputFormat format, const CommandContext& context) {
-  grpc::ClientContext rpc;
-  SetDeadline(&rpc, context);
   v1::GpuVariabilityRequest request;
   request.set_model(model);
   request.set_threshold_pct(threshold_pct);
-  v1::GpuVariabilityResponse response;
-  grpc::Status status = context.stub->GpuVariability(&rpc, request, &response);
-  if (!status.ok()) return RpcError(status, context.server);
+  ASSIGN_OR_RETURN(v1::GpuVariabilityResponse response,
+                   context.client->Call(&Stub::GpuVariability, request));
   if (format == OutputFormat::kJson) {
     if (outliers_only) {
       v1::GpuVariabilityResponse kept = response;
@@ -398,26 +306,18 @@ absl::StatusOr<int> RunGpus(const std::string& model, double threshold_pct, bool
 absl::StatusOr<int> RunBaseline(const std::string& job_id, std::optional<double> lower_pct,
                                 std::optional<double> upper_pct,
                                 const CommandContext& context) {
-  grpc::ClientContext rpc;
-  SetDeadline(&rpc, context);
   v1::SetBaselineRequest request;
   request.set_job_id(job_id);
   if (lower_pct) request.set_lower_tolerance_pct(*lower_pct);
   if (upper_pct) request.set_upper_tolerance_pct(*upper_pct);
-  v1::Baseline baseline;
-  grpc::Status status = context.stub->SetBaseline(&rpc, request, &baseline);
-  if (!status.ok()) return RpcError(status, context.server);
+  ASSIGN_OR_RETURN(v1::Baseline baseline, context.client->Call(&Stub::SetBaseline, request));
   *context.out << FormatBaselineSet(baseline);
   return 0;
 }
 
 absl::StatusOr<int> RunBaselines(OutputFormat format, const CommandContext& context) {
-  grpc::ClientContext rpc;
-  SetDeadline(&rpc, context);
-  v1::ListBaselinesResponse response;
-  grpc::Status status =
-      context.stub->ListBaselines(&rpc, v1::ListBaselinesRequest(), &response);
-  if (!status.ok()) return RpcError(status, context.server);
+  ASSIGN_OR_RETURN(v1::ListBaselinesResponse response,
+                   context.client->Call(&Stub::ListBaselines, v1::ListBaselinesRequest()));
   std::vector<v1::Baseline> baselines(response.baselines().begin(), response.baselines().end());
   *context.out << (format == OutputFormat::kJson ? ToJsonArray(baselines)
                                                  : FormatBaselinesTable(baselines));
@@ -438,15 +338,12 @@ absl::StatusOr<int> RunLogs(const std::string& job_id, OutputFormat format, bool
   int from = 0;
   bool begun = false;
   while (true) {
-    grpc::ClientContext rpc;
-    SetDeadline(&rpc, context);
     v1::GetSamplesRequest request;
     request.set_job_id(job_id);
     request.set_from_iteration(from);
     if (std::optional<int> rank = writer.RankOfInterest()) request.set_rank(*rank);
-    v1::GetSamplesResponse response;
-    grpc::Status status = context.stub->GetSamples(&rpc, request, &response);
-    if (!status.ok()) return RpcError(status, context.server);
+    ASSIGN_OR_RETURN(v1::GetSamplesResponse response,
+                     context.client->Call(&Stub::GetSamples, request));
     const v1::JobStatus& job = response.job();
     if (!begun && follow && job.state() == v1::JOB_STATE_QUEUED && response.samples().empty()) {
       SleepFor(context);  // its start times are not known yet: wait before the header

@@ -1,5 +1,5 @@
-// benchctl's subcommands, run against a Controller stub (a real channel in main, an
-// in-process server or a mock in tests). Results go to `out`; progress, notes and errors
+// benchctl's subcommands, run through a Client (a real channel in main, an in-process
+// server or a mock in tests). Results go to `out`; progress, notes and errors
 // to `err`. Not thread-safe: one command at a time per context.
 #pragma once
 
@@ -10,19 +10,16 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "benchfleet/v1/controller.grpc.pb.h"
 #include "ctl/args.h"
-#include <grpcpp/support/status.h>
+#include "ctl/client.h"
 
 namespace bench::ctl {
 
 struct CommandContext {
-  benchfleet::v1::Controller::StubInterface* stub = nullptr;  // not owned
-  std::string server;                      // HOST:PORT, for "cannot reach" messages
+  const Client* client = nullptr;          // not owned; every RPC goes through it
   std::ostream* out = nullptr;             // not owned
   std::ostream* err = nullptr;             // not owned
   bool err_is_terminal = false;            // draw the --wait progress bar in place
-  absl::Duration rpc_timeout = absl::Seconds(10);  // deadline of each unary call
   absl::Duration poll_interval = absl::Seconds(1);  // sweep --wait and logs -f
   // "Now" for relative --since/--until; absl::Now when unset.
   std::optional<absl::Time> now;
@@ -68,10 +65,5 @@ absl::StatusOr<int> RunCompare(const std::string& job_a, const std::string& job_
 // prints the closing lines. Without follow, a job still running is said so on err.
 absl::StatusOr<int> RunLogs(const std::string& job_id, OutputFormat format, bool follow,
                             const CommandContext& context);
-
-// A failed RPC as benchctl reports it: UNAVAILABLE and DEADLINE_EXCEEDED become
-// "cannot reach benchd at <server>: <detail>" (code kept); anything else keeps the
-// server's code and message (the code's name, e.g. "UNIMPLEMENTED", where it sent none).
-absl::Status RpcError(const grpc::Status& status, const std::string& server);
 
 }  // namespace bench::ctl

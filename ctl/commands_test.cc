@@ -372,9 +372,9 @@ class CommandsTest : public ::testing::Test {
     auto options = ParseArgs(args, address_);
     EXPECT_TRUE(options.ok()) << options.status();
     if (!options.ok()) return -1;
+    Client client(stub_.get(), options->server);
     CommandContext context;
-    context.stub = stub_.get();
-    context.server = options->server;
+    context.client = &client;
     context.out = &out_;
     context.err = &err_;
     context.err_is_terminal = terminal;
@@ -738,9 +738,9 @@ TEST(CommandsUnreachableTest, NamesTheServer) {
   auto stub = v1::Controller::NewStub(
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   std::ostringstream out, err;
+  Client client(stub.get(), address);
   CommandContext context;
-  context.stub = stub.get();
-  context.server = address;
+  context.client = &client;
   context.out = &out;
   context.err = &err;
   for (const std::vector<std::string>& args :
@@ -753,30 +753,6 @@ TEST(CommandsUnreachableTest, NamesTheServer) {
     EXPECT_THAT(err.str(), HasSubstr("benchctl: cannot reach benchd at " + address + ": "));
   }
   EXPECT_EQ(out.str(), "");
-}
-
-TEST(RpcErrorTest, Mapping) {
-  EXPECT_TRUE(RpcError(grpc::Status::OK, "h:1").ok());
-  absl::Status deadline =
-      RpcError(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded"), "h:1");
-  EXPECT_EQ(deadline.code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(deadline.message(), "cannot reach benchd at h:1: Deadline Exceeded");
-  absl::Status unreachable = RpcError(
-      grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                   "failed to connect to all addresses; last error: Connection refused"),
-      "h:1");
-  EXPECT_THAT(std::string(unreachable.message()), HasSubstr("cannot reach benchd at h:1"));
-  absl::Status answered = RpcError(
-      grpc::Status(grpc::StatusCode::UNAVAILABLE, "could not store the job: database or disk "
-                                                  "is full"),
-      "h:1");
-  EXPECT_EQ(answered.code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(answered.message(),
-            "benchd at h:1 answered UNAVAILABLE: could not store the job: database or disk is full");
-  absl::Status refused =
-      RpcError(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "devices: too many"), "h:1");
-  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(refused.message(), "devices: too many");
 }
 
 }  // namespace

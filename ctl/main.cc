@@ -4,14 +4,13 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "benchfleet/v1/controller.grpc.pb.h"
 #include "ctl/args.h"
+#include "ctl/client.h"
 #include "ctl/commands.h"
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -27,15 +26,9 @@ int main(int argc, char** argv) {
     std::cout << bench::ctl::UsageText();
     return 0;
   }
-  grpc::ChannelArguments channel_args;
-  // A long job's whole log comes in one GetSamples answer (tens of bytes per iteration).
-  channel_args.SetMaxReceiveMessageSize(512 << 20);
-  auto channel = grpc::CreateCustomChannel(options->server, grpc::InsecureChannelCredentials(),
-                                           channel_args);
-  auto stub = benchfleet::v1::Controller::NewStub(channel);
+  std::unique_ptr<bench::ctl::Client> client = bench::ctl::Client::Dial(options->server);
   bench::ctl::CommandContext context;
-  context.stub = stub.get();
-  context.server = options->server;
+  context.client = client.get();
   context.out = &std::cout;
   context.err = &std::cerr;
   context.err_is_terminal = isatty(STDERR_FILENO) != 0;

@@ -1,0 +1,116 @@
+// Client: RpcError's mapping, and that Call sets the deadline and Watch stops on request,
+// against an in-process Controller on 127.0.0.1:0.
+#include "ctl/client.h"
+
+#include <memory>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include <grpcpp/grpcpp.h>
+
+namespace bench::ctl {
+namespace {
+
+namespace v1 = benchfleet::v1;
+using ::testing::HasSubstr;
+
+// GetJob answers after `delay`; WatchJob sends QUEUED, RUNNING, then SUCCEEDED.
+class SlowController final : public v1::Controller::Service {
+ public:
+  explicit SlowController(absl::Duration delay) : delay_(delay) {}
+  grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest* request,
+                      v1::JobStatus* response) override {
+    absl::SleepFor(delay_);
+    response->set_id(request->job_id());
+    return grpc::Status::OK;
+  }
+  grpc::Status WatchJob(grpc::ServerContext*, const v1::WatchJobRequest*,
+                        grpc::ServerWriter<v1::JobStatus>* writer) override {
+    for (v1::JobState state :
+         {v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED}) {
+      v1::JobStatus job;
+      job.set_state(state);
+      writer->Write(job);
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  absl::Duration delay_;
+};
+
+struct Served {
+  explicit Served(absl::Duration delay) : service(delay) {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service);
+    server = builder.BuildAndStart();
+    address = "127.0.0.1:" + std::to_string(port);
+  }
+  ~Served() { server->Shutdown(); }
+  SlowController service;
+  std::unique_ptr<grpc::Server> server;
+  std::string address;
+};
+
+TEST(ClientTest, CallAnswersAndSetsTheDeadline) {
+  Served served(absl::Milliseconds(300));
+  std::unique_ptr<Client> client = Client::Dial(served.address);
+  v1::GetJobRequest request;
+  request.set_job_id("j-1");
+  absl::StatusOr<v1::JobStatus> job = client->Call(&Client::Stub::GetJob, request);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->id(), "j-1");
+
+  auto stub = v1::Controller::NewStub(
+      grpc::CreateChannel(served.address, grpc::InsecureChannelCredentials()));
+  Client hasty(stub.get(), served.address, absl::Milliseconds(50));
+  job = hasty.Call(&Client::Stub::GetJob, request);
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(job.status().message()),
+              HasSubstr("cannot reach benchd at " + served.address + ": "));
+}
+
+TEST(ClientTest, WatchStopsWhenAskedOrAtTheEnd) {
+  Served served(absl::ZeroDuration());
+  std::unique_ptr<Client> client = Client::Dial(served.address);
+  int seen = 0;
+  EXPECT_TRUE(client->Watch("j-1", [&](const v1::JobStatus& job) {
+                ++seen;
+                return job.state() != v1::JOB_STATE_RUNNING;
+              }).ok());
+  EXPECT_EQ(seen, 2);
+  seen = 0;
+  EXPECT_TRUE(client->Watch("j-1", [&](const v1::JobStatus&) { return ++seen > 0; }).ok());
+  EXPECT_EQ(seen, 3);
+}
+
+TEST(RpcErrorTest, Mapping) {
+  EXPECT_TRUE(RpcError(grpc::Status::OK, "h:1").ok());
+  absl::Status deadline =
+      RpcError(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded"), "h:1");
+  EXPECT_EQ(deadline.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(deadline.message(), "cannot reach benchd at h:1: Deadline Exceeded");
+  absl::Status unreachable = RpcError(
+      grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                   "failed to connect to all addresses; last error: Connection refused"),
+      "h:1");
+  EXPECT_THAT(std::string(unreachable.message()), HasSubstr("cannot reach benchd at h:1"));
+  absl::Status answered = RpcError(
+      grpc::Status(grpc::StatusCode::UNAVAILABLE, "could not store the job: database or disk "
+                                                  "is full"),
+      "h:1");
+  EXPECT_EQ(answered.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(answered.message(),
+            "benchd at h:1 answered UNAVAILABLE: could not store the job: database or disk is full");
+  absl::Status refused =
+      RpcError(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "devices: too many"), "h:1");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.message(), "devices: too many");
+}
+
+}  // namespace
+}  // namespace bench::ctl
