@@ -1,8 +1,12 @@
-// benchctl's command line: turns argv into an options struct, with no I/O.
+// benchctl's command line: turns argv into an options struct, with no I/O. CLI11 splits
+// argv by the commands and flags declared in ctl/command_table.h; each flag's value is
+// read by that table's own parser (ctl/flag_values.h), in argv order, so the first bad
+// flag is the one named. The usage text is printed from the same table.
 //
 // Grammar: benchctl [--server HOST:PORT] COMMAND [ARGS] [--server HOST:PORT]
 // Flags take "--flag value" or "--flag=value"; boolean flags take no value (or
-// "=true"/"=false"). Only syntax is checked here (unknown flags, missing values,
+// "=true"/"=false"); a flag given twice keeps the last value, except repeatable ones
+// (--label, --node, --node-label), which add up. Only syntax is checked here (unknown flags, missing values,
 // non-integers, missing or extra positional arguments); ranges are the server's to
 // judge, so "--gpus 0" parses fine and is sent as is. Sweep lists are checked here (empty
 // items, non-numbers, duplicates), as is --repeat >= 1, since they shape what is sent.
@@ -104,7 +108,7 @@ absl::StatusOr<CliOptions> ParseArgs(const std::vector<std::string>& args,
 // duration, not positive, not whole seconds, or more than an int32 of seconds.
 absl::StatusOr<int32_t> ParseDurationSeconds(absl::string_view flag, absl::string_view value);
 
-// The usage text printed for --help and after usage errors.
+// The usage text printed for --help and after usage errors, from the command table.
 std::string UsageText();
 
 }  // namespace bench::ctl

@@ -1,7 +1,6 @@
 #include "ctl/commands.h"
 
 #include <map>
-#include <memory>
 #include <vector>
 
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "common/spec_names.h"
 #include "common/status_macros.h"
+#include "ctl/command_table.h"
 #include "ctl/compare.h"
 #include "ctl/fleet_views.h"
 #include "ctl/grid.h"
@@ -371,52 +371,12 @@ absl::StatusOr<int> RunLogs(const std::string& job_id, OutputFormat format, bool
 }
 
 int RunCommand(const CliOptions& options, const CommandContext& context) {
-  absl::StatusOr<int> result;
-  switch (options.command) {
-    case Command::kHelp:
-      *context.out << UsageText();
-      return 0;
-    case Command::kSubmit:
-      result = RunSubmit(options.submit, context);
-      break;
-    case Command::kStatus:
-      result = RunStatus(options.job_id, options.format, context);
-      break;
-    case Command::kList:
-      result = RunList(options.format, context);
-      break;
-    case Command::kCancel:
-      result = RunCancel(options.job_id, context);
-      break;
-    case Command::kAgents:
-      result = RunAgents(options.format, context);
-      break;
-    case Command::kQueue:
-      result = RunQueue(options.format, context);
-      break;
-    case Command::kResults:
-      result = RunResults(options.model, options.filter, options.format, options.metric, context);
-      break;
-    case Command::kSweep:
-      result = RunSweep(options.sweep, context);
-      break;
-    case Command::kGpus:
-      result = RunGpus(options.model, options.threshold_pct, options.outliers, options.format,
-                       context);
-      break;
-    case Command::kBaseline:
-      result = RunBaseline(options.job_id, options.lower_pct, options.upper_pct, context);
-      break;
-    case Command::kBaselines:
-      result = RunBaselines(options.format, context);
-      break;
-    case Command::kCompare:
-      result = RunCompare(options.job_id, options.job_id_b, options.format, context);
-      break;
-    case Command::kLogs:
-      result = RunLogs(options.job_id, options.format, options.follow, context);
-      break;
+  const CommandSpec& command = CommandSpecFor(options.command);
+  if (command.run == nullptr) {  // help
+    *context.out << UsageText();
+    return 0;
   }
+  const absl::StatusOr<int> result = command.run(options, context);
   if (!result.ok()) {
     *context.err << "benchctl: " << result.status().message() << "\n" << std::flush;
     return 1;

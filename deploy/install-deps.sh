@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev libgtest-dev libgmock-dev prometheus-cpp-dev
+  libcli11-dev  # benchctl's command line (ctl/args.cc)
   libtorch-dev libgloo-dev libjpeg62-turbo-dev
   # Debian's libtorch calls the system BLAS for some layers (1x1 convolutions at small
   # batch on one thread); the reference BLAS makes fp32 ResNet-50 ~3.5x slower there.

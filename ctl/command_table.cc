@@ -1,0 +1,581 @@
+#include "ctl/command_table.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "ctl/commands.h"
+#include "ctl/flag_values.h"
+
+namespace bench::ctl {
+namespace {
+
+namespace v1 = benchfleet::v1;
+using Apply = std::function<absl::Status(ParseState&, const std::string&)>;
+
+// A flag that takes a value; `flag` is its long name without dashes, for messages.
+FlagSpec Value(std::string flag, std::string placeholder, Apply apply,
+               std::string default_text = "") {
+  FlagSpec spec;
+  spec.names = "--" + flag;
+  spec.placeholder = std::move(placeholder);
+  spec.default_text = std::move(default_text);
+  spec.apply = std::move(apply);
+  return spec;
+}
+
+FlagSpec Required(FlagSpec spec) {
+  spec.required = true;
+  return spec;
+}
+
+FlagSpec Repeatable(FlagSpec spec) {
+  spec.repeatable = true;
+  return spec;
+}
+
+// A boolean flag: bare, or "=true|1|false|0".
+FlagSpec Bool(std::string names, std::string flag,
+              std::function<absl::Status(ParseState&, bool)> set) {
+  FlagSpec spec;
+  spec.names = std::move(names);
+  spec.apply = [flag, set](ParseState& state, const std::string& value) -> absl::Status {
+    ASSIGN_OR_RETURN(bool on, ParseBoolFlag(flag, value));
+    return set(state, on);
+  };
+  return spec;
+}
+
+// A flag a command refuses with `message` (kept out of the usage text).
+FlagSpec Refused(std::string flag, bool takes_value, std::string message) {
+  FlagSpec spec;
+  spec.names = "--" + flag;
+  spec.placeholder = takes_value ? "X" : "";
+  spec.hidden = true;
+  spec.apply = [message](ParseState&, const std::string&) {
+    return absl::InvalidArgumentError(message);
+  };
+  return spec;
+}
+
+// An int32 flag written with `set`.
+FlagSpec Int(std::string flag, std::function<void(ParseState&, int32_t)> set,
+             std::string default_text = "") {
+  return Value(
+      flag, "N",
+      [flag, set](ParseState& state, const std::string& value) {
+        ASSIGN_OR_RETURN(int32_t n, ParseIntFlag(flag, value));
+        set(state, n);
+        return absl::OkStatus();
+      },
+      std::move(default_text));
+}
+
+// --format with the command's choices; `aliases` are accepted but not shown.
+FlagSpec Format(std::vector<std::pair<std::string, OutputFormat>> choices,
+                std::vector<std::pair<std::string, OutputFormat>> aliases = {}) {
+  std::vector<std::string> names;
+  for (const auto& choice : choices) names.push_back(choice.first);
+  const std::string expected =
+      absl::StrCat(absl::StrJoin(names.begin(), names.end() - 1, ", "), " or ", names.back());
+  choices.insert(choices.end(), aliases.begin(), aliases.end());
+  return Value("format", absl::StrJoin(names, "|"),
+               [choices, expected](ParseState& state, const std::string& value) {
+                 for (const auto& [name, format] : choices) {
+                   if (value == name) {
+                     state.format = format;
+                     return absl::OkStatus();
+                   }
+                 }
+                 return absl::InvalidArgumentError(absl::StrCat(
+                     "--format: unknown format \"", value, "\" (expected ", expected, ")"));
+               });
+}
+
+FlagSpec TextOrJson() {
+  return Format({{"text", OutputFormat::kText}, {"json", OutputFormat::kJson}});
+}
+
+absl::Status SetPrecision(ParseState& state, const std::string& by, v1::Precision precision) {
+  v1::JobSpec& spec = state.options.submit.spec;
+  if (state.precision_by && spec.precision() != precision) {
+    return absl::InvalidArgumentError(absl::StrCat(by, " conflicts with ", *state.precision_by));
+  }
+  state.precision_by = by;
+  spec.set_precision(precision);
+  return absl::OkStatus();
+}
+
+// A --wall-time / --hang-timeout flag writing the spec with `set`.
+FlagSpec Limit(std::string flag, void (v1::JobSpec::*set)(int32_t)) {
+  return Value(flag, "D", [flag, set](ParseState& state, const std::string& value) {
+    ASSIGN_OR_RETURN(int32_t seconds, ParseDurationSeconds(flag, value));
+    (state.options.submit.spec.*set)(seconds);
+    return absl::OkStatus();
+  });
+}
+
+// The flags submit and sweep share: what every job of theirs gets.
+std::vector<FlagSpec> JobFlags(bool with_defaults) {
+  auto dflt = [&](const char* text) { return std::string(with_defaults ? text : ""); };
+  std::vector<FlagSpec> flags;
+  flags.push_back(Value("model", with_defaults ? "resnet50" : "M",
+                        [](ParseState& state, const std::string& value) {
+                          state.options.submit.spec.set_model(value);
+                          state.options.model = value;
+                          return absl::OkStatus();
+                        }));
+  flags.push_back(Int(
+      "iters", [](ParseState& s, int32_t n) { s.options.submit.spec.set_iterations(n); },
+      dflt("(100)")));
+  flags.push_back(Int(
+      "warmup", [](ParseState& s, int32_t n) { s.options.submit.spec.set_warmup_iterations(n); },
+      dflt("(10)")));
+  flags.push_back(Int(
+      "image-size", [](ParseState& s, int32_t n) { s.options.submit.spec.set_image_size(n); },
+      dflt("(224)")));
+  flags.push_back(Value("name", "S", [](ParseState& state, const std::string& value) {
+    state.options.submit.spec.set_name(value);
+    return absl::OkStatus();
+  }));
+  flags.push_back(Repeatable(Value("label", "k=v", [](ParseState& state, const std::string& v) {
+    ASSIGN_OR_RETURN(auto kv, ParseKeyValueFlag("label", v));
+    (*state.options.submit.spec.mutable_labels())[kv.first] = kv.second;
+    return absl::OkStatus();
+  })));
+  return flags;
+}
+
+// Where a job may run and for how long (submit and sweep).
+std::vector<FlagSpec> ConstraintFlags() {
+  std::vector<FlagSpec> flags;
+  flags.push_back(Repeatable(Value("node", "AGENT", [](ParseState& state, const std::string& v) {
+    if (v.empty()) return absl::InvalidArgumentError("--node: empty agent name");
+    v1::JobSpec& spec = state.options.submit.spec;
+    if (std::find(spec.allowed_nodes().begin(), spec.allowed_nodes().end(), v) ==
+        spec.allowed_nodes().end()) {
+      spec.add_allowed_nodes(v);
+    }
+    return absl::OkStatus();
+  })));
+  flags.push_back(
+      Repeatable(Value("node-label", "k=v", [](ParseState& state, const std::string& v) {
+        ASSIGN_OR_RETURN(auto kv, ParseKeyValueFlag("node-label", v));
+        (*state.options.submit.spec.mutable_node_labels())[kv.first] = kv.second;
+        return absl::OkStatus();
+      })));
+  flags.push_back(Limit("wall-time", &v1::JobSpec::set_wall_time_limit_s));
+  flags.push_back(Limit("hang-timeout", &v1::JobSpec::set_hang_timeout_s));
+  return flags;
+}
+
+std::vector<FlagSpec> Concat(std::vector<std::vector<FlagSpec>> parts) {
+  std::vector<FlagSpec> all;
+  for (auto& part : parts) {
+    for (auto& flag : part) all.push_back(std::move(flag));
+  }
+  return all;
+}
+
+// devices, nodes and devices_per_node agree (see args.h); fills devices when omitted.
+absl::Status CheckShape(ParseState& state) {
+  v1::JobSpec& spec = state.options.submit.spec;
+  if (!state.have_gpus) {
+    if (!state.have_nodes || !state.have_per_node) {
+      return absl::InvalidArgumentError(
+          "submit: --gpus is required (or both --nodes and --gpus-per-node)");
+    }
+    const int64_t devices = int64_t{spec.nodes()} * spec.devices_per_node();
+    if (devices > INT32_MAX || devices < INT32_MIN) {
+      return absl::InvalidArgumentError(absl::StrCat("--nodes ", spec.nodes(),
+                                                     " x --gpus-per-node ", spec.devices_per_node(),
+                                                     " is too many devices"));
+    }
+    spec.set_devices(static_cast<int32_t>(devices));
+    return absl::OkStatus();
+  }
+  if (state.have_nodes && state.have_per_node) {
+    const int64_t product = int64_t{spec.nodes()} * spec.devices_per_node();
+    if (product != spec.devices()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--gpus ", spec.devices(), " disagrees with --nodes ", spec.nodes(),
+                       " x --gpus-per-node ", spec.devices_per_node(), " (= ", product,
+                       "); give two of them, or make them agree"));
+    }
+    return absl::OkStatus();
+  }
+  const char* flag = state.have_nodes      ? "--nodes"
+                     : state.have_per_node ? "--gpus-per-node"
+                                           : nullptr;
+  const int32_t divisor = state.have_nodes ? spec.nodes() : spec.devices_per_node();
+  if (flag && divisor > 0 && spec.devices() > 0 && spec.devices() % divisor != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gpus ", spec.devices(), " is not a multiple of ", flag, " ", divisor));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FinishSubmit(ParseState& state) {
+  RETURN_IF_ERROR(CheckShape(state));
+  if (!state.have_bs) return absl::InvalidArgumentError("submit: --bs is required");
+  return absl::OkStatus();
+}
+
+absl::Status FinishSweep(ParseState& state) {
+  SweepOptions& sweep = state.options.sweep;
+  if (sweep.gpus.empty()) return absl::InvalidArgumentError("sweep: --gpus is required");
+  if (sweep.batch_sizes.empty()) return absl::InvalidArgumentError("sweep: --bs is required");
+  if (sweep.precisions.empty()) sweep.precisions.push_back(v1::PRECISION_FP32);
+  v1::JobSpec base = state.options.submit.spec;
+  base.clear_devices();
+  base.clear_batch_size();
+  base.clear_precision();
+  base.clear_request_id();
+  sweep.base = std::move(base);
+  return absl::OkStatus();
+}
+
+std::vector<FlagSpec> SubmitFlags() {
+  std::vector<FlagSpec> own;
+  own.push_back(Required(Int("gpus", [](ParseState& s, int32_t n) {
+    s.options.submit.spec.set_devices(n);
+    s.have_gpus = true;
+  })));
+  own.push_back(Required(Int("bs", [](ParseState& s, int32_t n) {
+    s.options.submit.spec.set_batch_size(n);
+    s.have_bs = true;
+  })));
+  own.push_back(Bool("--amp", "amp", [](ParseState& state, bool on) {
+    return on ? SetPrecision(state, "--amp", v1::PRECISION_AMP) : absl::OkStatus();
+  }));
+  own.push_back(Value("precision", "fp32|tf32|amp|bf16",
+                      [](ParseState& state, const std::string& value) -> absl::Status {
+                        ASSIGN_OR_RETURN(v1::Precision precision, ParsePrecisionFlag(value));
+                        return SetPrecision(state, "--precision " + value, precision);
+                      }));
+  std::vector<FlagSpec> after;
+  after.push_back(Value("request-id", "S", [](ParseState& state, const std::string& value) {
+    state.options.submit.spec.set_request_id(value);
+    return absl::OkStatus();
+  }));
+  after.push_back(Bool("--wait", "wait", [](ParseState& state, bool on) {
+    state.options.submit.wait = on;
+    return absl::OkStatus();
+  }));
+  after.push_back(Int("nodes", [](ParseState& s, int32_t n) {
+    s.options.submit.spec.set_nodes(n);
+    s.have_nodes = true;
+  }));
+  after.push_back(Int("gpus-per-node", [](ParseState& s, int32_t n) {
+    s.options.submit.spec.set_devices_per_node(n);
+    s.have_per_node = true;
+  }));
+  return Concat({std::move(own), JobFlags(true), std::move(after), ConstraintFlags()});
+}
+
+std::vector<FlagSpec> SweepFlags() {
+  std::vector<FlagSpec> own;
+  own.push_back(Required(Value("gpus", "1,8,32", [](ParseState& state, const std::string& v) {
+    ASSIGN_OR_RETURN(state.options.sweep.gpus, ParseIntListFlag("gpus", v));
+    return absl::OkStatus();
+  })));
+  own.push_back(Required(Value("bs", "128,256", [](ParseState& state, const std::string& v) {
+    ASSIGN_OR_RETURN(state.options.sweep.batch_sizes, ParseIntListFlag("bs", v));
+    return absl::OkStatus();
+  })));
+  own.push_back(Value("precision", "fp32,amp", [](ParseState& state, const std::string& v) {
+    ASSIGN_OR_RETURN(state.options.sweep.precisions, ParsePrecisionListFlag(v));
+    return absl::OkStatus();
+  }));
+  own.push_back(Value(
+      "repeat", "N",
+      [](ParseState& state, const std::string& v) {
+        ASSIGN_OR_RETURN(int32_t n, ParseIntFlag("repeat", v));
+        if (n < 1) {
+          return absl::InvalidArgumentError(absl::StrCat("--repeat: must be at least 1, got ", n));
+        }
+        state.options.sweep.repeat = n;
+        return absl::OkStatus();
+      },
+      "(1)"));
+  std::vector<FlagSpec> after;
+  after.push_back(Bool("--again", "again", [](ParseState& state, bool on) {
+    state.options.sweep.again = on;
+    return absl::OkStatus();
+  }));
+  after.push_back(Bool("--wait", "wait", [](ParseState& state, bool on) {
+    state.options.sweep.wait = on;
+    return absl::OkStatus();
+  }));
+  after.push_back(Refused(
+      "amp", false, "--amp is not allowed in sweep: use --precision (e.g. --precision fp32,amp)"));
+  after.push_back(
+      Refused("request-id", true,
+              "--request-id is not allowed in sweep: each job's id is derived from the sweep"));
+  return Concat({std::move(own), JobFlags(false), ConstraintFlags(), std::move(after)});
+}
+
+FlagSpec ModelFilter() {
+  return Value("model", "M", [](ParseState& state, const std::string& value) {
+    state.options.model = value;
+    state.options.submit.spec.set_model(value);
+    return absl::OkStatus();
+  });
+}
+
+std::vector<FlagSpec> ResultsFlags() {
+  std::vector<FlagSpec> flags;
+  flags.push_back(ModelFilter());
+  flags.push_back(Value("gpu-model", "NAME", [](ParseState& state, const std::string& value) {
+    state.options.filter.gpu_model = value;
+    return absl::OkStatus();
+  }));
+  flags.push_back(Value("node", "AGENT", [](ParseState& state, const std::string& value) {
+    state.options.filter.node = value;
+    return absl::OkStatus();
+  }));
+  flags.push_back(Value("since", "T", [](ParseState& state, const std::string& value) {
+    ASSIGN_OR_RETURN(state.options.filter.since, ParseTimeBoundFlag("since", value));
+    return absl::OkStatus();
+  }));
+  flags.push_back(Value("until", "T", [](ParseState& state, const std::string& value) {
+    ASSIGN_OR_RETURN(state.options.filter.until, ParseTimeBoundFlag("until", value));
+    return absl::OkStatus();
+  }));
+  flags.push_back(Repeatable(Value("label", "k=v", [](ParseState& state, const std::string& v) {
+    ASSIGN_OR_RETURN(auto kv, ParseKeyValueFlag("label", v));
+    state.options.filter.labels[kv.first] = kv.second;
+    return absl::OkStatus();
+  })));
+  flags.push_back(Format({{"table", OutputFormat::kTable},
+                          {"markdown", OutputFormat::kMarkdown},
+                          {"csv", OutputFormat::kCsv},
+                          {"json", OutputFormat::kJson}},
+                         {{"md", OutputFormat::kMarkdown}}));
+  flags.push_back(Value("metric", "M", [](ParseState& state, const std::string& value) {
+    ASSIGN_OR_RETURN(state.options.metric, ParseGridMetric(value));
+    return absl::OkStatus();
+  }));
+  return flags;
+}
+
+FlagSpec Percent(std::string flag, std::function<void(ParseState&, double)> set,
+                 std::string default_text) {
+  return Value(
+      flag, "PCT",
+      [flag, set](ParseState& state, const std::string& value) {
+        ASSIGN_OR_RETURN(double pct, ParseDoubleFlag(flag, value));
+        set(state, pct);
+        return absl::OkStatus();
+      },
+      std::move(default_text));
+}
+
+std::vector<CommandSpec> BuildTable() {
+  const OutputFormat text = OutputFormat::kText;
+  std::vector<CommandSpec> table;
+  table.push_back(
+      {"submit",
+       Command::kSubmit,
+       {},
+       "",
+       text,
+       SubmitFlags(),
+       "submit a benchmark job; prints its id. With --wait, follows it\n"
+       "to the end and exits 0 only if it succeeded.\n"
+       "--nodes/--gpus-per-node fix the placement shape (--gpus may then\n"
+       "be left out: nodes x gpus-per-node); --node runs it only on those\n"
+       "agents, --node-label only on agents with every such label\n"
+       "(bench-agent --label); D is 90s, 30m, 2h, 1h30m, 1d or seconds:\n"
+       "the attempt fails after --wall-time, or when no rank stores an\n"
+       "iteration for --hang-timeout (unset: benchd's defaults)",
+       FinishSubmit,
+       [](const CliOptions& o, const CommandContext& c) { return RunSubmit(o.submit, c); }});
+  table.push_back({"status",
+                   Command::kStatus,
+                   {"JOB"},
+                   "status: missing JOB id",
+                   text,
+                   {TextOrJson()},
+                   "one job in detail",
+                   nullptr,
+                   [](const CliOptions& o, const CommandContext& c) {
+                     return RunStatus(o.job_id, o.format, c);
+                   }});
+  table.push_back(
+      {"list",
+       Command::kList,
+       {},
+       "",
+       text,
+       {TextOrJson()},
+       "all jobs",
+       nullptr,
+       [](const CliOptions& o, const CommandContext& c) { return RunList(o.format, c); }});
+  table.push_back(
+      {"cancel",
+       Command::kCancel,
+       {"JOB"},
+       "cancel: missing JOB id",
+       text,
+       {},
+       "cancel a job; prints its resulting state",
+       nullptr,
+       [](const CliOptions& o, const CommandContext& c) { return RunCancel(o.job_id, c); }});
+  table.push_back(
+      {"agents",
+       Command::kAgents,
+       {},
+       "",
+       text,
+       {TextOrJson()},
+       "worker nodes, their devices, labels and what runs on them",
+       nullptr,
+       [](const CliOptions& o, const CommandContext& c) { return RunAgents(o.format, c); }});
+  table.push_back(
+      {"queue",
+       Command::kQueue,
+       {},
+       "",
+       OutputFormat::kTable,
+       {Format({{"table", OutputFormat::kTable},
+                {"csv", OutputFormat::kCsv},
+                {"json", OutputFormat::kJson}})},
+       "queued jobs in scheduling order, each with why it waits",
+       nullptr,
+       [](const CliOptions& o, const CommandContext& c) { return RunQueue(o.format, c); }});
+  table.push_back(
+      {"sweep",
+       Command::kSweep,
+       {},
+       "",
+       text,
+       SweepFlags(),
+       "submit every combination, each N times. Re-running the same sweep\n"
+       "keeps its finished and running jobs and resubmits failed or\n"
+       "cancelled ones; --again submits fresh jobs. With --wait, shows\n"
+       "overall progress and exits 0 only if every job succeeded.",
+       FinishSweep,
+       [](const CliOptions& o, const CommandContext& c) { return RunSweep(o.sweep, c); }});
+  table.push_back({"results",
+                   Command::kResults,
+                   {},
+                   "",
+                   OutputFormat::kTable,
+                   ResultsFlags(),
+                   "median images/s by device count, precision and batch size, with\n"
+                   "the spread (min-max, or a 95% CI with 6+ runs), run counts,\n"
+                   "speedup and scaling efficiency vs 1 device and baseline verdicts;\n"
+                   "T is RFC3339 (2026-11-21T10:00:00Z) or a time ago (24h, 7d);\n"
+                   "--metric energy_per_image|images_per_watt|power|sm_clock|temperature\n"
+                   "fills the grid with GPU telemetry instead (csv/json carry all)",
+                   nullptr,
+                   [](const CliOptions& o, const CommandContext& c) {
+                     return RunResults(o.model, o.filter, o.format, o.metric, c);
+                   }});
+  table.push_back(
+      {"gpus",
+       Command::kGpus,
+       {},
+       "",
+       text,
+       {Bool("--outliers", "outliers",
+             [](ParseState& state, bool on) {
+               state.options.outliers = on;
+               return absl::OkStatus();
+             }),
+        Percent(
+            "threshold", [](ParseState& s, double pct) { s.options.threshold_pct = pct; }, "(5)"),
+        ModelFilter(), TextOrJson()},
+       "GPUs ranked slowest first against the fleet; SLOW beyond PCT",
+       nullptr,
+       [](const CliOptions& o, const CommandContext& c) {
+         return RunGpus(o.model, o.threshold_pct, o.outliers, o.format, c);
+       }});
+  table.push_back(
+      {"baseline",
+       Command::kBaseline,
+       {"JOB"},
+       "baseline: missing JOB id",
+       text,
+       {Percent(
+            "lower", [](ParseState& s, double pct) { s.options.lower_pct = pct; }, "(5)"),
+        Percent(
+            "upper", [](ParseState& s, double pct) { s.options.upper_pct = pct; }, "(5)")},
+       "make a finished job the baseline of its configuration",
+       nullptr,
+       [](const CliOptions& o, const CommandContext& c) {
+         return RunBaseline(o.job_id, o.lower_pct, o.upper_pct, c);
+       }});
+  table.push_back(
+      {"baselines",
+       Command::kBaselines,
+       {},
+       "",
+       text,
+       {TextOrJson()},
+       "all baselines",
+       nullptr,
+       [](const CliOptions& o, const CommandContext& c) { return RunBaselines(o.format, c); }});
+  table.push_back({"compare",
+                   Command::kCompare,
+                   {"JOB_A", "JOB_B"},
+                   "compare: expected two job ids (JOB_A JOB_B)",
+                   text,
+                   {TextOrJson()},
+                   "two jobs side by side: spec, throughput (B/A), environment",
+                   nullptr,
+                   [](const CliOptions& o, const CommandContext& c) {
+                     return RunCompare(o.job_id, o.job_id_b, o.format, c);
+                   }});
+  table.push_back({"logs",
+                   Command::kLogs,
+                   {"JOB"},
+                   "logs: missing JOB id",
+                   OutputFormat::kDllogger,
+                   {Format({{"dllogger", OutputFormat::kDllogger},
+                            {"mllog", OutputFormat::kMllog},
+                            {"jsonl", OutputFormat::kJsonl}}),
+                    Bool("-f,--follow", "follow",
+                         [](ParseState& state, bool on) {
+                           state.options.follow = on;
+                           return absl::OkStatus();
+                         })},
+                   "a job's iterations as DLLogger (DLLL) or MLPerf (:::MLLOG) lines,\n"
+                   "or JSON lines of every rank; -f follows until the job ends",
+                   nullptr,
+                   [](const CliOptions& o, const CommandContext& c) {
+                     return RunLogs(o.job_id, o.format, o.follow, c);
+                   }});
+  table.push_back({"help", Command::kHelp, {}, "", text, {}, "this text", nullptr, nullptr});
+  return table;
+}
+
+}  // namespace
+
+const std::vector<CommandSpec>& CommandTable() {
+  static const std::vector<CommandSpec>* const table = new std::vector<CommandSpec>(BuildTable());
+  return *table;
+}
+
+const FlagSpec& ServerFlag() {
+  static const FlagSpec* const flag =
+      new FlagSpec(Value("server", "HOST:PORT", [](ParseState& state, const std::string& v) {
+        if (v.empty()) return absl::InvalidArgumentError("--server: empty address");
+        state.options.server = v;
+        return absl::OkStatus();
+      }));
+  return *flag;
+}
+
+const CommandSpec& CommandSpecFor(Command command) {
+  for (const CommandSpec& spec : CommandTable()) {
+    if (spec.command == command) return spec;
+  }
+  return CommandTable().back();  // help
+}
+
+}  // namespace bench::ctl
