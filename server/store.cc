@@ -1162,36 +1162,16 @@ absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db,
   return samples;
 }
 
-absl::StatusOr<std::map<int, int>> Store::IterationsByRank(const std::string& job_id,
-                                                          int attempt) {
+absl::StatusOr<std::map<int, int64_t>> Store::CountSamplesByRank(const std::string& job_id,
+                                                                int attempt,
+                                                                const std::string& condition) {
   std::lock_guard<std::mutex> lock(reader_mu_);
   ASSIGN_OR_RETURN(Statement * select,
                    reader_db_->Prepare("SELECT r.rank, count(*) FROM sample_series r "
                                        "JOIN sample_rows s ON s.key >= r.id << 32 "
                                        "AND s.key < (r.id + 1) << 32 "
-                                       "WHERE r.job_id=?1 AND r.attempt=?2 GROUP BY r.rank"));
-  select->Bind(1, job_id);
-  select->Bind(2, int64_t{attempt});
-  std::map<int, int> counts;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, select->Step());
-    if (!row) break;
-    counts[static_cast<int>(select->Int(0))] = static_cast<int>(select->Int(1));
-  }
-  return counts;
-}
-
-absl::StatusOr<std::map<int, int64_t>> Store::NonFiniteLossesByRank(const std::string& job_id,
-                                                                   int attempt) {
-  std::lock_guard<std::mutex> lock(reader_mu_);
-  // NULL is a NaN loss; 9e999 is how SQL spells +Inf.
-  ASSIGN_OR_RETURN(Statement * select,
-                   reader_db_->Prepare("SELECT r.rank, count(*) FROM sample_series r "
-                                       "JOIN sample_rows s ON s.key >= r.id << 32 "
-                                       "AND s.key < (r.id + 1) << 32 "
-                                       "WHERE r.job_id=?1 AND r.attempt=?2 AND "
-                                       "(s.loss IS NULL OR abs(s.loss) = 9e999) "
-                                       "GROUP BY r.rank"));
+                                       "WHERE r.job_id=?1 AND r.attempt=?2" +
+                                       condition + " GROUP BY r.rank"));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
   std::map<int, int64_t> counts;
@@ -1201,6 +1181,20 @@ absl::StatusOr<std::map<int, int64_t>> Store::NonFiniteLossesByRank(const std::s
     counts[static_cast<int>(select->Int(0))] = select->Int(1);
   }
   return counts;
+}
+
+absl::StatusOr<std::map<int, int>> Store::IterationsByRank(const std::string& job_id,
+                                                          int attempt) {
+  ASSIGN_OR_RETURN(auto counts, CountSamplesByRank(job_id, attempt, ""));
+  std::map<int, int> iterations;
+  for (const auto& [rank, n] : counts) iterations[rank] = static_cast<int>(n);
+  return iterations;
+}
+
+absl::StatusOr<std::map<int, int64_t>> Store::NonFiniteLossesByRank(const std::string& job_id,
+                                                                   int attempt) {
+  // NULL is a NaN loss; 9e999 is how SQL spells +Inf.
+  return CountSamplesByRank(job_id, attempt, " AND (s.loss IS NULL OR abs(s.loss) = 9e999)");
 }
 
 }  // namespace bench

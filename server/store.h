@@ -144,6 +144,11 @@ class Store {
   const std::string& database_id() const { return database_id_; }
 
  private:
+  // Per rank: stored iterations of (job_id, attempt) that also meet `condition` (SQL over
+  // sample_rows s, starting with " AND"; empty for all).
+  absl::StatusOr<std::map<int, int64_t>> CountSamplesByRank(const std::string& job_id,
+                                                            int attempt,
+                                                            const std::string& condition);
   struct WriteOp {
     std::function<absl::Status(Database&)> apply;
     std::function<void(absl::Status)> done;
