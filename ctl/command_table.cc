@@ -61,17 +61,26 @@ FlagSpec Refused(std::string flag, bool takes_value, std::string message) {
   return spec;
 }
 
-// An int32 flag written with `set`.
-FlagSpec Int(std::string flag, std::function<void(ParseState&, int32_t)> set,
-             std::string default_text = "") {
+// A flag whose value `parse` reads (its errors name the flag) and `set` writes.
+template <typename T>
+FlagSpec Parsed(std::string flag, std::string placeholder,
+                absl::StatusOr<T> (*parse)(absl::string_view, absl::string_view),
+                std::function<void(ParseState&, T)> set, std::string default_text) {
   return Value(
-      flag, "N",
-      [flag, set](ParseState& state, const std::string& value) {
-        ASSIGN_OR_RETURN(int32_t n, ParseIntFlag(flag, value));
-        set(state, n);
+      flag, std::move(placeholder),
+      [flag, parse, set](ParseState& state, const std::string& value) {
+        ASSIGN_OR_RETURN(T parsed, parse(flag, value));
+        set(state, parsed);
         return absl::OkStatus();
       },
       std::move(default_text));
+}
+
+// An int32 flag written with `set`.
+FlagSpec Int(std::string flag, std::function<void(ParseState&, int32_t)> set,
+             std::string default_text = "") {
+  return Parsed<int32_t>(std::move(flag), "N", ParseIntFlag, std::move(set),
+                         std::move(default_text));
 }
 
 // --format with the command's choices; `aliases` are accepted but not shown.
@@ -364,14 +373,8 @@ std::vector<FlagSpec> ResultsFlags() {
 
 FlagSpec Percent(std::string flag, std::function<void(ParseState&, double)> set,
                  std::string default_text) {
-  return Value(
-      flag, "PCT",
-      [flag, set](ParseState& state, const std::string& value) {
-        ASSIGN_OR_RETURN(double pct, ParseDoubleFlag(flag, value));
-        set(state, pct);
-        return absl::OkStatus();
-      },
-      std::move(default_text));
+  return Parsed<double>(std::move(flag), "PCT", ParseDoubleFlag, std::move(set),
+                        std::move(default_text));
 }
 
 std::vector<CommandSpec> BuildTable() {
