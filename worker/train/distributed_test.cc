@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "worker/train/test_ports.h"
+#include "worker/train/two_ranks.h"
 #include <torch/nn/functional/loss.h>
 #include <torch/types.h>
 #include <torch/utils.h>
@@ -61,29 +62,19 @@ TEST(DistributedTest, AveragedGradientsEqualFullBatchGradients) {
   const torch::Tensor labels = torch::randint(0, 10, {4}, torch::kLong);
   torch::nn::functional::cross_entropy(reference->forward(images), labels).backward();
 
-  const int port = PickFreeLoopbackPort();
-  ASSERT_GT(port, 0);
-  std::vector<Status> statuses(2);
   std::vector<std::string> backends(2);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      auto communicator = ConnectProcessGroup(Loopback(rank, 2, port, 30), Backend::kGloo);
-      if (!communicator.ok()) {
-        statuses[rank] = communicator.status();
-        return;
-      }
-      backends[rank] = (*communicator)->backend_name();
-      ImageClassifier& model = *ranks[rank];
-      BroadcastTensors(State(model), **communicator, /*root=*/0);
-      const torch::Tensor shard = images.narrow(0, 2 * rank, 2);
-      const torch::Tensor shard_labels = labels.narrow(0, 2 * rank, 2);
-      torch::nn::functional::cross_entropy(model.forward(shard), shard_labels).backward();
-      // Small buckets: many collectives per step.
-      AverageGradients(model.parameters(), **communicator, /*bucket_bytes=*/4 << 20);
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  const std::vector<Status> statuses = RunTwoRanks(
+      [&](int rank, Communicator& communicator) {
+        backends[rank] = communicator.backend_name();
+        ImageClassifier& model = *ranks[rank];
+        BroadcastTensors(State(model), communicator, /*root=*/0);
+        const torch::Tensor shard = images.narrow(0, 2 * rank, 2);
+        const torch::Tensor shard_labels = labels.narrow(0, 2 * rank, 2);
+        torch::nn::functional::cross_entropy(model.forward(shard), shard_labels).backward();
+        // Small buckets: many collectives per step.
+        AverageGradients(model.parameters(), communicator, /*bucket_bytes=*/4 << 20);
+      },
+      /*timeout_s=*/30);
   for (int rank = 0; rank < 2; ++rank) {
     ASSERT_TRUE(statuses[rank].ok()) << "rank " << rank << ": " << statuses[rank].message();
     EXPECT_EQ(backends[rank], "gloo");
@@ -135,37 +126,26 @@ TEST(DistributedTest, MissingPeerTimesOutWithUnavailable) {
 // Shutdown ends the group on every rank after the last collective; it is safe to call
 // twice (and from the destructor), and a collective after it is an error, not a hang.
 TEST(DistributedTest, ShutdownEndsTheGroupOnceAndLaterCollectivesThrow) {
-  const int port = PickFreeLoopbackPort();
-  ASSERT_GT(port, 0);
-  std::vector<Status> statuses(2);
   std::vector<float> sums(2, 0.0f);
   std::vector<bool> shut_down(2, false);
   std::vector<bool> threw_after(2, false);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      auto communicator = ConnectProcessGroup(Loopback(rank, 2, port, 30), Backend::kGloo);
-      if (!communicator.ok()) {
-        statuses[rank] = communicator.status();
-        return;
-      }
-      Communicator& group = **communicator;
-      torch::Tensor value = torch::full({4}, static_cast<float>(rank + 1));
-      group.AllReduceSum({value});
-      sums[rank] = value[0].item<float>();
-      EXPECT_FALSE(group.is_shut_down());
-      group.Shutdown();
-      group.Shutdown();  // again: nothing happens
-      shut_down[rank] = group.is_shut_down();
-      try {
+  const std::vector<Status> statuses = RunTwoRanks(
+      [&](int rank, Communicator& group) {
+        torch::Tensor value = torch::full({4}, static_cast<float>(rank + 1));
         group.AllReduceSum({value});
-      } catch (const std::logic_error& e) {
-        threw_after[rank] = std::string(e.what()).find("after Shutdown") != std::string::npos;
-      }
-      // The destructor (end of scope) calls Shutdown once more.
-    });
-  }
-  for (auto& thread : threads) thread.join();
+        sums[rank] = value[0].item<float>();
+        EXPECT_FALSE(group.is_shut_down());
+        group.Shutdown();
+        group.Shutdown();  // again: nothing happens
+        shut_down[rank] = group.is_shut_down();
+        try {
+          group.AllReduceSum({value});
+        } catch (const std::logic_error& e) {
+          threw_after[rank] = std::string(e.what()).find("after Shutdown") != std::string::npos;
+        }
+        // The destructor (when RunTwoRanks' communicator goes) calls Shutdown once more.
+      },
+      /*timeout_s=*/30);
   for (int rank = 0; rank < 2; ++rank) {
     ASSERT_TRUE(statuses[rank].ok()) << "rank " << rank << ": " << statuses[rank].message();
     EXPECT_EQ(sums[rank], 3.0f) << "rank " << rank;

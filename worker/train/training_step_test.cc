@@ -17,7 +17,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
-#include "worker/train/test_ports.h"
+#include "worker/train/two_ranks.h"
 
 namespace bench_train {
 namespace {
@@ -208,17 +208,6 @@ TEST(ModelsTest, ZeroInitResidualZeroesTheLastNormOfEachBlock) {
   EXPECT_EQ((*basic)->named_parameters()["layer2.1.bn2.weight"].abs().sum().item<float>(), 0.0f);
 }
 
-RendezvousOptions Loopback(int rank, int port) {
-  RendezvousOptions rdv;
-  rdv.rank = rank;
-  rdv.world_size = 2;
-  rdv.local_rank = rank;
-  rdv.master_addr = "127.0.0.1";
-  rdv.master_port = port;
-  rdv.timeout_s = 60;
-  return rdv;
-}
-
 StepOptions SmallStep() {
   StepOptions options;
   options.lr = 0.2;
@@ -234,27 +223,6 @@ std::shared_ptr<ImageClassifier> EvalModel(uint64_t seed) {
   EXPECT_TRUE(model.ok());
   (*model)->eval();  // BN on running stats: per-sample independent, so shards add up
   return *model;
-}
-
-// Runs `body` as ranks 0 and 1 on two threads, each with its own real TCPStore +
-// Gloo communicator on loopback; returns each rank's connect status.
-std::vector<Status> RunTwoRanks(const std::function<void(int rank, Communicator&)>& body) {
-  std::vector<Status> statuses(2);
-  const int port = PickFreeLoopbackPort();
-  if (port <= 0) return std::vector<Status>(2, InternalError("no free loopback port"));
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      auto communicator = ConnectProcessGroup(Loopback(rank, port), Backend::kGloo);
-      if (!communicator.ok()) {
-        statuses[rank] = communicator.status();
-        return;
-      }
-      body(rank, **communicator);
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  return statuses;
 }
 
 // Two ranks (threads, real TCPStore + Gloo), each on half of every batch, with
