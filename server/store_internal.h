@@ -1,5 +1,6 @@
-// Row-level helpers shared by store.cc and store_telemetry.cc (not part of the API).
-// Each runs on the connection it is given; the caller holds that connection.
+// Internal to the store's files (store*.cc), not part of the API: what one of them
+// defines and another uses. Each function runs on the connection it is given; the
+// caller holds that connection (the writer thread's, or the reader under its mutex).
 #pragma once
 
 #include <map>
@@ -8,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "server/job.h"
 #include "server/store.h"
 
@@ -15,10 +17,24 @@ namespace bench {
 
 class Database;
 
+// store_schema.cc: migrates the database to Store::kSchemaVersion; FAILED_PRECONDITION,
+// with nothing changed, when its schema is newer than this build.
+absl::Status MigrateSchema(Database& db);
+
+// Column codecs shared by the table families (times are stored as Unix milliseconds;
+// an unknown text reads as the unspecified value).
+inline int64_t ToMs(absl::Time t) { return absl::ToUnixMillis(t); }
+inline absl::Time FromMs(int64_t ms) { return absl::FromUnixMillis(ms); }
+Precision ParsePrecisionText(const std::string& text);
+DeviceKind ParseDeviceKind(const std::string& text);
+
+// store_samples.cc
 absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db,
                                                            const std::string& job_id,
                                                            int attempt,
                                                            int from_iteration = 0);
+
+// store_telemetry.cc
 absl::StatusOr<std::vector<GpuSample>> SelectGpuSamples(Database& db, const std::string& job_id,
                                                          int attempt);
 // INSERT OR IGNORE; counts into result->gpu_stored / gpu_duplicates.
