@@ -24,99 +24,16 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/agent_messages.h"
 #include "server/job.h"
 #include "server/live_metrics.h"
 #include "server/metrics_exporter.h"
 #include "server/results.h"
 #include "server/variability.h"
 #include "server/store.h"
+#include "server/views.h"
 
 namespace bench {
-
-// Everything an agent needs to start its ranks of one job.
-struct AssignmentMessage {
-  std::string job_id;
-  int attempt = 0;
-  JobSpec spec;
-  std::vector<int> ranks;
-  std::vector<int> device_indices;
-  DeviceKind device_kind = DeviceKind::kNone;
-  int world_size = 0;
-  std::string master_addr;
-  int master_port = 0;  // 0: this agent hosts rank 0 and picks the port
-};
-
-struct CancelMessage {
-  std::string job_id;
-  int attempt = 0;
-  std::string reason;
-};
-
-// The controller's end of an agent's assignment stream (implemented by the RPC adapter).
-class AgentChannel {
- public:
-  virtual ~AgentChannel() = default;
-  // Queue a message; must not block.
-  virtual void SendAssignment(const AssignmentMessage& assignment) = 0;
-  virtual void SendCancel(const CancelMessage& cancel) = 0;
-  // End the stream with `status`; the manager forgets the channel right after.
-  virtual void Close(const absl::Status& status) = 0;
-};
-
-enum class RankOutcome { kStarted, kSucceeded, kFailed, kCancelled };
-
-struct RankReport {
-  int rank = 0;
-  RankOutcome outcome = RankOutcome::kStarted;
-  int exit_code = 0;
-  std::string message;
-  std::string stderr_tail;
-  std::optional<RankSummary> summary;
-  int64_t parameters = 0;
-  std::string telemetry_note;  // why the agent cannot sample this rank's GPU, or ""
-  Versions versions;           // the trainer's start-event versions; empty if unknown
-  std::string precision;       // the trainer's start event: precision in effect; "" if unknown
-};
-
-// A job as clients see it: the stored job plus live progress.
-struct JobView {
-  Job job;
-  int queue_position = 0;   // QUEUED: 1 = next to be considered; 0 otherwise
-  int iterations_done = 0;  // lowest count of stored iterations across ranks
-  int64_t samples_stored = 0;
-  // Current attempt, all ranks: stored iterations whose loss is NaN or infinite.
-  int64_t nonfinite_losses = 0;
-  std::optional<double> images_per_second;
-  // images_per_second against its configuration's baseline (SUCCEEDED jobs with a
-  // throughput whose configuration has one).
-  std::optional<BaselineComparison> baseline;
-};
-
-// A job's status with its stored iterations (for logs).
-struct SamplesView {
-  JobView view;
-  std::vector<IterationSample> samples;  // current attempt, by rank then iteration
-};
-
-struct AgentView {
-  AgentInventory inventory;
-  bool connected = false;
-  absl::Time last_seen;
-  int devices_busy = 0;
-  std::vector<std::string> running_jobs;
-};
-
-struct SubmitResult {
-  std::string job_id;
-  bool existing = false;
-};
-
-// What an agent's heartbeat says it runs: one (job, attempt) and its live ranks.
-struct RunningOnAgent {
-  std::string job_id;
-  int attempt = 0;         // 0: not said (an older agent): the job's current attempt
-  std::vector<int> ranks;  // empty: not said
-};
 
 struct JobManagerOptions {
   // An agent unheard-of for this long is lost: its running jobs end with "node lost".
@@ -132,13 +49,6 @@ struct JobManagerOptions {
   absl::Duration default_wall_time = absl::Hours(24);
   absl::Duration default_hang_timeout = absl::Minutes(10);
 };
-
-// The message of a rank report for a rank the agent killed because the agent itself
-// restarted while it ran (worker/agent): a node fault, not the trainer's.
-inline constexpr char kAgentRestartedPrefix[] = "bench-agent restarted";
-// How bench-train's error event begins when it ended a run whose loss stayed non-finite
-// (docs/trainer-events.md); a job that fails so has a reason beginning with it too.
-inline constexpr char kLossDivergedPrefix[] = "loss diverged:";
 
 class JobManager {
  public:

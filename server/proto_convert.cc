@@ -1,6 +1,7 @@
 #include "server/proto_convert.h"
 
 #include "server/environment.h"
+#include "server/telemetry.h"
 
 namespace bench {
 namespace v1 = benchfleet::v1;

@@ -7,10 +7,12 @@
 #include "benchfleet/v1/agent.pb.h"
 #include "benchfleet/v1/controller.pb.h"
 #include "benchfleet/v1/types.pb.h"
+#include "server/agent_messages.h"
+#include "server/baseline.h"
 #include "server/job.h"
-#include "server/job_manager.h"
-#include "server/variability.h"
 #include "server/results.h"
+#include "server/variability.h"
+#include "server/views.h"
 
 namespace bench {
 
