@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "worker/agent/agent_log.h"
+#include "common/log.h"
 #include "worker/agent/retry.h"
 
 namespace bench::agent {
@@ -42,30 +42,6 @@ std::string DefaultBenchTrainPath() {
 std::string LeftoverRankMessage(int pid) {
   return absl::StrCat("bench-agent restarted while this rank ran; it was killed (pid ", pid,
                       ")");
-}
-
-uint64_t FencedSinks::Add(benchfleet::v1::IterationSample sample) {
-  absl::ReaderMutexLock lock(&mu_);
-  return fenced_ ? 0 : samples_->Add(std::move(sample));
-}
-
-uint64_t FencedSinks::AddGpuSample(benchfleet::v1::GpuSample sample) {
-  absl::ReaderMutexLock lock(&mu_);
-  return fenced_ ? 0 : samples_->AddGpuSample(std::move(sample));
-}
-
-bool FencedSinks::WaitDelivered(uint64_t ticket) {
-  return ticket == 0 || samples_->WaitDelivered(ticket);
-}
-
-uint64_t FencedSinks::Report(benchfleet::v1::ReportStatusRequest report) {
-  absl::ReaderMutexLock lock(&mu_);
-  return fenced_ ? 0 : reports_->Report(std::move(report));
-}
-
-void FencedSinks::Fence() {
-  absl::WriterMutexLock lock(&mu_);
-  fenced_ = true;
 }
 
 Agent::Agent(AgentOptions options) : options_(std::move(options)) {}
@@ -115,8 +91,8 @@ absl::Status Agent::Start() {
     if (recorded.ok()) {
       controller_id_ = *recorded;
     } else {
-      AgentLog(absl::StrCat("warning: ", recorded.status().message(),
-                            "; the spool is replayed to whichever controller answers"));
+      Log("warning: ", recorded.status().message(),
+                            "; the spool is replayed to whichever controller answers");
     }
     auto registry = RankRegistry::Open(options_.state_dir + "/ranks");
     if (!registry.ok()) return registry.status();
@@ -145,7 +121,7 @@ absl::Status Agent::Start() {
   for (const auto& gpu : inventory_.gpus()) {
     gpus.push_back(absl::StrCat(gpu.index(), ": ", gpu.name()));
   }
-  AgentLog(absl::StrCat(
+  Log(
       "agent ", inventory_.name(), " (address ", inventory_.address(), ") for controller ",
       options_.controller, ": offering ",
       inventory_.gpus_size() > 0
@@ -158,23 +134,23 @@ absl::Status Agent::Start() {
                                                 " (sample spool up to ",
                                                 options_.spool_max_bytes, " bytes)"),
       inventory_.labels().empty() ? "" : "; labels ",
-      absl::StrJoin(options_.labels, ",", absl::PairFormatter("="))));
+      absl::StrJoin(options_.labels, ",", absl::PairFormatter("=")));
   if (inventory_.gpus_size() > 0) {
     for (const auto& gpu : inventory_.gpus()) gpu_uuids_[gpu.index()] = gpu.uuid();
     telemetry_ = StartGpuTelemetry(options_.nvml_library, options_.gpu_sample_hz,
                                    uploader_.get());
     if (telemetry_.sampler != nullptr) {
-      AgentLog(absl::StrCat("sampling the GPUs of running ranks every ",
+      Log("sampling the GPUs of running ranks every ",
                             absl::FormatDuration(telemetry_.sampler->period()), " through ",
-                            options_.nvml_library));
+                            options_.nvml_library);
     } else {
-      AgentLog(telemetry_.note);
+      Log(telemetry_.note);
     }
     if (options_.gpu_ranks_on_cpu) {
-      AgentLog(absl::StrCat("WARNING: --gpu-ranks-on-cpu: ranks placed on GPUs run on the "
+      Log("WARNING: --gpu-ranks-on-cpu: ranks placed on GPUs run on the "
                             "CPU (--device cpu, ", cpu_threads_,
                             " thread(s) each); their GPUs are still sampled. For tests "
-                            "only: the figures are not GPU figures."));
+                            "only: the figures are not GPU figures.");
     }
   }
   stream_thread_ = std::thread([this] { StreamLoop(); });
@@ -196,8 +172,8 @@ void Agent::ReportLeftovers(const std::vector<LeftoverRank>& leftovers) {
     rank->set_message(LeftoverRankMessage(record.pid));
   }
   for (auto& [key, report] : reports) {
-    AgentLog(absl::StrCat("job ", key.first, " attempt ", key.second, ": reporting ",
-                          report.ranks_size(), " rank(s) killed at start FAILED"));
+    Log("job ", key.first, " attempt ", key.second, ": reporting ",
+                          report.ranks_size(), " rank(s) killed at start FAILED");
     reporter_->Report(std::move(report));
   }
 }
@@ -226,10 +202,10 @@ void Agent::StreamLoop() {
     if (!registered.ok()) {
       absl::Duration delay = RetryDelay(backoff);
       if (ShouldLogAttempt(++register_failures)) {
-        AgentLog(absl::StrCat("cannot register with controller ", options_.controller,
+        Log("cannot register with controller ", options_.controller,
                               " (attempt ", register_failures, "): ",
                               registered.status().ToString(), "; retrying in ",
-                              absl::FormatDuration(delay)));
+                              absl::FormatDuration(delay));
       }
       if (!SleepUnlessStopping(delay)) return;
       continue;
@@ -253,8 +229,8 @@ void Agent::StreamLoop() {
         heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
       }
     }
-    AgentLog(absl::StrCat("registered as ", name, " with ", options_.controller,
-                          " (heartbeat every ", absl::FormatDuration(interval), ")"));
+    Log("registered as ", name, " with ", options_.controller,
+                          " (heartbeat every ", absl::FormatDuration(interval), ")");
 
     absl::Time opened = absl::Now();
     bool got_event = false;
@@ -269,8 +245,8 @@ void Agent::StreamLoop() {
     }
     if (got_event || absl::Now() - opened >= kHealthyStream) backoff.Reset();
     absl::Duration delay = RetryDelay(backoff);
-    AgentLog(absl::StrCat("assignment stream ended (", status.ToString(),
-                          "); re-registering in ", absl::FormatDuration(delay)));
+    Log("assignment stream ended (", status.ToString(),
+                          "); re-registering in ", absl::FormatDuration(delay));
     if (!SleepUnlessStopping(delay)) return;
   }
 }
@@ -303,22 +279,22 @@ void Agent::AdoptControllerId(const std::string& controller_id) {
     }
     old_sinks->Fence();
     if (cancelled > 0) {
-      AgentLog(absl::StrCat("cancelling ", cancelled, " assignment(s) of database ",
-                            controller_id_, "; their samples and reports are dropped"));
+      Log("cancelling ", cancelled, " assignment(s) of database ",
+                            controller_id_, "; their samples and reports are dropped");
     }
     uint64_t samples = uploader_->DiscardPending();
     uint64_t reports = reporter_->DiscardPending();
-    AgentLog(absl::StrCat(
+    Log(
         "controller ", options_.controller, " has database id ", controller_id,
         ", not ", controller_id_, " (the database the ",
         options_.state_dir.empty() ? "queued" : "spooled",
         " records were meant for was wiped or replaced): discarding ", samples,
-        " samples and ", reports, " status reports"));
+        " samples and ", reports, " status reports");
   }
   controller_id_ = controller_id;
   if (!options_.state_dir.empty()) {
     absl::Status written = WriteControllerId(options_.state_dir, controller_id_);
-    if (!written.ok()) AgentLog(absl::StrCat("warning: ", written.message()));
+    if (!written.ok()) Log("warning: ", written.message());
   }
 }
 
@@ -339,13 +315,13 @@ void Agent::HeartbeatLoop() {
     FillRunning(&request);
     absl::Status status = client_->Heartbeat(request);
     if (status.ok()) {
-      if (failures > 0) AgentLog("heartbeats are getting through again");
+      if (failures > 0) Log("heartbeats are getting through again");
       failures = 0;
       continue;
     }
     ++failures;
     if (ShouldLogAttempt(failures)) {
-      AgentLog(absl::StrCat("heartbeat failed (", failures, " in a row): ", status.ToString()));
+      Log("heartbeat failed (", failures, " in a row): ", status.ToString());
     }
     if (status.code() == absl::StatusCode::kNotFound ||
         failures == kHeartbeatFailuresBeforeReconnect) {
@@ -370,8 +346,8 @@ void Agent::OnAssign(const benchfleet::v1::Assignment& assignment) {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
     if (supervisors_.count(key) > 0 || finished_.count(key) > 0) {
-      AgentLog(absl::StrCat("job ", key.first, " attempt ", key.second,
-                            ": assignment seen before; ignored"));
+      Log("job ", key.first, " attempt ", key.second,
+                            ": assignment seen before; ignored");
       return;
     }
     RankSupervisorOptions options;
@@ -409,10 +385,10 @@ void Agent::OnCancel(const benchfleet::v1::CancelAssignment& cancel) {
     supervisor->Cancel(absl::StrCat("cancelled by the controller",
                                     cancel.reason().empty() ? "" : ": ", cancel.reason()));
   }
-  AgentLog(absl::StrCat("job ", cancel.job_id(), " attempt ", cancel.attempt(), ": cancel",
+  Log("job ", cancel.job_id(), " attempt ", cancel.attempt(), ": cancel",
                         cancel.reason().empty() ? "" : " (", cancel.reason(),
                         cancel.reason().empty() ? "" : ")",
-                        found ? "" : "; not running here"));
+                        found ? "" : "; not running here");
 }
 
 void Agent::ReapFinished() {
@@ -469,7 +445,7 @@ void Agent::Shutdown() {
     stopping_ = true;
     cv_.SignalAll();
   }
-  AgentLog("shutting down");
+  Log("shutting down");
   if (client_ != nullptr) client_->Shutdown();
   if (stream_thread_.joinable()) stream_thread_.join();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
@@ -485,18 +461,18 @@ void Agent::Shutdown() {
   absl::Time exit_deadline = absl::Now() + options_.kill_grace + absl::Seconds(5);
   for (auto& [key, supervisor] : supervisors) {
     if (!supervisor->WaitExited(exit_deadline)) {
-      AgentLog(absl::StrCat("job ", key.first, ": ranks still running after SIGKILL"));
+      Log("job ", key.first, ": ranks still running after SIGKILL");
     }
   }
   for (auto& supervisor : retired) {
     if (!supervisor->WaitExited(exit_deadline)) {
-      AgentLog(absl::StrCat("job ", supervisor->job_id(), " (of a previous database): ranks "
-                            "still running after SIGKILL"));
+      Log("job ", supervisor->job_id(), " (of a previous database): ranks "
+                            "still running after SIGKILL");
     }
   }
   if (uploader_ != nullptr) {
     if (!uploader_->Drain(absl::Now() + options_.shutdown_flush_timeout)) {
-      AgentLog("shutting down with samples not yet delivered");
+      Log("shutting down with samples not yet delivered");
     }
     uploader_->Shutdown();
   }
@@ -504,7 +480,7 @@ void Agent::Shutdown() {
   for (auto& supervisor : retired) supervisor->Join();
   if (reporter_ != nullptr) {
     if (!reporter_->Drain(absl::Now() + options_.shutdown_flush_timeout)) {
-      AgentLog("shutting down with status reports not yet delivered");
+      Log("shutting down with status reports not yet delivered");
     }
     reporter_->Shutdown();
   }
@@ -512,7 +488,7 @@ void Agent::Shutdown() {
   retired.clear();
   telemetry_.sampler.reset();
   telemetry_.nvml.reset();
-  AgentLog("stopped");
+  Log("stopped");
 }
 
 }  // namespace bench::agent

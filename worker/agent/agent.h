@@ -91,28 +91,6 @@ inline constexpr char kGpuRanksOnCpuNote[] =
 // executable, else "bench-train" (looked up on PATH).
 std::string DefaultBenchTrainPath();
 
-// The sinks the RankSupervisors of one controller database write to: the agent's
-// uploader and reporter until Fence(), after which samples and reports are dropped
-// (they would reach a database they were not meant for). Dropped calls return ticket 0,
-// which WaitDelivered treats as delivered. Thread-safe; Fence() returns after any call
-// in progress has reached the real sinks, so a discard after it catches that too.
-class FencedSinks final : public SampleSink, public ReportSink {
- public:
-  FencedSinks(SampleSink* samples, ReportSink* reports)
-      : samples_(samples), reports_(reports) {}
-  uint64_t Add(benchfleet::v1::IterationSample sample) override;
-  uint64_t AddGpuSample(benchfleet::v1::GpuSample sample) override;
-  bool WaitDelivered(uint64_t ticket) override;
-  uint64_t Report(benchfleet::v1::ReportStatusRequest report) override;
-  void Fence();
-
- private:
-  SampleSink* const samples_;
-  ReportSink* const reports_;
-  absl::Mutex mu_;
-  bool fenced_ ABSL_GUARDED_BY(mu_) = false;
-};
-
 // Start() and Shutdown() are called from one thread (main); everything else is internal.
 class Agent {
  public:

@@ -235,6 +235,9 @@ class AgentTest : public ::testing::Test {
     options.bench_train = dir_ + "/bench-train";
     options.kill_grace = absl::Milliseconds(500);
     options.shutdown_flush_timeout = absl::Seconds(2);
+    // As in production (main.cc always gives one): samples and reports go through the
+    // spools of a state directory.
+    options.state_dir = dir_ + "/state";
     if (adjust) adjust(&options);
     agent_ = std::make_unique<Agent>(options);
     ASSERT_TRUE(agent_->Start().ok());

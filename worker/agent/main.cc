@@ -18,8 +18,8 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "worker/agent/agent.h"
-#include "worker/agent/agent_log.h"
 #include "worker/agent/labels.h"
 #include "worker/agent/nvml_inventory.h"
 #include "worker/agent/state_dir.h"
@@ -97,6 +97,7 @@ std::string FromFlagOrEnv(const std::string& flag, const char* env, std::string 
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::SetLogComponent("bench-agent");
   absl::SetProgramUsageMessage(
       "bench-agent --controller HOST:PORT [--name NAME] [--cpu-slots N] [--address HOST] "
       "[--bench-train PATH] [--nvml-library PATH] [--gpu-sample-hz HZ] [--gpu-ranks-on-cpu] "
@@ -191,7 +192,7 @@ int main(int argc, char** argv) {
   unsigned char received = 0;
   while (read(signal_pipe[0], &received, 1) < 0 && errno == EINTR) {
   }
-  bench::agent::AgentLog(absl::StrCat("received signal ", static_cast<int>(received)));
+  bench::Log("received signal ", static_cast<int>(received));
   agent.Shutdown();
   return 0;
 }

@@ -8,7 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "worker/agent/agent_log.h"
+#include "common/log.h"
 
 namespace bench::agent {
 
@@ -33,9 +33,9 @@ benchfleet::v1::AgentInventory BuildInventory(const InventoryOptions& options) {
   absl::StatusOr<std::vector<GpuInfo>> gpus =
       nvml.ok() ? (*nvml)->ListGpus() : absl::StatusOr<std::vector<GpuInfo>>(nvml.status());
   if (!gpus.ok()) {
-    AgentLog(absl::StrCat("no GPUs (", gpus.status().message(), "); offering 1 CPU slot"));
+    Log("no GPUs (", gpus.status().message(), "); offering 1 CPU slot");
   } else if (gpus->empty()) {
-    AgentLog("NVML lists no GPU; offering 1 CPU slot");
+    Log("NVML lists no GPU; offering 1 CPU slot");
   }
   if (!gpus.ok() || gpus->empty()) {
     inventory.set_cpu_slots(1);

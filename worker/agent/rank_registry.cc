@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "worker/agent/agent_log.h"
+#include "common/log.h"
 #include "worker/agent/state_dir.h"
 
 namespace bench::agent {
@@ -171,7 +171,7 @@ absl::Status RankRegistry::RecordProcess(const std::string& job_id, int attempt,
 
 void RankRegistry::Forget(pid_t pid) {
   if (unlink(PathOf(pid).c_str()) != 0 && errno != ENOENT) {
-    AgentLog(absl::StrCat("warning: cannot remove ", PathOf(pid), ": ", std::strerror(errno)));
+    Log("warning: cannot remove ", PathOf(pid), ": ", std::strerror(errno));
   }
 }
 
@@ -197,8 +197,8 @@ std::vector<LeftoverRank> RankRegistry::KillLeftovers(absl::Duration timeout) {
     std::getline(in, line);
     auto record = ParseRankRecord(line);
     if (!record.ok()) {
-      AgentLog(absl::StrCat("rank registry ", path, ": ", record.status().message(),
-                            "; removed"));
+      Log("rank registry ", path, ": ", record.status().message(),
+                            "; removed");
       unlink(path.c_str());
       continue;
     }
@@ -207,15 +207,15 @@ std::vector<LeftoverRank> RankRegistry::KillLeftovers(absl::Duration timeout) {
     auto start = ProcessStartTime(record->pid);
     if (start.ok() && *start == record->start_time) {
       leftover.was_alive = true;
-      AgentLog(absl::StrCat("found ", Describe(*record),
+      Log("found ", Describe(*record),
                             " left running by a previous bench-agent; killing its process "
-                            "group ", record->pgid));
+                            "group ", record->pgid);
       kill(-record->pgid, SIGKILL);
       kill(record->pid, SIGKILL);  // in case it left the group
     } else {
-      AgentLog(absl::StrCat("found the record of ", Describe(*record),
+      Log("found the record of ", Describe(*record),
                             " from a previous bench-agent; it is no longer running",
-                            start.ok() ? " (its pid now belongs to another process)" : ""));
+                            start.ok() ? " (its pid now belongs to another process)" : "");
     }
     found.push_back(std::move(leftover));
     paths.push_back(std::move(path));
@@ -234,8 +234,8 @@ std::vector<LeftoverRank> RankRegistry::KillLeftovers(absl::Duration timeout) {
         absl::SleepFor(absl::Milliseconds(10));  // polls /proc: nothing to wait on
       }
       if (!leftover.gone) {
-        AgentLog(absl::StrCat("warning: ", Describe(record), " is still there after SIGKILL; "
-                              "keeping its record"));
+        Log("warning: ", Describe(record), " is still there after SIGKILL; "
+                              "keeping its record");
         continue;
       }
     }

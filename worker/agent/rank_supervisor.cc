@@ -10,9 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "common/spec_names.h"
-#include "worker/agent/agent_log.h"
 #include "common/free_port.h"
+#include "common/log.h"
+#include "common/spec_names.h"
+#include "worker/agent/trainer_echo.h"
 #include "worker/agent/trainer_event_parser.h"
 
 namespace bench::agent {
@@ -132,7 +133,7 @@ void RankSupervisor::Start() {
     for (int rank : a.ranks()) {
       *first.add_ranks() = NewReport(rank, benchfleet::v1::RANK_STATE_FAILED, message);
     }
-    AgentLog(absl::StrCat("job ", a.job_id(), ": ", message));
+    Log("job ", a.job_id(), ": ", message);
     SendReport(std::move(first));
     absl::MutexLock lock(&mu_);
     started_ = true;
@@ -148,8 +149,8 @@ void RankSupervisor::Start() {
   if (master_port == 0) {
     auto port = PickFreePort(master_addr);
     if (!port.ok()) {
-      AgentLog(absl::StrCat("job ", a.job_id(), ": ", port.status().message(),
-                            "; picking the port on all interfaces"));
+      Log("job ", a.job_id(), ": ", port.status().message(),
+                            "; picking the port on all interfaces");
       port = PickFreePort("");
     }
     if (!port.ok()) {
@@ -188,7 +189,7 @@ void RankSupervisor::Start() {
     if (!process.ok()) {
       std::string message = absl::StrCat("cannot start ", options_.bench_train, ": ",
                                          process.status().message());
-      AgentLog(absl::StrCat(Prefix(*rank), message));
+      Log(Prefix(*rank), message);
       *first.add_ranks() =
           NewReport(rank->rank, benchfleet::v1::RANK_STATE_FAILED, message);
       absl::MutexLock lock(&mu_);
@@ -201,8 +202,8 @@ void RankSupervisor::Start() {
                                                                rank->rank,
                                                                rank->process->pid());
       if (!recorded.ok()) {
-        AgentLog(absl::StrCat(Prefix(*rank), "warning: cannot record the rank in ",
-                              options_.registry->dir(), ": ", recorded.message()));
+        Log(Prefix(*rank), "warning: cannot record the rank in ",
+                              options_.registry->dir(), ": ", recorded.message());
       }
     }
     if (IsCuda(a) && options_.gpu_sampler != nullptr) {
@@ -214,9 +215,9 @@ void RankSupervisor::Start() {
     *first.add_ranks() = NewReport(rank->rank, benchfleet::v1::RANK_STATE_STARTED);
     ranks_.push_back(std::move(rank));
   }
-  AgentLog(absl::StrCat("job ", a.job_id(), " attempt ", a.attempt(), ": started ",
+  Log("job ", a.job_id(), " attempt ", a.attempt(), ": started ",
                         ranks_.size(), " of ", a.ranks_size(), " ranks (world size ",
-                        a.world_size(), ", rendezvous ", master_addr, ":", master_port, ")"));
+                        a.world_size(), ", rendezvous ", master_addr, ":", master_port, ")");
   SendReport(std::move(first));
 
   {
@@ -371,15 +372,15 @@ void RankSupervisor::Supervise(Rank* rank) {
   } else {
     report.set_stderr_tail(rank->stderr_tail.Text());
   }
-  AgentLog(absl::StrCat(Prefix(*rank),
+  Log(Prefix(*rank),
                         absl::StripPrefix(benchfleet::v1::RankState_Name(report.state()),
                                           "RANK_STATE_"),
                         " (", DescribeExit(exit_code), ")",
-                        report.message().empty() ? "" : ": ", report.message()));
+                        report.message().empty() ? "" : ": ", report.message());
 
   uint64_t last_ticket = std::max(rank->last_sample_ticket, gpu_ticket);
   if (last_ticket > 0 && !samples_->WaitDelivered(last_ticket)) {
-    AgentLog(absl::StrCat(Prefix(*rank), "reporting before all samples were delivered"));
+    Log(Prefix(*rank), "reporting before all samples were delivered");
   }
   benchfleet::v1::ReportStatusRequest request;
   *request.add_ranks() = std::move(report);
@@ -416,9 +417,9 @@ void RankSupervisor::Terminator() {
   }
   for (auto& rank : ranks_) {
     if (rank->exited) continue;
-    AgentLog(absl::StrCat(Prefix(*rank), "still running ",
+    Log(Prefix(*rank), "still running ",
                           absl::FormatDuration(options_.kill_grace),
-                          " after SIGTERM; sending SIGKILL"));
+                          " after SIGTERM; sending SIGKILL");
     rank->process->SignalGroup(SIGKILL);
   }
 }

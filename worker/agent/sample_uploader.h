@@ -1,44 +1,34 @@
-// Streams iteration samples and GPU samples to the controller in batches, at least once.
+// SampleUploader: the SampleSink of the agent, i.e. iteration and GPU samples on their
+// way to the controller through one Outbox (outbox.h) and the UploadSamples RPC.
 //
-// Samples of both kinds queue in one queue, in the order added, and a background thread
-// sends them with UploadSamples in batches (up to max_batch samples of either kind, or
-// whatever has gathered after `linger`). A batch leaves the queue only when the
-// controller acknowledges it; a failed upload is retried with back-off (the controller
-// dedupes by sample identity, so a retry after a lost acknowledgement is harmless). A
-// batch that fails with a non-transient error max_permanent_failures times in a row is
-// dropped with a warning, so one poisoned batch cannot block the rest.
+// Samples of both kinds queue in one queue, in the order added, and go in batches of up
+// to max_batch samples of either kind (or whatever has gathered after `linger`), at least
+// once, retried with back-off; the outbox holds the rules (acknowledgement, giving up on
+// a poisoned batch, pausing, discarding).
 //
-// Two kinds of queue:
+// Two kinds of queue (outbox_store.h):
+// - On disk (a Spool, see spool.h; the agent's, with its state directory): Add() writes
+//   the sample to the spool (write(2)) before it returns; the queue is the spool itself,
+//   read back a batch at a time, so memory holds one batch whatever the backlog. The
+//   spool is fdatasync'ed before each upload; an acknowledged batch is acknowledged in
+//   the spool. What a previous agent left unacknowledged in the spool is sent first
+//   (replay). When the spool is full (its max_bytes), further samples are dropped, the
+//   NEWEST ones: counted in stats().dropped / gpu_dropped and logged. Trainers are never
+//   blocked by the uploader.
 // - In memory (no Spool given): beyond max_queued samples (both kinds) the oldest are
 //   dropped (counted and logged).
-// - On disk (a Spool, see spool.h): Add() writes the sample to the spool (write(2))
-//   before it returns; the queue is the spool itself, read back a batch at a time, so
-//   memory holds one batch whatever the backlog. The spool is fdatasync'ed before each
-//   upload (a batch boundary); an acknowledged batch is acknowledged in the spool. What
-//   a previous agent left unacknowledged in the spool is sent first (replay). When the
-//   spool is full (its max_bytes), further samples are dropped, the NEWEST ones (the
-//   queue is on disk): counted in stats().dropped / gpu_dropped and logged (the 1st,
-//   2nd, 4th, ... and every 30th time). Trainers are never blocked by the uploader.
-//
-// Holding: while paused (Pause(), or from construction with options.start_paused)
-// nothing is uploaded, not even a retry; samples keep queueing (and spooling). The
-// agent holds its uploader until it has registered and checked the controller's
-// database id. DiscardPending() forgets everything queued (acknowledging the whole
-// spool) without sending it: the samples were meant for another controller database.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <string>
-#include <thread>
-#include <variant>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "benchfleet/v1/agent.pb.h"
+#include "worker/agent/outbox.h"
+#include "worker/agent/outbox_store.h"
 #include "worker/agent/sinks.h"
 #include "worker/agent/spool.h"
 
@@ -120,46 +110,13 @@ class SampleUploader : public SampleSink {
   SampleUploaderStats stats() const;
 
  private:
-  struct Entry {
-    uint64_t ticket;
-    std::variant<benchfleet::v1::IterationSample, benchfleet::v1::GpuSample> sample;
-    bool gpu() const { return sample.index() == 1; }
-  };
-  struct Counts {
-    uint64_t iterations = 0;
-    uint64_t gpu = 0;
-  };
-
-  void Run();
-  void RunSpooled();
-  uint64_t Enqueue(Entry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  uint64_t AppendToSpoolLocked(SpoolKind kind, const std::string& payload, bool gpu)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool EmptyLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  uint64_t DoneThroughLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Counts PopThroughLocked(uint64_t ticket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  class UploadBatch;
 
   SampleUploadRpc* const rpc_;
   const SampleUploaderOptions options_;
-  Spool* const spool_;
-
-  mutable absl::Mutex mu_;
-  absl::CondVar work_cv_;       // the upload thread waits here
-  absl::CondVar delivered_cv_;  // WaitDelivered / Drain wait here
-  std::string agent_ ABSL_GUARDED_BY(mu_);
-  std::deque<Entry> queue_ ABSL_GUARDED_BY(mu_);  // without a spool
-  // With a spool: samples in it not yet acknowledged (or given up on), and the ticket
-  // through which everything is acknowledged or given up on.
-  uint64_t spooled_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t spool_done_through_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
-  int64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool paused_ ABSL_GUARDED_BY(mu_) = false;
-  // Increased by DiscardPending: a batch read before it is not the queue's any more.
-  uint64_t discards_ ABSL_GUARDED_BY(mu_) = 0;
-  SampleUploaderStats stats_ ABSL_GUARDED_BY(mu_);
-  std::thread thread_;
+  std::unique_ptr<OutboxStore> store_;
+  std::unique_ptr<UploadBatch> batch_;
+  std::unique_ptr<Outbox> outbox_;  // last: its thread uses the others
 };
 
 }  // namespace bench::agent

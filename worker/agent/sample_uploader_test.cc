@@ -3,10 +3,12 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <memory>
 #include <cstdio>
 #include <set>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -142,53 +144,84 @@ std::vector<int> Range(int first, int last) {
   return out;
 }
 
-TEST(SampleUploaderTest, BatchesUpToMaxBatchThenLingers) {
+// The uploader as the agent runs it: on its spool (the state directory's), and, where
+// the agent has no state directory, in memory. Both queues go through the one Outbox.
+enum class Queue { kOnDisk, kInMemory };
+
+class SampleUploaderTest : public ::testing::TestWithParam<Queue> {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/sample_uploader_test_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    if (GetParam() == Queue::kOnDisk) {
+      auto spool = Spool::Open(dir_ + "/spool/samples");
+      ASSERT_TRUE(spool.ok()) << spool.status();
+      spool_ = std::move(*spool);
+    }
+  }
+  void TearDown() override { ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0); }
+  // Must be destroyed before the fixture (declare the rpc before it).
+  std::unique_ptr<SampleUploader> Make(SampleUploadRpc* rpc, SampleUploaderOptions options) {
+    return std::make_unique<SampleUploader>(rpc, std::move(options), spool_.get());
+  }
+  std::string dir_;
+  std::unique_ptr<Spool> spool_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Queues, SampleUploaderTest,
+                         ::testing::Values(Queue::kOnDisk, Queue::kInMemory),
+                         [](const ::testing::TestParamInfo<Queue>& info) {
+                           return info.param == Queue::kOnDisk ? "OnDisk" : "InMemory";
+                         });
+
+TEST_P(SampleUploaderTest, BatchesUpToMaxBatchThenLingers) {
   FakeUploadRpc rpc;
   SampleUploaderOptions options = FastOptions();
   options.max_batch = 100;
   options.linger = absl::Milliseconds(300);
-  SampleUploader uploader(&rpc, options);
-  uploader.SetAgent("agent-a");
+  auto uploader = Make(&rpc, options);
+  uploader->SetAgent("agent-a");
   uint64_t last = 0;
-  for (int i = 1; i <= 250; ++i) last = uploader.Add(Sample(0, i));
-  ASSERT_TRUE(uploader.WaitDelivered(last));
+  for (int i = 1; i <= 250; ++i) last = uploader->Add(Sample(0, i));
+  ASSERT_TRUE(uploader->WaitDelivered(last));
   EXPECT_EQ(rpc.call_sizes(), (std::vector<int>{100, 100, 50}));
   EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 250));
   EXPECT_EQ(rpc.agents(), (std::set<std::string>{"agent-a"}));
-  auto stats = uploader.stats();
+  auto stats = uploader->stats();
   EXPECT_EQ(stats.added, 250u);
   EXPECT_EQ(stats.acknowledged, 250u);
   EXPECT_EQ(stats.batches, 3u);
 }
 
-TEST(SampleUploaderTest, LingerSendsAPartialBatch) {
+TEST_P(SampleUploaderTest, LingerSendsAPartialBatch) {
   FakeUploadRpc rpc;
-  SampleUploader uploader(&rpc, FastOptions());
+  auto uploader = Make(&rpc, FastOptions());
   uint64_t last = 0;
-  for (int i = 1; i <= 5; ++i) last = uploader.Add(Sample(0, i));
-  ASSERT_TRUE(uploader.WaitDelivered(last));
+  for (int i = 1; i <= 5; ++i) last = uploader->Add(Sample(0, i));
+  ASSERT_TRUE(uploader->WaitDelivered(last));
   EXPECT_EQ(rpc.call_sizes(), (std::vector<int>{5}));
 }
 
-TEST(SampleUploaderTest, RetriesAFailedUploadWithoutLossOrDuplicates) {
+TEST_P(SampleUploaderTest, RetriesAFailedUploadWithoutLossOrDuplicates) {
   FakeUploadRpc rpc;
   rpc.FailNext(3);
-  SampleUploader uploader(&rpc, FastOptions());
+  auto uploader = Make(&rpc, FastOptions());
   uint64_t last = 0;
-  for (int i = 1; i <= 10; ++i) last = uploader.Add(Sample(0, i));
-  ASSERT_TRUE(uploader.WaitDelivered(last));
+  for (int i = 1; i <= 10; ++i) last = uploader->Add(Sample(0, i));
+  ASSERT_TRUE(uploader->WaitDelivered(last));
   EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 10));
-  EXPECT_EQ(uploader.stats().failed_uploads, 3u);
-  EXPECT_EQ(uploader.stats().acknowledged, 10u);
+  EXPECT_EQ(uploader->stats().failed_uploads, 3u);
+  EXPECT_EQ(uploader->stats().acknowledged, 10u);
 }
 
-TEST(SampleUploaderTest, LostAcknowledgementIsResent) {
+TEST_P(SampleUploaderTest, LostAcknowledgementIsResent) {
   FakeUploadRpc rpc;
   rpc.LoseAckNext(1);
-  SampleUploader uploader(&rpc, FastOptions());
+  auto uploader = Make(&rpc, FastOptions());
   uint64_t last = 0;
-  for (int i = 1; i <= 4; ++i) last = uploader.Add(Sample(0, i));
-  ASSERT_TRUE(uploader.WaitDelivered(last));
+  for (int i = 1; i <= 4; ++i) last = uploader->Add(Sample(0, i));
+  ASSERT_TRUE(uploader->WaitDelivered(last));
   // At least once: the unacknowledged batch went twice (the controller dedupes).
   auto accepted = Iterations(rpc.accepted());
   std::vector<int> expected = Range(1, 4);
@@ -196,13 +229,13 @@ TEST(SampleUploaderTest, LostAcknowledgementIsResent) {
   EXPECT_EQ(accepted, expected);
 }
 
-TEST(SampleUploaderTest, WaitDeliveredWaitsForTheAcknowledgement) {
+TEST_P(SampleUploaderTest, WaitDeliveredWaitsForTheAcknowledgement) {
   FakeUploadRpc rpc;
   rpc.set_down(true);
-  SampleUploader uploader(&rpc, FastOptions());
-  uint64_t ticket = uploader.Add(Sample(0, 1));
+  auto uploader = Make(&rpc, FastOptions());
+  uint64_t ticket = uploader->Add(Sample(0, 1));
   std::atomic<bool> delivered{false};
-  std::thread waiter([&] { delivered = uploader.WaitDelivered(ticket); });
+  std::thread waiter([&] { delivered = uploader->WaitDelivered(ticket); });
   absl::SleepFor(absl::Milliseconds(100));
   EXPECT_FALSE(delivered);
   EXPECT_TRUE(rpc.accepted().empty());
@@ -212,7 +245,7 @@ TEST(SampleUploaderTest, WaitDeliveredWaitsForTheAcknowledgement) {
   EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 1));
 }
 
-TEST(SampleUploaderTest, DropsOldestBeyondTheBound) {
+TEST(InMemorySampleUploaderTest, DropsOldestBeyondTheBound) {
   FakeUploadRpc rpc;
   rpc.set_down(true);
   SampleUploaderOptions options = FastOptions();
@@ -226,51 +259,51 @@ TEST(SampleUploaderTest, DropsOldestBeyondTheBound) {
   EXPECT_EQ(Iterations(rpc.accepted()), Range(16, 25));
 }
 
-TEST(SampleUploaderTest, GivesUpOnARejectedBatch) {
+TEST_P(SampleUploaderTest, GivesUpOnARejectedBatch) {
   FakeUploadRpc rpc;
   rpc.RejectNext(2);
   SampleUploaderOptions options = FastOptions();
   options.max_permanent_failures = 2;
-  SampleUploader uploader(&rpc, options);
+  auto uploader = Make(&rpc, options);
   uint64_t last = 0;
-  for (int i = 1; i <= 5; ++i) last = uploader.Add(Sample(0, i));
-  ASSERT_TRUE(uploader.WaitDelivered(last));
+  for (int i = 1; i <= 5; ++i) last = uploader->Add(Sample(0, i));
+  ASSERT_TRUE(uploader->WaitDelivered(last));
   EXPECT_TRUE(rpc.accepted().empty());
-  EXPECT_EQ(uploader.stats().dropped, 5u);
-  last = uploader.Add(Sample(0, 6));
-  ASSERT_TRUE(uploader.WaitDelivered(last));
+  EXPECT_EQ(uploader->stats().dropped, 5u);
+  last = uploader->Add(Sample(0, 6));
+  ASSERT_TRUE(uploader->WaitDelivered(last));
   EXPECT_EQ(Iterations(rpc.accepted()), Range(6, 6));
 }
 
-TEST(SampleUploaderTest, ShutdownReleasesWaiters) {
+TEST_P(SampleUploaderTest, ShutdownReleasesWaiters) {
   FakeUploadRpc rpc;
   rpc.set_down(true);
-  SampleUploader uploader(&rpc, FastOptions());
-  uint64_t ticket = uploader.Add(Sample(0, 1));
+  auto uploader = Make(&rpc, FastOptions());
+  uint64_t ticket = uploader->Add(Sample(0, 1));
   std::thread stopper([&] {
     absl::SleepFor(absl::Milliseconds(50));
-    uploader.Shutdown();
+    uploader->Shutdown();
   });
-  EXPECT_FALSE(uploader.WaitDelivered(ticket));
+  EXPECT_FALSE(uploader->WaitDelivered(ticket));
   stopper.join();
-  EXPECT_FALSE(uploader.Drain(absl::Now()));
+  EXPECT_FALSE(uploader->Drain(absl::Now()));
 }
 
-TEST(SampleUploaderTest, GpuSamplesTravelInTheSameBatches) {
+TEST_P(SampleUploaderTest, GpuSamplesTravelInTheSameBatches) {
   FakeUploadRpc rpc;
   rpc.FailNext(1);
   SampleUploaderOptions options = FastOptions();
   options.max_batch = 4;
   options.linger = absl::Milliseconds(200);
-  SampleUploader uploader(&rpc, options);
+  auto uploader = Make(&rpc, options);
   uint64_t last = 0;
   for (int i = 1; i <= 3; ++i) {
-    uploader.Add(Sample(0, i));
-    last = uploader.AddGpuSample(Gpu(0, i));
+    uploader->Add(Sample(0, i));
+    last = uploader->AddGpuSample(Gpu(0, i));
   }
   // One ticket counter for both kinds: the last GPU sample covers everything.
   EXPECT_EQ(last, 6u);
-  ASSERT_TRUE(uploader.WaitDelivered(last));
+  ASSERT_TRUE(uploader->WaitDelivered(last));
   EXPECT_EQ(rpc.call_sizes(), (std::vector<int>{4, 4, 2}));  // a failed try, then 4 + 2
   EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 3));
   auto gpu = rpc.accepted_gpu();
@@ -280,7 +313,7 @@ TEST(SampleUploaderTest, GpuSamplesTravelInTheSameBatches) {
     EXPECT_EQ(gpu[i].power_w(), 300.0);
     EXPECT_EQ(gpu[i].gpu_uuid(), "GPU-fake-0");
   }
-  auto stats = uploader.stats();
+  auto stats = uploader->stats();
   EXPECT_EQ(stats.added, 3u);
   EXPECT_EQ(stats.acknowledged, 3u);
   EXPECT_EQ(stats.gpu_added, 3u);
@@ -289,13 +322,13 @@ TEST(SampleUploaderTest, GpuSamplesTravelInTheSameBatches) {
   EXPECT_EQ(stats.failed_uploads, 1u);
 }
 
-TEST(SampleUploaderTest, WaitDeliveredOnAGpuTicketWaitsForTheAcknowledgement) {
+TEST_P(SampleUploaderTest, WaitDeliveredOnAGpuTicketWaitsForTheAcknowledgement) {
   FakeUploadRpc rpc;
   rpc.set_down(true);
-  SampleUploader uploader(&rpc, FastOptions());
-  uint64_t ticket = uploader.AddGpuSample(Gpu(2, 1));
+  auto uploader = Make(&rpc, FastOptions());
+  uint64_t ticket = uploader->AddGpuSample(Gpu(2, 1));
   std::atomic<bool> delivered{false};
-  std::thread waiter([&] { delivered = uploader.WaitDelivered(ticket); });
+  std::thread waiter([&] { delivered = uploader->WaitDelivered(ticket); });
   absl::SleepFor(absl::Milliseconds(50));
   EXPECT_FALSE(delivered);
   rpc.set_down(false);
@@ -304,7 +337,7 @@ TEST(SampleUploaderTest, WaitDeliveredOnAGpuTicketWaitsForTheAcknowledgement) {
   EXPECT_EQ(rpc.accepted_gpu().size(), 1u);
 }
 
-TEST(SampleUploaderTest, TheBoundCountsBothKinds) {
+TEST(InMemorySampleUploaderTest, TheBoundCountsBothKinds) {
   FakeUploadRpc rpc;
   rpc.set_down(true);
   SampleUploaderOptions options = FastOptions();
@@ -323,30 +356,30 @@ TEST(SampleUploaderTest, TheBoundCountsBothKinds) {
   EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 4));
 }
 
-TEST(SampleUploaderTest, ConcurrentProducersWithFlakyUploadsLoseNothing) {
+TEST_P(SampleUploaderTest, ConcurrentProducersWithFlakyUploadsLoseNothing) {
   FakeUploadRpc rpc;
   rpc.FailEvery(3);
   SampleUploaderOptions options = FastOptions();
   options.max_batch = 500;
-  SampleUploader uploader(&rpc, options);
+  auto uploader = Make(&rpc, options);
   constexpr int kRanks = 4, kIterations = 5000;
   std::vector<std::thread> producers;
   std::vector<uint64_t> last(kRanks);
   for (int rank = 0; rank < kRanks; ++rank) {
     producers.emplace_back([&, rank] {
-      for (int i = 1; i <= kIterations; ++i) last[rank] = uploader.Add(Sample(rank, i));
+      for (int i = 1; i <= kIterations; ++i) last[rank] = uploader->Add(Sample(rank, i));
     });
   }
   for (auto& producer : producers) producer.join();
-  for (uint64_t ticket : last) ASSERT_TRUE(uploader.WaitDelivered(ticket));
-  ASSERT_TRUE(uploader.Drain(absl::Now() + absl::Seconds(10)));
+  for (uint64_t ticket : last) ASSERT_TRUE(uploader->WaitDelivered(ticket));
+  ASSERT_TRUE(uploader->Drain(absl::Now() + absl::Seconds(10)));
   auto accepted = rpc.accepted();
   EXPECT_EQ(accepted.size(), static_cast<size_t>(kRanks * kIterations));
   std::set<std::tuple<int, int>> identities;
   for (const auto& sample : accepted) identities.emplace(sample.rank(), sample.iteration());
   EXPECT_EQ(identities.size(), static_cast<size_t>(kRanks * kIterations));
   for (int size : rpc.call_sizes()) EXPECT_LE(size, 500);
-  EXPECT_GT(uploader.stats().failed_uploads, 0u);
+  EXPECT_GT(uploader->stats().failed_uploads, 0u);
 }
 
 class SpooledUploaderTest : public ::testing::Test {
@@ -423,35 +456,35 @@ TEST_F(SpooledUploaderTest, UnacknowledgedSamplesAreReplayedByTheNextUploader) {
   EXPECT_EQ(rpc.agents(), (std::set<std::string>{"agent-r"}));
 }
 
-TEST(SampleUploaderTest, PausedSendsNothingUntilResumed) {
+TEST_P(SampleUploaderTest, PausedSendsNothingUntilResumed) {
   FakeUploadRpc rpc;
   SampleUploaderOptions options = FastOptions();
   options.start_paused = true;
-  SampleUploader uploader(&rpc, options);
+  auto uploader = Make(&rpc, options);
   uint64_t last = 0;
-  for (int i = 1; i <= 5; ++i) last = uploader.Add(Sample(0, i));
-  EXPECT_FALSE(uploader.Drain(absl::Now() + absl::Milliseconds(100)));
+  for (int i = 1; i <= 5; ++i) last = uploader->Add(Sample(0, i));
+  EXPECT_FALSE(uploader->Drain(absl::Now() + absl::Milliseconds(100)));
   EXPECT_TRUE(rpc.call_sizes().empty());
-  uploader.Resume();
-  ASSERT_TRUE(uploader.WaitDelivered(last));
+  uploader->Resume();
+  ASSERT_TRUE(uploader->WaitDelivered(last));
   EXPECT_EQ(Iterations(rpc.accepted()), Range(1, 5));
 }
 
-TEST(SampleUploaderTest, DiscardPendingForgetsTheQueueWithoutSendingIt) {
+TEST_P(SampleUploaderTest, DiscardPendingForgetsTheQueueWithoutSendingIt) {
   FakeUploadRpc rpc;
   SampleUploaderOptions options = FastOptions();
   options.start_paused = true;
-  SampleUploader uploader(&rpc, options);
-  for (int i = 1; i <= 3; ++i) uploader.Add(Sample(0, i));
-  uint64_t gpu = uploader.AddGpuSample(Gpu(0, 1));
-  EXPECT_EQ(uploader.DiscardPending(), 4u);
-  EXPECT_TRUE(uploader.WaitDelivered(gpu)) << "discarded samples are given up on";
-  uint64_t next = uploader.Add(Sample(0, 4));
-  uploader.Resume();
-  ASSERT_TRUE(uploader.WaitDelivered(next));
+  auto uploader = Make(&rpc, options);
+  for (int i = 1; i <= 3; ++i) uploader->Add(Sample(0, i));
+  uint64_t gpu = uploader->AddGpuSample(Gpu(0, 1));
+  EXPECT_EQ(uploader->DiscardPending(), 4u);
+  EXPECT_TRUE(uploader->WaitDelivered(gpu)) << "discarded samples are given up on";
+  uint64_t next = uploader->Add(Sample(0, 4));
+  uploader->Resume();
+  ASSERT_TRUE(uploader->WaitDelivered(next));
   EXPECT_EQ(Iterations(rpc.accepted()), Range(4, 4));
   EXPECT_TRUE(rpc.accepted_gpu().empty());
-  EXPECT_EQ(uploader.stats().discarded, 4u);
+  EXPECT_EQ(uploader->stats().discarded, 4u);
 }
 
 TEST_F(SpooledUploaderTest, APausedUploaderDoesNotReplayAndDiscardEmptiesTheSpool) {

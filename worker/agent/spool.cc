@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "worker/agent/agent_log.h"
+#include "common/log.h"
 #include "worker/agent/state_dir.h"
 
 namespace bench::agent {
@@ -189,8 +189,8 @@ absl::Status Spool::OpenExisting() {
           absl::StrSplit(text, absl::ByAnyChar(" \n"), absl::SkipEmpty());
       if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &acked_.segment) ||
           !absl::SimpleAtoi(parts[1], &acked_.offset)) {
-        AgentLog(absl::StrCat("spool ", dir_, "/ack: unreadable (\"", text,
-                              "\"); replaying the whole spool"));
+        Log("spool ", dir_, "/ack: unreadable (\"", text,
+                              "\"); replaying the whole spool");
         acked_ = SpoolPosition{};
       }
     }
@@ -207,8 +207,8 @@ absl::Status Spool::OpenExisting() {
     segment.seq = seq;
     segment.fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (segment.fd < 0) {
-      AgentLog(absl::StrCat("spool ", path, ": cannot open (", ErrnoText(errno),
-                            "); skipped"));
+      Log("spool ", path, ": cannot open (", ErrnoText(errno),
+                            "); skipped");
       continue;
     }
     if (fstat(segment.fd, &st) != 0) st.st_size = 0;
@@ -217,8 +217,8 @@ absl::Status Spool::OpenExisting() {
     if (seq == acked_.segment) {
       from = acked_.offset;
       if (from > segment.size) {
-        AgentLog(absl::StrCat("spool ", path, ": acknowledged offset ", from,
-                              " is past its end (", segment.size, " bytes)"));
+        Log("spool ", path, ": acknowledged offset ", from,
+                              " is past its end (", segment.size, " bytes)");
         from = segment.size;
       }
     }
@@ -242,9 +242,9 @@ uint64_t Spool::Scan(const Segment& segment, uint64_t offset, uint64_t* records,
       segment.fd, offset, segment.size, SIZE_MAX,
       [&](SpoolKind, absl::string_view, uint64_t) { ++count; }, &why);
   if (!why.empty() && !quiet) {
-    AgentLog(absl::StrCat("spool ", SegmentPath(segment.seq), ": ", why, " at offset ", end,
+    Log("spool ", SegmentPath(segment.seq), ": ", why, " at offset ", end,
                           "; skipping the rest of the file (", segment.size - end,
-                          " bytes)"));
+                          " bytes)");
   }
   *records = count;
   return end;
@@ -370,9 +370,9 @@ SpoolPosition Spool::Read(SpoolPosition from, size_t max_records,
         uint64_t before = 0;
         Scan(segment, segment.count_base, &before, /*quiet=*/true);
         uint64_t lost = segment.records > before ? segment.records - before : 0;
-        AgentLog(absl::StrCat("spool ", SegmentPath(segment.seq), ": ", why, " at offset ",
+        Log("spool ", SegmentPath(segment.seq), ": ", why, " at offset ",
                               end, "; skipping the rest of the file (", lost,
-                              " records)"));
+                              " records)");
         if (skipped != nullptr) *skipped += lost;
         segment.valid_end = end;
         segment.records = before;

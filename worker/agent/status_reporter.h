@@ -1,15 +1,14 @@
-// Delivers ReportStatus requests to the controller in order, retrying until they arrive.
+// StatusReporter: the ReportSink of the agent, i.e. rank state reports on their way to
+// the controller through one Outbox (outbox.h) and the ReportStatus RPC, one report per
+// call, in order, retried until they arrive (a report rejected with a non-transient
+// error max_permanent_failures times in a row is dropped with a warning).
 //
-// A background thread sends queued reports one at a time. Transient failures (the
-// controller away or restarting) are retried with back-off for as long as it takes; a
-// report rejected with a non-transient error max_permanent_failures times in a row is
-// dropped with a warning so that it cannot block the reports behind it.
-//
-// With a Spool (spool.h), every report is also appended to it and fdatasync'ed before
-// Report() returns, and acknowledged in it once delivered (or given up on); reports a
-// previous agent left unacknowledged there are queued first, in their order (replay).
-// A report that cannot be spooled (the spool full or unwritable) is logged and kept in
-// memory only. Reports are few (a handful per job), so the queue stays in memory too.
+// The queue is in memory (reports are few: a handful per job). With a Spool (spool.h),
+// every report is also appended to it and fdatasync'ed before Report() returns, and
+// acknowledged in it once delivered (or given up on); reports a previous agent left
+// unacknowledged there are queued first, in their order (replay). A report that cannot
+// be spooled (the spool full or unwritable) is logged and kept in memory only
+// (MemoryOutboxStore with a mirror, outbox_store.h).
 //
 // Holding: while paused (Pause(), or from construction with options.start_paused)
 // nothing is sent; reports keep queueing (and spooling). DiscardPending() forgets every
@@ -17,16 +16,14 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <string>
-#include <thread>
-#include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "benchfleet/v1/agent.pb.h"
+#include "worker/agent/outbox.h"
+#include "worker/agent/outbox_store.h"
 #include "worker/agent/sinks.h"
 #include "worker/agent/spool.h"
 
@@ -78,32 +75,14 @@ class StatusReporter : public ReportSink {
   // (those in the spool are replayed by the next agent).
   void Shutdown();
   // Reports found in the spool at construction.
-  uint64_t replayed() const { return replayed_; }
+  uint64_t replayed() const;
 
  private:
-  struct Entry {
-    uint64_t ticket = 0;
-    benchfleet::v1::ReportStatusRequest request;
-    bool spooled = false;
-    SpoolPosition end;  // where it ends in the spool, if spooled
-  };
-  void Run();
+  class ReportCall;
 
-  StatusReportRpc* const rpc_;
-  const StatusReporterOptions options_;
-  Spool* const spool_;
-  uint64_t replayed_ = 0;
-
-  mutable absl::Mutex mu_;
-  absl::CondVar work_cv_;
-  absl::CondVar delivered_cv_;
-  std::string agent_ ABSL_GUARDED_BY(mu_);
-  std::deque<Entry> queue_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool paused_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t discards_ ABSL_GUARDED_BY(mu_) = 0;  // increased by DiscardPending
-  std::thread thread_;
+  std::unique_ptr<MemoryOutboxStore> store_;
+  std::unique_ptr<ReportCall> call_;
+  std::unique_ptr<Outbox> outbox_;  // last: its thread uses the others
 };
 
 }  // namespace bench::agent

@@ -2,6 +2,9 @@
 
 #include <stdlib.h>
 
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -61,16 +64,47 @@ StatusReporterOptions FastOptions() {
   return options;
 }
 
-TEST(StatusReporterTest, DeliversInOrderThroughFailures) {
+// The reporter as the agent runs it: writing through to its spool (the state
+// directory's), and, where the agent has no state directory, in memory only.
+enum class Queue { kSpooled, kInMemory };
+
+class StatusReporterTest : public ::testing::TestWithParam<Queue> {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/status_reporter_test_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    if (GetParam() == Queue::kSpooled) {
+      auto spool = Spool::Open(dir_ + "/spool/reports");
+      ASSERT_TRUE(spool.ok()) << spool.status();
+      spool_ = std::move(*spool);
+    }
+  }
+  void TearDown() override { ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0); }
+  // Must be destroyed before the fixture (declare the rpc before it).
+  std::unique_ptr<StatusReporter> Make(StatusReportRpc* rpc, StatusReporterOptions options) {
+    return std::make_unique<StatusReporter>(rpc, std::move(options), spool_.get());
+  }
+  std::string dir_;
+  std::unique_ptr<Spool> spool_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Queues, StatusReporterTest,
+                         ::testing::Values(Queue::kSpooled, Queue::kInMemory),
+                         [](const ::testing::TestParamInfo<Queue>& info) {
+                           return info.param == Queue::kSpooled ? "Spooled" : "InMemory";
+                         });
+
+TEST_P(StatusReporterTest, DeliversInOrderThroughFailures) {
   FakeReportRpc rpc;
   rpc.FailNext(4);
-  StatusReporter reporter(&rpc, FastOptions());
-  reporter.SetAgent("agent-a");
-  reporter.Report(Report("a"));
-  reporter.Report(Report("b"));
-  uint64_t last = reporter.Report(Report("c"));
-  ASSERT_TRUE(reporter.Drain(absl::Now() + absl::Seconds(10)));
-  EXPECT_TRUE(reporter.IsDelivered(last));
+  auto reporter = Make(&rpc, FastOptions());
+  reporter->SetAgent("agent-a");
+  reporter->Report(Report("a"));
+  reporter->Report(Report("b"));
+  uint64_t last = reporter->Report(Report("c"));
+  ASSERT_TRUE(reporter->Drain(absl::Now() + absl::Seconds(10)));
+  EXPECT_TRUE(reporter->IsDelivered(last));
   auto delivered = rpc.delivered();
   ASSERT_EQ(delivered.size(), 3u);
   EXPECT_EQ(delivered[0].job_id(), "a");
@@ -79,27 +113,27 @@ TEST(StatusReporterTest, DeliversInOrderThroughFailures) {
   EXPECT_EQ(delivered[0].agent(), "agent-a");
 }
 
-TEST(StatusReporterTest, GivesUpOnARejectedReport) {
+TEST_P(StatusReporterTest, GivesUpOnARejectedReport) {
   FakeReportRpc rpc;
   rpc.set_reject(true);
-  StatusReporter reporter(&rpc, FastOptions());
-  uint64_t ticket = reporter.Report(Report("a"));
-  ASSERT_TRUE(reporter.Drain(absl::Now() + absl::Seconds(10)));
-  EXPECT_TRUE(reporter.IsDelivered(ticket));
+  auto reporter = Make(&rpc, FastOptions());
+  uint64_t ticket = reporter->Report(Report("a"));
+  ASSERT_TRUE(reporter->Drain(absl::Now() + absl::Seconds(10)));
+  EXPECT_TRUE(reporter->IsDelivered(ticket));
   EXPECT_TRUE(rpc.delivered().empty());
 }
 
-TEST(StatusReporterTest, DrainTimesOutWhileTheControllerIsAway) {
+TEST_P(StatusReporterTest, DrainTimesOutWhileTheControllerIsAway) {
   FakeReportRpc rpc;
   rpc.FailNext(1000000);
-  StatusReporter reporter(&rpc, FastOptions());
-  uint64_t ticket = reporter.Report(Report("a"));
-  EXPECT_FALSE(reporter.Drain(absl::Now() + absl::Milliseconds(50)));
-  EXPECT_FALSE(reporter.IsDelivered(ticket));
-  reporter.Shutdown();
+  auto reporter = Make(&rpc, FastOptions());
+  uint64_t ticket = reporter->Report(Report("a"));
+  EXPECT_FALSE(reporter->Drain(absl::Now() + absl::Milliseconds(50)));
+  EXPECT_FALSE(reporter->IsDelivered(ticket));
+  reporter->Shutdown();
 }
 
-TEST(StatusReporterTest, PausedSendsNothingAndDiscardForgetsTheSpooledReports) {
+TEST(SpooledStatusReporterTest, PausedSendsNothingAndDiscardForgetsTheSpooledReports) {
   char pattern[] = "/tmp/status_reporter_test_XXXXXX";
   ASSERT_NE(mkdtemp(pattern), nullptr);
   const std::string dir = std::string(pattern) + "/reports";
@@ -129,7 +163,7 @@ TEST(StatusReporterTest, PausedSendsNothingAndDiscardForgetsTheSpooledReports) {
   ASSERT_EQ(system(("rm -rf '" + std::string(pattern) + "'").c_str()), 0);
 }
 
-TEST(StatusReporterTest, SpooledReportsSurviveARestartAndAreNotSentTwice) {
+TEST(SpooledStatusReporterTest, SpooledReportsSurviveARestartAndAreNotSentTwice) {
   char pattern[] = "/tmp/status_reporter_test_XXXXXX";
   ASSERT_NE(mkdtemp(pattern), nullptr);
   const std::string dir = std::string(pattern) + "/reports";
