@@ -25,8 +25,13 @@ absl::Status MigrateSchema(Database& db);
 // an unknown text reads as the unspecified value).
 inline int64_t ToMs(absl::Time t) { return absl::ToUnixMillis(t); }
 inline absl::Time FromMs(int64_t ms) { return absl::FromUnixMillis(ms); }
-Precision ParsePrecisionText(const std::string& text);
-DeviceKind ParseDeviceKind(const std::string& text);
+Precision ParsePrecisionText(const std::string& text);  // store_jobs_load.cc
+DeviceKind ParseDeviceKind(const std::string& text);    // store_jobs_load.cc
+// store_jobs.cc: allowed_nodes and node_labels, each a list in one TEXT column.
+std::string EncodeNodes(const std::vector<std::string>& nodes);
+std::vector<std::string> DecodeNodes(const std::string& text);
+std::string EncodeLabels(const std::map<std::string, std::string>& labels);
+std::map<std::string, std::string> DecodeLabels(const std::string& text);
 
 // store_samples.cc
 absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db,

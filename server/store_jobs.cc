@@ -1,0 +1,248 @@
+// Store operations that write jobs: a new job's rows, and each update's mutable state,
+// one writer per table (jobs, job_history, job_ranks, job_versions, rank_summaries,
+// gpu_telemetry), all on the writer thread. Store::LoadJobs reads them back
+// (store_jobs_load.cc).
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "server/sqlite_db.h"
+#include "server/store.h"
+#include "server/store_internal.h"
+
+namespace bench {
+
+// allowed_nodes and node_labels in one TEXT column each: items separated by the ASCII
+// unit separator, a label as KEY=VALUE (keys never contain '=': spec_validation.cc).
+constexpr char kItemSeparator = '\x1f';
+
+std::string EncodeNodes(const std::vector<std::string>& nodes) {
+  return absl::StrJoin(nodes, std::string(1, kItemSeparator));
+}
+
+std::vector<std::string> DecodeNodes(const std::string& text) {
+  if (text.empty()) return {};
+  return absl::StrSplit(text, kItemSeparator);
+}
+
+std::string EncodeLabels(const std::map<std::string, std::string>& labels) {
+  return absl::StrJoin(labels, std::string(1, kItemSeparator), absl::PairFormatter("="));
+}
+
+std::map<std::string, std::string> DecodeLabels(const std::string& text) {
+  std::map<std::string, std::string> labels;
+  if (text.empty()) return labels;
+  for (absl::string_view item : absl::StrSplit(text, kItemSeparator)) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    labels.insert(std::move(kv));
+  }
+  return labels;
+}
+
+namespace {
+
+// The job's mutable columns; NOT_FOUND when no row has its id.
+absl::Status UpdateJobRow(Database& db, const Job& job) {
+  ASSIGN_OR_RETURN(Statement * update,
+                   db.Prepare("UPDATE jobs SET state=?2, reason=?3, attempt=?4, "
+                              "device_kind=?5, parameters=?6, updated_ms=?7, "
+                              "telemetry_note=?8, requeues=?9 WHERE id=?1"));
+  update->Bind(1, job.id);
+  update->Bind(2, JobStateText(job.state));
+  update->Bind(3, job.reason);
+  update->Bind(4, int64_t{job.attempt});
+  update->Bind(5, DeviceKindText(job.device_kind));
+  update->Bind(6, job.parameters);
+  update->Bind(7, ToMs(absl::Now()));
+  update->Bind(8, job.telemetry_note);
+  update->Bind(9, int64_t{job.requeues});
+  RETURN_IF_ERROR(update->Run());
+  if (update->changes() != 1) return absl::NotFoundError(absl::StrCat("job ", job.id));
+  return absl::OkStatus();
+}
+
+// The history entries not stored yet (an entry, once stored, never changes).
+absl::Status WriteHistoryRows(Database& db, const Job& job) {
+  ASSIGN_OR_RETURN(Statement * history,
+                   db.Prepare("INSERT OR IGNORE INTO job_history VALUES (?1, ?2, ?3, ?4, ?5)"));
+  for (size_t i = 0; i < job.history.size(); ++i) {
+    history->Reset();
+    history->Bind(1, job.id);
+    history->Bind(2, static_cast<int64_t>(i));
+    history->Bind(3, JobStateText(job.history[i].state));
+    history->Bind(4, job.history[i].reason);
+    history->Bind(5, ToMs(job.history[i].time));
+    RETURN_IF_ERROR(history->Run());
+  }
+  return absl::OkStatus();
+}
+
+// The current attempt's ranks (written once per attempt) and their precisions.
+absl::Status WriteRankRows(Database& db, const Job& job) {
+  ASSIGN_OR_RETURN(Statement * rank,
+                   db.Prepare("INSERT OR IGNORE INTO job_ranks (job_id, attempt, rank, agent, "
+                              "device_index, hostname, gpu_uuid, gpu_name) VALUES (?1, ?2, ?3, "
+                              "?4, ?5, ?6, ?7, ?8)"));
+  std::map<int, const RankDevice*> devices;
+  for (const RankDevice& device : job.rank_devices) devices[device.rank] = &device;
+  for (const Placement& placement : job.placements) {
+    for (size_t i = 0; i < placement.ranks.size(); ++i) {
+      rank->Reset();
+      rank->Bind(1, job.id);
+      rank->Bind(2, int64_t{job.attempt});
+      rank->Bind(3, int64_t{placement.ranks[i]});
+      rank->Bind(4, placement.agent);
+      rank->Bind(5, int64_t{placement.device_indices[i]});
+      auto device = devices.find(placement.ranks[i]);
+      bool known = device != devices.end();
+      rank->Bind(6, known ? device->second->hostname : std::string());
+      rank->Bind(7, known ? device->second->gpu_uuid : std::string());
+      rank->Bind(8, known ? device->second->gpu_name : std::string());
+      RETURN_IF_ERROR(rank->Run());
+    }
+  }
+  ASSIGN_OR_RETURN(Statement * precision,
+                   db.Prepare("UPDATE job_ranks SET precision=?4 WHERE job_id=?1 AND "
+                              "attempt=?2 AND rank=?3 AND precision<>?4"));
+  for (const auto& [rank_index, text] : job.rank_precisions) {
+    precision->Reset();
+    precision->Bind(1, job.id);
+    precision->Bind(2, int64_t{job.attempt});
+    precision->Bind(3, int64_t{rank_index});
+    precision->Bind(4, text);
+    RETURN_IF_ERROR(precision->Run());
+  }
+  return absl::OkStatus();
+}
+
+// The current attempt's versions, by agent and by rank.
+absl::Status WriteVersionRows(Database& db, const Job& job) {
+  ASSIGN_OR_RETURN(Statement * version,
+                   db.Prepare("INSERT OR REPLACE INTO job_versions VALUES (?1, ?2, ?3, ?4, ?5, "
+                              "?6)"));
+  auto write_versions = [&](const std::string& agent, int rank_index,
+                            const Versions& versions) -> absl::Status {
+    for (const auto& [key, value] : versions) {
+      version->Reset();
+      version->Bind(1, job.id);
+      version->Bind(2, int64_t{job.attempt});
+      version->Bind(3, agent);
+      version->Bind(4, int64_t{rank_index});
+      version->Bind(5, key);
+      version->Bind(6, value);
+      RETURN_IF_ERROR(version->Run());
+    }
+    return absl::OkStatus();
+  };
+  for (const auto& [agent, versions] : job.agent_versions) {
+    RETURN_IF_ERROR(write_versions(agent, -1, versions));
+  }
+  for (const auto& [rank_index, versions] : job.rank_versions) {
+    RETURN_IF_ERROR(write_versions("", rank_index, versions));
+  }
+  return absl::OkStatus();
+}
+
+// The current attempt's rank summaries.
+absl::Status WriteRankSummaryRows(Database& db, const Job& job) {
+  ASSIGN_OR_RETURN(
+      Statement * summary,
+      db.Prepare("INSERT OR REPLACE INTO rank_summaries VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                 "?8, ?9)"));
+  for (const auto& [rank_index, s] : job.summaries) {
+    summary->Reset();
+    summary->Bind(1, job.id);
+    summary->Bind(2, int64_t{job.attempt});
+    summary->Bind(3, int64_t{rank_index});
+    summary->Bind(4, int64_t{s.measured_iterations});
+    summary->Bind(5, s.measured_images);
+    summary->Bind(6, s.window_s);
+    summary->Bind(7, s.step_time_median_s);
+    summary->Bind(8, s.skipped_steps);
+    summary->Bind(9, s.nonfinite_losses);
+    RETURN_IF_ERROR(summary->Run());
+  }
+  return absl::OkStatus();
+}
+
+// Everything UpdateJob persists, table by table.
+absl::Status WriteMutableJobState(Database& db, const Job& job) {
+  RETURN_IF_ERROR(UpdateJobRow(db, job));
+  RETURN_IF_ERROR(WriteHistoryRows(db, job));
+  RETURN_IF_ERROR(WriteRankRows(db, job));
+  RETURN_IF_ERROR(WriteVersionRows(db, job));
+  RETURN_IF_ERROR(WriteRankSummaryRows(db, job));
+  return WriteGpuTelemetryRows(db, job);
+}
+
+// The job's row, its labels, and everything WriteMutableJobState writes.
+absl::Status InsertJobRows(Database& db, const Job& job) {
+  ASSIGN_OR_RETURN(
+      Statement * insert,
+      db.Prepare("INSERT INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                 "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18, '', ?19, ?20, ?21, ?22, ?23, ?24, ?25)"));
+  const JobSpec& spec = job.spec;
+  insert->Bind(1, job.id);
+  insert->Bind(2, job.seq);
+  if (spec.request_id.empty()) {
+    insert->BindNull(3);
+  } else {
+    insert->Bind(3, spec.request_id);
+  }
+  insert->Bind(4, spec.model);
+  insert->Bind(5, int64_t{spec.devices});
+  insert->Bind(6, PrecisionText(spec.precision));
+  insert->Bind(7, int64_t{spec.batch_size});
+  insert->Bind(8, int64_t{spec.iterations});
+  insert->Bind(9, int64_t{spec.warmup_iterations});
+  insert->Bind(10, int64_t{spec.image_size});
+  insert->Bind(11, spec.data);
+  insert->Bind(12, spec.name);
+  insert->Bind(13, JobStateText(job.state));
+  insert->Bind(14, job.reason);
+  insert->Bind(15, int64_t{job.attempt});
+  insert->Bind(16, DeviceKindText(job.device_kind));
+  insert->Bind(17, job.parameters);
+  insert->Bind(18, ToMs(job.created));
+  insert->Bind(19, int64_t{spec.nodes});
+  insert->Bind(20, int64_t{spec.devices_per_node});
+  insert->Bind(21, EncodeNodes(spec.allowed_nodes));
+  insert->Bind(22, EncodeLabels(spec.node_labels));
+  insert->Bind(23, int64_t{spec.wall_time_limit_s});
+  insert->Bind(24, int64_t{spec.hang_timeout_s});
+  insert->Bind(25, int64_t{job.requeues});
+  RETURN_IF_ERROR(insert->Run());
+  ASSIGN_OR_RETURN(Statement * label, db.Prepare("INSERT INTO job_labels VALUES (?1, ?2, ?3)"));
+  for (const auto& [key, value] : spec.labels) {
+    label->Reset();
+    label->Bind(1, job.id);
+    label->Bind(2, key);
+    label->Bind(3, value);
+    RETURN_IF_ERROR(label->Run());
+  }
+  return WriteMutableJobState(db, job);
+}
+
+}  // namespace
+
+absl::Status Store::InsertJob(const Job& job) {
+  return Write([job](Database& db) { return InsertJobRows(db, job); });
+}
+
+void Store::InsertJobAsync(const Job& job, Done done) {
+  Enqueue({[job](Database& db) { return InsertJobRows(db, job); }, std::move(done)});
+}
+
+absl::Status Store::UpdateJob(const Job& job) {
+  return Write([job](Database& db) { return WriteMutableJobState(db, job); });
+}
+
+void Store::UpdateJobAsync(const Job& job, Done done) {
+  Enqueue({[job](Database& db) { return WriteMutableJobState(db, job); }, std::move(done)});
+}
+
+}  // namespace bench
