@@ -113,10 +113,7 @@ JobManager::Clock::time_point JobManager::ReconcileDeadlineAsLastSeen() const {
 
 void JobManager::BeginReconcileGrace() {
   absl::MutexLock lock(&mu_);
-  Clock::time_point expires = ReconcileDeadlineAsLastSeen();
-  for (auto& [name, agent] : agents_) {
-    if (agent.placeholder) agent.last_seen = expires;
-  }
+  fleet_.ExtendPlaceholders(ReconcileDeadlineAsLastSeen());
 }
 
 void JobManager::AdoptRecoveredRunningJob(Job& job) {
@@ -133,13 +130,7 @@ void JobManager::AdoptRecoveredRunningJob(Job& job) {
   // The agents are expected back within the grace: until then they hold the devices.
   Clock::time_point expires = ReconcileDeadlineAsLastSeen();
   for (const Placement& placement : job.placements) {
-    AgentRecord& agent = agents_[placement.agent];
-    if (agent.inventory.name.empty()) {
-      agent.inventory.name = placement.agent;
-      agent.placeholder = true;
-      agent.last_seen = expires;
-      agent.last_seen_wall = absl::Now();
-    }
+    fleet_.AddPlaceholder(placement.agent, expires);
     for (size_t i = 0; i < placement.ranks.size(); ++i) {
       int rank = placement.ranks[i];
       if (job.summaries.count(rank) > 0) {
@@ -147,7 +138,7 @@ void JobManager::AdoptRecoveredRunningJob(Job& job) {
         continue;
       }
       runtime.running_ranks[placement.agent].insert(rank);
-      agent.busy[placement.device_indices[i]] = BusyDevice{job.id, job.attempt, rank};
+      fleet_.Hold(placement.agent, placement.device_indices[i], job.id, job.attempt, rank);
     }
   }
   Log(job.id, " was RUNNING (attempt ", job.attempt, ") when benchd stopped: waiting up to ",
@@ -299,14 +290,7 @@ FleetCounts JobManager::Fleet() {
       case JobState::kCancelled: ++fleet.cancelled; break;
     }
   }
-  for (const auto& [name, agent] : agents_) {
-    bool connected = agent.channel != nullptr && !agent.lost;
-    if (connected) ++fleet.agents_connected;
-    // A lost agent's devices are not in the pool until it returns.
-    if (agent.lost || agent.placeholder) continue;
-    fleet.nodes.push_back({name, DeviceKindText(agent.inventory.kind()),
-                           agent.inventory.device_count(), static_cast<int>(agent.busy.size())});
-  }
+  fleet_.AddTo(fleet);
   return fleet;
 }
 
@@ -346,7 +330,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(JobSpec spec) {
                          "\" was already used for ", it->second, " with a different spec"));
       }
     }
-    std::vector<AgentCapacity> fleet = Capacities();
+    std::vector<AgentCapacity> fleet = fleet_.Capacities();
     PlacementRequest request = PlacementRequestOf(spec);
     if (ChooseDeviceKind(request, fleet) == DeviceKind::kNone) {
       int gpus = FleetDevices(DeviceKind::kCuda, fleet);
@@ -588,25 +572,6 @@ void JobManager::Unwatch(int64_t handle) {
   watchers_.erase(handle);
 }
 
-std::vector<AgentCapacity> JobManager::Capacities() {
-  std::vector<AgentCapacity> capacities;
-  for (const auto& [name, agent] : agents_) {
-    if (agent.lost || agent.placeholder) continue;
-    AgentCapacity capacity;
-    capacity.agent = name;
-    capacity.kind = agent.inventory.kind();
-    capacity.total_devices = agent.inventory.device_count();
-    capacity.labels = agent.inventory.labels;
-    capacity.connected = agent.channel != nullptr;
-    for (int i = 0; i < capacity.total_devices; ++i) {
-      int index = agent.inventory.gpus.empty() ? i : agent.inventory.gpus[i].index;
-      if (agent.busy.count(index) == 0) capacity.free_devices.push_back(index);
-    }
-    capacities.push_back(std::move(capacity));
-  }
-  return capacities;
-}
-
 absl::Duration JobManager::WallTimeLimit(const Job& job) const {
   return job.spec.wall_time_limit_s > 0 ? absl::Seconds(job.spec.wall_time_limit_s)
                                         : options_.default_wall_time;
@@ -632,7 +597,7 @@ void JobManager::Schedule() {
   }
   queue_positions_.clear();
   if (queue.empty()) return;
-  std::vector<QueueDecision> decisions = PlanQueue(queue, Capacities(), running, now);
+  std::vector<QueueDecision> decisions = PlanQueue(queue, fleet_.Capacities(), running, now);
   int position = 0;
   for (QueueDecision& decision : decisions) {
     Job* job = FindJob(decision.job_id);
@@ -667,7 +632,9 @@ void JobManager::StartJob(Job& job, const PlacementPlan& plan) {
   job.gpu_telemetry.clear();
   job.telemetry_note.clear();
   for (const Placement& placement : job.placements) {
-    const AgentInventory& inventory = agents_[placement.agent].inventory;
+    static const AgentInventory kUnknown;
+    const AgentInventory* known = fleet_.Inventory(placement.agent);
+    const AgentInventory& inventory = known != nullptr ? *known : kUnknown;
     if (!inventory.versions.empty()) job.agent_versions[placement.agent] = inventory.versions;
     for (size_t i = 0; i < placement.ranks.size(); ++i) {
       RankDevice device;
@@ -688,10 +655,9 @@ void JobManager::StartJob(Job& job, const PlacementPlan& plan) {
   std::sort(job.rank_devices.begin(), job.rank_devices.end(),
             [](const RankDevice& a, const RankDevice& b) { return a.rank < b.rank; });
   for (const Placement& placement : job.placements) {
-    AgentRecord& agent = agents_[placement.agent];
     for (size_t i = 0; i < placement.ranks.size(); ++i) {
-      agent.busy[placement.device_indices[i]] =
-          BusyDevice{job.id, job.attempt, placement.ranks[i]};
+      fleet_.Hold(placement.agent, placement.device_indices[i], job.id, job.attempt,
+                  placement.ranks[i]);
     }
     runtime.running_ranks[placement.agent] =
         std::set<int>(placement.ranks.begin(), placement.ranks.end());
@@ -714,51 +680,36 @@ AssignmentMessage JobManager::AssignmentFor(const Job& job, const Placement& pla
   message.device_kind = job.device_kind;
   message.world_size = job.spec.devices;
   const Placement& master = job.placements.front();
-  message.master_addr = agents_[master.agent].inventory.address;
+  if (const AgentInventory* inventory = fleet_.Inventory(master.agent)) {
+    message.master_addr = inventory->address;
+  }
   message.master_port = runtime_[job.id].master_port;
   return message;
 }
 
 void JobManager::Dispatch(Job& job, const Placement& placement) {
-  AgentRecord& agent = agents_[placement.agent];
-  if (agent.channel != nullptr) agent.channel->SendAssignment(AssignmentFor(job, placement));
+  if (AgentChannel* channel = fleet_.Channel(placement.agent)) {
+    channel->SendAssignment(AssignmentFor(job, placement));
+  }
 }
 
 absl::StatusOr<std::string> JobManager::RegisterAgent(AgentInventory inventory) {
-  if (inventory.name.empty()) inventory.name = inventory.hostname;
-  if (inventory.name.empty()) {
-    return absl::InvalidArgumentError("inventory.name: an agent needs a name");
-  }
-  if (inventory.gpus.empty() && inventory.cpu_slots < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("inventory: agent ", inventory.name, " offers no GPUs and no CPU slots"));
-  }
+  absl::Status valid = bench::Fleet::NormalizeInventory(inventory);
+  if (!valid.ok()) return valid;
   absl::MutexLock lock(&mu_);
   if (shut_down_) return absl::UnavailableError("benchd is shutting down");
-  AgentRecord& agent = agents_[inventory.name];
-  const char* how = agent.lost          ? " returned: "
-                    : agent.placeholder ? " reconnected after benchd restarted: "
-                                        : " registered: ";
-  agent.inventory = inventory;
-  agent.Touch();
-  agent.lost = false;
-  agent.placeholder = false;
-  Log("agent ", inventory.name, how,
-      inventory.gpus.empty() ? absl::StrCat(inventory.cpu_slots, " CPU slots")
-                             : absl::StrCat(inventory.gpus.size(), " GPUs"),
-      " at ", inventory.address);
+  fleet_.Register(inventory);
   return inventory.name;
 }
 
 absl::Status JobManager::Heartbeat(const std::string& agent_name,
                                    const std::vector<RunningOnAgent>& running) {
   absl::MutexLock lock(&mu_);
-  auto it = agents_.find(agent_name);
-  if (it == agents_.end() || it->second.lost || it->second.placeholder) {
+  if (!fleet_.Registered(agent_name)) {
     return absl::NotFoundError(absl::StrCat("agent ", agent_name, " is not registered"));
   }
-  AgentRecord& agent = it->second;
-  agent.Touch();
+  fleet_.Touch(agent_name);
+  AgentChannel* channel = fleet_.Channel(agent_name);
   // Ranks the controller does not expect there (their job ended or was requeued, or it
   // is unknown) must not keep holding devices: tell the agent to stop them.
   std::set<std::pair<std::string, int>> listed;
@@ -770,7 +721,7 @@ absl::Status JobManager::Heartbeat(const std::string& agent_name,
                     attempt == job->attempt && !Fenced(agent_name, job->id, attempt) &&
                     std::any_of(job->placements.begin(), job->placements.end(),
                                 [&](const Placement& p) { return p.agent == agent_name; });
-    if (expected || agent.channel == nullptr) continue;
+    if (expected || channel == nullptr) continue;
     std::string reason =
         job == nullptr ? "unknown job"
         : attempt != job->attempt
@@ -778,16 +729,14 @@ absl::Status JobManager::Heartbeat(const std::string& agent_name,
                            job->attempt, ")")
             : absl::StrCat("the job is ", JobStateText(job->state),
                            job->reason.empty() ? "" : ": ", job->reason);
-    agent.channel->SendCancel(CancelMessage{entry.job_id, attempt, std::move(reason)});
+    channel->SendCancel(CancelMessage{entry.job_id, attempt, std::move(reason)});
   }
   // The other way round: devices held for attempts the agent no longer runs. The agent
   // drops an attempt from its list only after its final reports were delivered, so an
   // ended attempt's devices are free; a running job whose acknowledged ranks vanished
   // (the agent restarted within its lease) lost its node. Twice in a row, in case this
   // heartbeat overtook the acknowledgement.
-  std::set<std::pair<std::string, int>> held;
-  for (const auto& [device, holder] : agent.busy) held.insert({holder.job_id, holder.attempt});
-  for (const auto& [job_id, attempt] : held) {
+  for (const auto& [job_id, attempt] : fleet_.HeldAttempts(agent_name)) {
     Job* job = FindJob(job_id);
     JobRuntime& runtime = runtime_[job_id];
     if (listed.count({job_id, attempt}) > 0) {
@@ -796,7 +745,7 @@ absl::Status JobManager::Heartbeat(const std::string& agent_name,
     }
     if (job == nullptr || attempt != job->attempt || job->state != JobState::kRunning) {
       if (job != nullptr && attempt == job->attempt) runtime.running_ranks.erase(agent_name);
-      ReleaseDevices(agent_name, job_id, attempt);
+      fleet_.Release(agent_name, job_id, attempt);
       continue;
     }
     if (runtime.undelivered.count(agent_name) > 0) continue;  // not acknowledged yet
@@ -814,16 +763,8 @@ absl::Status JobManager::Heartbeat(const std::string& agent_name,
 absl::Status JobManager::AttachChannel(const std::string& agent_name, AgentChannel* channel) {
   absl::MutexLock lock(&mu_);
   if (shut_down_) return absl::UnavailableError("benchd is shutting down");
-  auto it = agents_.find(agent_name);
-  if (it == agents_.end() || it->second.lost) {
-    return absl::NotFoundError(absl::StrCat("agent ", agent_name, " is not registered"));
-  }
-  AgentRecord& agent = it->second;
-  if (agent.channel != nullptr && agent.channel != channel) {
-    agent.channel->Close(absl::AbortedError("replaced by a newer assignment stream"));
-  }
-  agent.channel = channel;
-  agent.Touch();
+  absl::Status attached = fleet_.Attach(agent_name, channel);
+  if (!attached.ok()) return attached;
   // Re-send what this agent has not acknowledged yet (it ignores duplicates).
   for (Job& job : jobs_) {
     if (job.state != JobState::kRunning) continue;
@@ -842,29 +783,27 @@ absl::Status JobManager::AttachChannel(const std::string& agent_name, AgentChann
 
 void JobManager::DetachChannel(const std::string& agent_name, AgentChannel* channel) {
   absl::MutexLock lock(&mu_);
-  auto it = agents_.find(agent_name);
-  if (it != agents_.end() && it->second.channel == channel) it->second.channel = nullptr;
+  fleet_.Detach(agent_name, channel);
 }
 
 absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::string& job_id,
                                       int attempt, int master_port,
                                       const std::vector<RankReport>& ranks) {
   absl::MutexLock lock(&mu_);
-  auto agent_it = agents_.find(agent_name);
-  if (agent_it == agents_.end()) {
+  if (!fleet_.Known(agent_name)) {
     // Typically benchd restarted and the agent has not registered again yet: a report
     // must not be lost, so this is worth retrying.
     return absl::UnavailableError(
         absl::StrCat("agent ", agent_name, " is not registered yet; retry after registering"));
   }
-  agent_it->second.Touch();
+  fleet_.Touch(agent_name);
   Job* job = FindJob(job_id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
   if (attempt != job->attempt || Fenced(agent_name, job_id, attempt)) {
     // A stale attempt (requeued since) or a fenced agent: only its devices matter.
     for (const RankReport& report : ranks) {
       if (report.outcome != RankOutcome::kStarted) {
-        ReleaseDevices(agent_name, job_id, attempt, report.rank);
+        fleet_.Release(agent_name, job_id, attempt, report.rank);
       }
     }
     Schedule();
@@ -1010,9 +949,8 @@ void JobManager::StopRanks(Job& job) {
       ReleaseAllDevices(job, agent_name);
       continue;
     }
-    AgentRecord& agent = agents_[agent_name];
-    if (agent.channel != nullptr) {
-      agent.channel->SendCancel(CancelMessage{job.id, job.attempt, job.reason});
+    if (AgentChannel* channel = fleet_.Channel(agent_name)) {
+      channel->SendCancel(CancelMessage{job.id, job.attempt, job.reason});
     }
   }
 }
@@ -1025,20 +963,7 @@ void JobManager::MaybeReleaseDevices(Job& job, const std::string& agent_name) {
 }
 
 void JobManager::ReleaseAllDevices(Job& job, const std::string& agent_name) {
-  ReleaseDevices(agent_name, job.id, job.attempt);
-}
-
-void JobManager::ReleaseDevices(const std::string& agent_name, const std::string& job_id,
-                                int attempt, std::optional<int> rank) {
-  auto agent = agents_.find(agent_name);
-  if (agent == agents_.end()) return;
-  auto& busy = agent->second.busy;
-  for (auto it = busy.begin(); it != busy.end();) {
-    const BusyDevice& holder = it->second;
-    bool match = holder.job_id == job_id && holder.attempt == attempt &&
-                 (!rank || holder.rank == *rank);
-    it = match ? busy.erase(it) : std::next(it);
-  }
+  fleet_.Release(agent_name, job.id, job.attempt);
 }
 
 bool JobManager::Fenced(const std::string& agent, const std::string& job_id,
@@ -1053,10 +978,7 @@ void JobManager::UploadSamples(const std::string& agent_name,
   std::vector<GpuSample> known_gpu;
   {
     absl::MutexLock lock(&mu_);
-    auto agent = agents_.find(agent_name);
-    if (agent != agents_.end()) {
-      agent->second.Touch();
-    }
+    fleet_.Touch(agent_name);
     known.reserve(samples.size());
     int64_t dropped = 0;
     int64_t malformed = 0;
@@ -1147,55 +1069,32 @@ void JobManager::UploadSamples(const std::string& agent_name,
 
 std::vector<AgentView> JobManager::ListAgents() {
   absl::MutexLock lock(&mu_);
-  std::vector<AgentView> views;
-  for (const auto& [name, agent] : agents_) {
-    AgentView view;
-    view.inventory = agent.inventory;
-    view.connected = agent.channel != nullptr && !agent.lost;
-    view.last_seen = agent.last_seen_wall;
-    view.devices_busy = static_cast<int>(agent.busy.size());
-    std::set<std::string> running;
-    for (const auto& [device, holder] : agent.busy) running.insert(holder.job_id);
-    view.running_jobs.assign(running.begin(), running.end());
-    views.push_back(std::move(view));
-  }
-  return views;
+  return fleet_.Views();
 }
 
 void JobManager::CheckAgents(Clock::time_point now) {
   absl::MutexLock lock(&mu_);
-  auto lease = absl::ToChronoMilliseconds(options_.agent_lease);
-  bool any_lost = false;
-  for (auto& [name, agent] : agents_) {
-    if (agent.lost || now - agent.last_seen < lease) continue;
-    agent.lost = true;
-    any_lost = true;
+  int lost = fleet_.ExpireLeases(now, options_.agent_lease, [&](const bench::Fleet::LostAgent&
+                                                                     agent) {
+    const std::string& name = agent.name;
     std::string why =
-        agent.placeholder
+        agent.was_placeholder
             ? absl::StrCat("node lost: agent ", name, " did not reconnect within ",
                            absl::FormatDuration(options_.reconcile_grace),
                            " of benchd's restart")
             : absl::StrCat("node lost: agent ", name, " not heard from for ",
                            absl::FormatDuration(options_.agent_lease));
-    agent.placeholder = false;
     Log("agent ", name, " lost: ", why);
-    if (agent.channel != nullptr) {
-      agent.channel->Close(absl::UnavailableError("lease expired"));
-      agent.channel = nullptr;
-    }
-    std::set<std::pair<std::string, int>> held;
-    for (const auto& [device, holder] : agent.busy) held.insert({holder.job_id, holder.attempt});
-    agent.busy.clear();
-    for (const auto& [job_id, attempt] : held) {
+    for (const auto& [job_id, attempt] : agent.held) {
       Job* job = FindJob(job_id);
       if (job == nullptr || attempt != job->attempt) continue;
       runtime_[job_id].running_ranks.erase(name);
       if (job->state == JobState::kRunning) NodeLost(*job, name, why);
     }
-  }
+  });
   // Nothing else frees or adds capacity with time alone: events (reports, heartbeats,
   // registrations, submits) schedule for themselves.
-  if (any_lost) Schedule();
+  if (lost > 0) Schedule();
 }
 
 void JobManager::CheckLimits(absl::Time now) {
@@ -1227,12 +1126,7 @@ void JobManager::CheckLimits(absl::Time now) {
 void JobManager::Shutdown() {
   absl::MutexLock lock(&mu_);
   shut_down_ = true;
-  for (auto& [name, agent] : agents_) {
-    if (agent.channel != nullptr) {
-      agent.channel->Close(absl::UnavailableError("benchd is shutting down"));
-      agent.channel = nullptr;
-    }
-  }
+  fleet_.CloseAll(absl::UnavailableError("benchd is shutting down"));
   for (auto& [handle, watcher] : watchers_) {
     if (watcher.on_close) watcher.on_close(absl::UnavailableError("benchd is shutting down"));
   }

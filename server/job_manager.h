@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/agent_messages.h"
+#include "server/fleet.h"
 #include "server/job.h"
 #include "server/live_metrics.h"
 #include "server/metrics_exporter.h"
@@ -151,28 +152,6 @@ class JobManager {
   const std::string& controller_id() const { return store_->database_id(); }
 
  private:
-  // A device held by one rank of one attempt.
-  struct BusyDevice {
-    std::string job_id;
-    int attempt = 0;
-    int rank = 0;
-  };
-  struct AgentRecord {
-    AgentInventory inventory;
-    AgentChannel* channel = nullptr;
-    Clock::time_point last_seen;
-    absl::Time last_seen_wall;
-    bool lost = false;
-    // Known only from a RUNNING job's placement after a restart; not registered yet.
-    bool placeholder = false;
-    std::map<int, BusyDevice> busy;  // device index → what holds it
-
-    // The agent was just heard from.
-    void Touch() {
-      last_seen = Clock::now();
-      last_seen_wall = absl::Now();
-    }
-  };
   // Live state of a job's current attempt (not persisted; samples are).
   struct JobRuntime {
     bool persisted = false;  // the insert committed; only then is it scheduled
@@ -208,7 +187,7 @@ class JobManager {
   void AdoptRecoveredRunningJob(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The last_seen that makes a placeholder agent lost once reconcile_grace has passed.
   Clock::time_point ReconcileDeadlineAsLastSeen() const;
-  void StartJob(Job& job, const struct PlacementPlan& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartJob(Job& job, const PlacementPlan& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Duration WallTimeLimit(const Job& job) const;
   absl::Duration HangTimeout(const Job& job) const;
   // The attempt lost a node (`agent`): the agent's samples of it are fenced off, its
@@ -220,9 +199,6 @@ class JobManager {
   void StopRanks(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Fenced(const std::string& agent, const std::string& job_id, int attempt) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every registered agent that is not lost (placeholders and agents without a stream
-  // count as not connected).
-  std::vector<struct AgentCapacity> Capacities() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Dispatch(Job& job, const Placement& placement) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   AssignmentMessage AssignmentFor(const Job& job, const Placement& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -237,9 +213,6 @@ class JobManager {
   // Frees the agent's devices held by the job's current attempt.
   void ReleaseAllDevices(Job& job, const std::string& agent)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Frees the agent's devices held by (job, attempt), or only by `rank` of it.
-  void ReleaseDevices(const std::string& agent, const std::string& job_id, int attempt,
-                      std::optional<int> rank = std::nullopt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After the attempt ended: joins its GPU samples to its iterations (in the store's
   // writer thread) and records the per-GPU figures on the job.
   void JoinTelemetry(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -256,7 +229,8 @@ class JobManager {
   std::map<std::string, Job*> job_index_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, JobRuntime> runtime_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);  // → job id
-  std::map<std::string, AgentRecord> agents_ ABSL_GUARDED_BY(mu_);
+  // Agents, streams, leases, device holders (bench::: JobManager::Fleet() hides the name).
+  bench::Fleet fleet_ ABSL_GUARDED_BY(mu_);
   // QUEUED job id → its place, from the latest scheduling pass.
   std::map<std::string, int> queue_positions_ ABSL_GUARDED_BY(mu_);
   // (agent, job, attempt) whose samples and reports are refused: the agent's lease

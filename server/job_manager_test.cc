@@ -1033,5 +1033,23 @@ TEST_F(JobManagerTest, RestartJoinsTheTelemetryOfAnEndedJobThatHasNone) {
   EXPECT_NEAR(*recovered.gpu_telemetry[0].energy_per_image_j, 100 * 4.0 / 8, 1e-6);
 }
 
+TEST_F(JobManagerTest, AnAgentWithTwentyMillionCpuSlotsRegistersAndTakesAJob) {
+  FakeChannel channel;
+  AddCpuAgent("huge", 20'000'000, &channel);
+  absl::StatusOr<SubmitResult> first = manager_->Submit(Spec(2));
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<SubmitResult> second = manager_->Submit(Spec(3));
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_EQ(channel.assignments.size(), 2u);
+  EXPECT_EQ(channel.assignments[0].job_id, first->job_id);
+  EXPECT_THAT(channel.assignments[0].device_indices, ::testing::ElementsAre(0, 1));
+  EXPECT_EQ(channel.assignments[1].job_id, second->job_id);
+  EXPECT_THAT(channel.assignments[1].device_indices, ::testing::ElementsAre(2, 3, 4));
+  std::vector<AgentView> agents = manager_->ListAgents();
+  ASSERT_EQ(agents.size(), 1u);
+  EXPECT_EQ(agents[0].inventory.cpu_slots, 20'000'000);
+  EXPECT_EQ(agents[0].devices_busy, 5);
+}
+
 }  // namespace
 }  // namespace bench

@@ -20,10 +20,7 @@ bool Shaped(const PlacementRequest& request) {
 }
 
 std::vector<int> LowestFree(const AgentCapacity& agent, int count) {
-  std::vector<int> free = agent.free_devices;
-  std::sort(free.begin(), free.end());
-  free.resize(std::min<size_t>(free.size(), count));
-  return free;
+  return agent.free_devices.Lowest(count);
 }
 
 // Connected eligible agents of `kind` with at least `min_free` free devices.
@@ -32,8 +29,8 @@ std::vector<const AgentCapacity*> Candidates(const PlacementRequest& request, De
                                              size_t min_free) {
   std::vector<const AgentCapacity*> candidates;
   for (const AgentCapacity& agent : agents) {
-    if (agent.kind == kind && agent.connected && agent.free_devices.size() >= min_free &&
-        Eligible(request, agent)) {
+    if (agent.kind == kind && agent.connected &&
+        static_cast<size_t>(agent.free_devices.size()) >= min_free && Eligible(request, agent)) {
       candidates.push_back(&agent);
     }
   }
@@ -64,11 +61,7 @@ void Take(const PlacementPlan& plan, std::vector<AgentCapacity>& agents) {
   for (const Placement& placement : plan.placements) {
     for (AgentCapacity& agent : agents) {
       if (agent.agent != placement.agent) continue;
-      std::set<int> taken(placement.device_indices.begin(), placement.device_indices.end());
-      auto& free = agent.free_devices;
-      free.erase(std::remove_if(free.begin(), free.end(),
-                                [&](int d) { return taken.count(d) > 0; }),
-                 free.end());
+      for (int device : placement.device_indices) agent.free_devices.Take(device);
     }
   }
 }
@@ -77,12 +70,7 @@ void Give(const std::vector<Placement>& placements, std::vector<AgentCapacity>& 
   for (const Placement& placement : placements) {
     for (AgentCapacity& agent : agents) {
       if (agent.agent != placement.agent) continue;
-      for (int device : placement.device_indices) {
-        if (std::find(agent.free_devices.begin(), agent.free_devices.end(), device) ==
-            agent.free_devices.end()) {
-          agent.free_devices.push_back(device);
-        }
-      }
+      for (int device : placement.device_indices) agent.free_devices.Give(device);
     }
   }
 }
@@ -129,7 +117,7 @@ std::string FormatUtc(absl::Time time) {
 struct Reservation {
   std::string job_id;
   absl::Time shadow = absl::InfiniteFuture();  // when it can start at the latest
-  std::vector<AgentCapacity> reserved;          // its devices then, as free lists
+  std::vector<Placement> reserved;              // its devices then
 };
 
 Reservation Reserve(const QueuedJob& job, DeviceKind kind, std::vector<AgentCapacity> agents,
@@ -145,12 +133,7 @@ Reservation Reserve(const QueuedJob& job, DeviceKind kind, std::vector<AgentCapa
     std::optional<PlacementPlan> plan = PlaceJob(job.request, kind, agents);
     if (!plan) continue;
     reservation.shadow = std::max(now, allocation.expected_end);
-    for (const Placement& placement : plan->placements) {
-      AgentCapacity held;
-      held.agent = placement.agent;
-      held.free_devices = placement.device_indices;
-      reservation.reserved.push_back(std::move(held));
-    }
+    reservation.reserved = plan->placements;
     break;
   }
   return reservation;
@@ -159,15 +142,82 @@ Reservation Reserve(const QueuedJob& job, DeviceKind kind, std::vector<AgentCapa
 // `agents` without the reserved devices.
 std::vector<AgentCapacity> Without(std::vector<AgentCapacity> agents,
                                    const Reservation& reservation) {
-  for (const AgentCapacity& held : reservation.reserved) {
-    PlacementPlan plan;
-    plan.placements.push_back(Placement{held.agent, {}, held.free_devices});
-    Take(plan, agents);
-  }
+  PlacementPlan plan;
+  plan.placements = reservation.reserved;
+  Take(plan, agents);
   return agents;
 }
 
 }  // namespace
+
+FreeDevices::FreeDevices(std::vector<int> indices) : listed_(std::move(indices)) {
+  std::sort(listed_.begin(), listed_.end());
+  listed_.erase(std::unique(listed_.begin(), listed_.end()), listed_.end());
+}
+
+FreeDevices FreeDevices::Range(int count) {
+  FreeDevices free;
+  free.range_ = true;
+  free.range_size_ = std::max(count, 0);
+  return free;
+}
+
+bool FreeDevices::InBase(int index) const {
+  if (range_) return index >= 0 && index < range_size_;
+  return std::binary_search(listed_.begin(), listed_.end(), index);
+}
+
+int FreeDevices::size() const {
+  int base = range_ ? range_size_ : static_cast<int>(listed_.size());
+  return base - static_cast<int>(taken_.size()) + static_cast<int>(given_.size());
+}
+
+std::vector<int> FreeDevices::Lowest(int count) const {
+  std::vector<int> lowest;
+  if (count <= 0) return lowest;
+  auto given = given_.begin();
+  // The base in ascending order, merged with the given ones, skipping the taken.
+  auto emit_given_below = [&](int bound) {
+    while (given != given_.end() && *given < bound && static_cast<int>(lowest.size()) < count) {
+      lowest.push_back(*given++);
+    }
+  };
+  auto visit = [&](int index) {
+    emit_given_below(index);
+    if (static_cast<int>(lowest.size()) < count && taken_.count(index) == 0) {
+      lowest.push_back(index);
+    }
+    return static_cast<int>(lowest.size()) < count;
+  };
+  if (range_) {
+    for (int index = 0; index < range_size_ && visit(index); ++index) {
+    }
+  } else {
+    for (int index : listed_) {
+      if (!visit(index)) break;
+    }
+  }
+  while (given != given_.end() && static_cast<int>(lowest.size()) < count) {
+    lowest.push_back(*given++);
+  }
+  return lowest;
+}
+
+void FreeDevices::Take(int index) {
+  if (InBase(index)) {
+    taken_.insert(index);
+  } else {
+    given_.erase(index);
+  }
+}
+
+void FreeDevices::Give(int index) {
+  if (InBase(index)) {
+    taken_.erase(index);
+  } else {
+    given_.insert(index);
+  }
+}
 
 std::string NeverFitsReason(const PlacementRequest& request,
                             const std::vector<AgentCapacity>& agents) {

@@ -2,8 +2,10 @@
 // pure logic, no I/O; the caller passes the time.
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,12 +14,43 @@
 
 namespace bench {
 
+// An agent's free device indices, counted rather than listed: a base set (the range
+// [0, n) of CPU slots, or a list of GPU indices) less the taken ones, plus any given
+// back from outside the base. Only taken and given devices are enumerated, so an agent
+// with 20,000,000 CPU slots costs what one with 8 GPUs does.
+class FreeDevices {
+ public:
+  FreeDevices() = default;
+  // Exactly these indices are free (implicit so that a list reads as its free devices).
+  FreeDevices(std::vector<int> indices);  // NOLINT(google-explicit-constructor)
+  FreeDevices(std::initializer_list<int> indices)
+      : FreeDevices(std::vector<int>(indices)) {}
+  // The indices 0 .. count-1 are free.
+  static FreeDevices Range(int count);
+
+  int size() const;  // how many are free
+  bool empty() const { return size() == 0; }
+  // The `count` lowest free indices, ascending (all of them if fewer are free).
+  std::vector<int> Lowest(int count) const;
+  void Take(int index);  // no longer free (nothing if it was not)
+  void Give(int index);  // free again (nothing if it already was)
+
+ private:
+  bool InBase(int index) const;
+
+  bool range_ = false;
+  int range_size_ = 0;        // range_: the base is [0, range_size_)
+  std::vector<int> listed_;   // !range_: the base, sorted, distinct
+  std::set<int> taken_;       // of the base
+  std::set<int> given_;       // outside the base
+};
+
 // What one registered agent has right now.
 struct AgentCapacity {
   std::string agent;
   DeviceKind kind = DeviceKind::kCpu;
   int total_devices = 0;
-  std::vector<int> free_devices;  // device indices not held by any job
+  FreeDevices free_devices;  // device indices not held by any job
   std::map<std::string, std::string> labels;
   // False while its assignment stream is down: it counts for whether a job can ever
   // run, but nothing is placed on it.

@@ -210,3 +210,47 @@ TEST(SchedulerTest, AJobTheFleetCanNeverHoldDoesNotHoldUpTheQueue) {
 
 }  // namespace
 }  // namespace bench
+
+namespace bench {
+namespace {
+
+TEST(FreeDevicesTest, ARangeIsCountedAndOnlyItsLowestFreeAreListed) {
+  FreeDevices free = FreeDevices::Range(20'000'000);
+  EXPECT_EQ(free.size(), 20'000'000);
+  free.Take(0);
+  free.Take(2);
+  EXPECT_EQ(free.size(), 19'999'998);
+  EXPECT_THAT(free.Lowest(3), ElementsAre(1, 3, 4));
+  free.Take(20'000'000);  // not one of its devices: nothing
+  EXPECT_EQ(free.size(), 19'999'998);
+  free.Give(0);
+  free.Give(0);  // already free: nothing
+  EXPECT_EQ(free.size(), 19'999'999);
+  EXPECT_THAT(free.Lowest(2), ElementsAre(0, 1));
+}
+
+TEST(FreeDevicesTest, AListKeepsItsIndicesAndTakesBackDevicesGivenFromOutsideIt) {
+  FreeDevices free = {6, 2, 4};
+  EXPECT_EQ(free.size(), 3);
+  EXPECT_THAT(free.Lowest(10), ElementsAre(2, 4, 6));
+  free.Give(3);  // a device outside the list (a running job's) comes back
+  EXPECT_THAT(free.Lowest(10), ElementsAre(2, 3, 4, 6));
+  free.Take(2);
+  free.Take(3);
+  EXPECT_EQ(free.size(), 2);
+  EXPECT_THAT(free.Lowest(10), ElementsAre(4, 6));
+  EXPECT_TRUE(FreeDevices().empty());
+}
+
+TEST(SchedulerTest, PlacesOnAnAgentWithMillionsOfSlotsWithoutListingThem) {
+  AgentCapacity huge{"huge", DeviceKind::kCpu, 20'000'000, FreeDevices::Range(20'000'000)};
+  huge.free_devices.Take(0);
+  std::optional<PlacementPlan> plan = PlaceJob(Devices(3), DeviceKind::kCpu, {huge});
+  ASSERT_TRUE(plan.has_value());
+  ASSERT_EQ(plan->placements.size(), 1u);
+  EXPECT_THAT(plan->placements[0].device_indices, ElementsAre(1, 2, 3));
+  EXPECT_THAT(plan->placements[0].ranks, ElementsAre(0, 1, 2));
+}
+
+}  // namespace
+}  // namespace bench
