@@ -9,41 +9,47 @@ namespace bench {
 using benchfleet::v1::JobState;
 using benchfleet::v1::Precision;
 
+namespace {
+
+// kJobStates is in the API's order, from JOB_STATE_QUEUED = 1.
+static_assert(benchfleet::v1::JOB_STATE_QUEUED == 1 && benchfleet::v1::JOB_STATE_CANCELLED == 5 &&
+              std::size(kJobStates) == 5);
+const JobStateNaming* Naming(JobState state) {
+  const int index = static_cast<int>(state) - 1;
+  if (index < 0 || index >= static_cast<int>(std::size(kJobStates))) return nullptr;
+  return &kJobStates[index];
+}
+
+}  // namespace
+
 std::string PrecisionName(Precision precision) {
   switch (precision) {
-    case benchfleet::v1::PRECISION_FP32: return "fp32";
-    case benchfleet::v1::PRECISION_AMP: return "amp";
-    case benchfleet::v1::PRECISION_TF32: return "tf32";
-    case benchfleet::v1::PRECISION_BF16: return "bf16";
-    default: return "unspecified";
+    case benchfleet::v1::PRECISION_FP32: return kPrecisionFp32;
+    case benchfleet::v1::PRECISION_AMP: return kPrecisionAmp;
+    case benchfleet::v1::PRECISION_TF32: return kPrecisionTf32;
+    case benchfleet::v1::PRECISION_BF16: return kPrecisionBf16;
+    default: return kPrecisionUnspecified;
   }
 }
 
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
   std::string lower = absl::AsciiStrToLower(name);
-  if (lower == "fp32") return benchfleet::v1::PRECISION_FP32;
-  if (lower == "amp") return benchfleet::v1::PRECISION_AMP;
-  if (lower == "tf32") return benchfleet::v1::PRECISION_TF32;
-  if (lower == "bf16") return benchfleet::v1::PRECISION_BF16;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "precision: unknown precision \"", name, "\" (expected fp32, tf32, amp or bf16)"));
+  if (lower == kPrecisionFp32) return benchfleet::v1::PRECISION_FP32;
+  if (lower == kPrecisionAmp) return benchfleet::v1::PRECISION_AMP;
+  if (lower == kPrecisionTf32) return benchfleet::v1::PRECISION_TF32;
+  if (lower == kPrecisionBf16) return benchfleet::v1::PRECISION_BF16;
+  return absl::InvalidArgumentError(absl::StrCat("precision: unknown precision \"", name,
+                                                 "\" (expected ", JoinNames(kPrecisionNames), ")"));
 }
 
 std::string JobStateName(JobState state) {
-  switch (state) {
-    case benchfleet::v1::JOB_STATE_QUEUED: return "QUEUED";
-    case benchfleet::v1::JOB_STATE_RUNNING: return "RUNNING";
-    case benchfleet::v1::JOB_STATE_SUCCEEDED: return "SUCCEEDED";
-    case benchfleet::v1::JOB_STATE_FAILED: return "FAILED";
-    case benchfleet::v1::JOB_STATE_CANCELLED: return "CANCELLED";
-    default: return "UNSPECIFIED";
-  }
+  const JobStateNaming* naming = Naming(state);
+  return naming ? naming->name : kJobStateUnknown;
 }
 
 bool IsTerminal(JobState state) {
-  return state == benchfleet::v1::JOB_STATE_SUCCEEDED ||
-         state == benchfleet::v1::JOB_STATE_FAILED ||
-         state == benchfleet::v1::JOB_STATE_CANCELLED;
+  const JobStateNaming* naming = Naming(state);
+  return naming != nullptr && naming->terminal;
 }
 
 }  // namespace bench

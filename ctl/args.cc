@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "common/spec_defaults.h"
+#include "common/spec_names.h"
 #include "ctl/command_table.h"
 
 namespace bench::ctl {
@@ -48,11 +50,13 @@ absl::StatusOr<CliOptions> Parse(const std::vector<std::string>& args,
   if (!env_server.empty()) state.options.server = env_server;
   {
     benchfleet::v1::JobSpec& spec = state.options.submit.spec;
-    spec.set_model("resnet50");
-    spec.set_precision(benchfleet::v1::PRECISION_FP32);
-    spec.set_iterations(100);
-    spec.set_warmup_iterations(10);
-    spec.set_image_size(224);
+    // The defaults benchctl fills (common/spec_defaults.h); data and devices from the
+    // shape are benchd's to fill.
+    spec.set_model(kDefaultModel);
+    spec.set_precision(*ParsePrecision(kDefaultPrecision));
+    spec.set_iterations(kDefaultIterations);
+    spec.set_warmup_iterations(kDefaultWarmupIterations);
+    spec.set_image_size(kDefaultImageSize);
   }
   CLI::App app("benchctl");
   app.set_help_flag();

@@ -6,6 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/names.h"
+#include "common/spec_defaults.h"
+#include "common/spec_names.h"
 #include "common/status_macros.h"
 #include "ctl/commands.h"
 #include "ctl/flag_values.h"
@@ -129,9 +132,12 @@ FlagSpec Limit(std::string flag, void (v1::JobSpec::*set)(int32_t)) {
 
 // The flags submit and sweep share: what every job of theirs gets.
 std::vector<FlagSpec> JobFlags(bool with_defaults) {
-  auto dflt = [&](const char* text) { return std::string(with_defaults ? text : ""); };
+  // "(100)": the default benchctl fills (common/spec_defaults.h), shown in submit's help.
+  auto dflt = [&](int value) {
+    return with_defaults ? absl::StrCat("(", value, ")") : std::string();
+  };
   std::vector<FlagSpec> flags;
-  flags.push_back(Value("model", with_defaults ? "resnet50" : "M",
+  flags.push_back(Value("model", with_defaults ? kDefaultModel : "M",
                         [](ParseState& state, const std::string& value) {
                           state.options.submit.spec.set_model(value);
                           state.options.model = value;
@@ -139,13 +145,13 @@ std::vector<FlagSpec> JobFlags(bool with_defaults) {
                         }));
   flags.push_back(Int(
       "iters", [](ParseState& s, int32_t n) { s.options.submit.spec.set_iterations(n); },
-      dflt("(100)")));
+      dflt(kDefaultIterations)));
   flags.push_back(Int(
       "warmup", [](ParseState& s, int32_t n) { s.options.submit.spec.set_warmup_iterations(n); },
-      dflt("(10)")));
+      dflt(kDefaultWarmupIterations)));
   flags.push_back(Int(
       "image-size", [](ParseState& s, int32_t n) { s.options.submit.spec.set_image_size(n); },
-      dflt("(224)")));
+      dflt(kDefaultImageSize)));
   flags.push_back(Value("name", "S", [](ParseState& state, const std::string& value) {
     state.options.submit.spec.set_name(value);
     return absl::OkStatus();
@@ -197,7 +203,7 @@ absl::Status CheckShape(ParseState& state) {
       return absl::InvalidArgumentError(
           "submit: --gpus is required (or both --nodes and --gpus-per-node)");
     }
-    const int64_t devices = int64_t{spec.nodes()} * spec.devices_per_node();
+    const int64_t devices = ShapeDevices(spec.nodes(), spec.devices_per_node());
     if (devices > INT32_MAX || devices < INT32_MIN) {
       return absl::InvalidArgumentError(absl::StrCat("--nodes ", spec.nodes(),
                                                      " x --gpus-per-node ", spec.devices_per_node(),
@@ -207,7 +213,7 @@ absl::Status CheckShape(ParseState& state) {
     return absl::OkStatus();
   }
   if (state.have_nodes && state.have_per_node) {
-    const int64_t product = int64_t{spec.nodes()} * spec.devices_per_node();
+    const int64_t product = ShapeDevices(spec.nodes(), spec.devices_per_node());
     if (product != spec.devices()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--gpus ", spec.devices(), " disagrees with --nodes ", spec.nodes(),
@@ -237,7 +243,7 @@ absl::Status FinishSweep(ParseState& state) {
   SweepOptions& sweep = state.options.sweep;
   if (sweep.gpus.empty()) return absl::InvalidArgumentError("sweep: --gpus is required");
   if (sweep.batch_sizes.empty()) return absl::InvalidArgumentError("sweep: --bs is required");
-  if (sweep.precisions.empty()) sweep.precisions.push_back(v1::PRECISION_FP32);
+  if (sweep.precisions.empty()) sweep.precisions.push_back(*ParsePrecision(kDefaultPrecision));
   v1::JobSpec base = state.options.submit.spec;
   base.clear_devices();
   base.clear_batch_size();
@@ -260,7 +266,7 @@ std::vector<FlagSpec> SubmitFlags() {
   own.push_back(Bool("--amp", "amp", [](ParseState& state, bool on) {
     return on ? SetPrecision(state, "--amp", v1::PRECISION_AMP) : absl::OkStatus();
   }));
-  own.push_back(Value("precision", "fp32|tf32|amp|bf16",
+  own.push_back(Value("precision", JoinNames(kPrecisionNames, "|", "|"),
                       [](ParseState& state, const std::string& value) -> absl::Status {
                         ASSIGN_OR_RETURN(v1::Precision precision, ParsePrecisionFlag(value));
                         return SetPrecision(state, "--precision " + value, precision);

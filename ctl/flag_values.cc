@@ -68,8 +68,8 @@ absl::StatusOr<std::vector<int>> ParseIntListFlag(absl::string_view flag, absl::
 absl::StatusOr<benchfleet::v1::Precision> ParsePrecisionFlag(absl::string_view value) {
   absl::StatusOr<benchfleet::v1::Precision> precision = ParsePrecision(value);
   if (!precision.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--precision: expected fp32, tf32, amp or bf16, got \"", value, "\""));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--precision: expected ", JoinNames(kPrecisionNames), ", got \"", value, "\""));
   }
   return *precision;
 }

@@ -1,32 +1,31 @@
 #include "server/job.h"
 
+#include <iterator>
 #include <set>
 #include <tuple>
 
 #include "absl/strings/str_join.h"
+#include "common/names.h"
 
 namespace bench {
 
+// kJobStates (common/names.h) is in JobState's order.
+static_assert(static_cast<size_t>(JobState::kCancelled) + 1 == std::size(kJobStates));
+
 const char* JobStateText(JobState state) {
-  switch (state) {
-    case JobState::kQueued: return "QUEUED";
-    case JobState::kRunning: return "RUNNING";
-    case JobState::kSucceeded: return "SUCCEEDED";
-    case JobState::kFailed: return "FAILED";
-    case JobState::kCancelled: return "CANCELLED";
-  }
-  return "UNKNOWN";
+  const auto index = static_cast<size_t>(state);
+  return index < std::size(kJobStates) ? kJobStates[index].name : "UNKNOWN";
 }
 
 const char* PrecisionText(Precision precision) {
   switch (precision) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kAmp: return "amp";
-    case Precision::kTf32: return "tf32";
-    case Precision::kBf16: return "bf16";
+    case Precision::kFp32: return kPrecisionFp32;
+    case Precision::kAmp: return kPrecisionAmp;
+    case Precision::kTf32: return kPrecisionTf32;
+    case Precision::kBf16: return kPrecisionBf16;
     case Precision::kUnspecified: break;
   }
-  return "unspecified";
+  return kPrecisionUnspecified;
 }
 
 const char* DeviceKindText(DeviceKind kind) {
@@ -39,8 +38,8 @@ const char* DeviceKindText(DeviceKind kind) {
 }
 
 bool IsTerminal(JobState state) {
-  return state == JobState::kSucceeded || state == JobState::kFailed ||
-         state == JobState::kCancelled;
+  const auto index = static_cast<size_t>(state);
+  return index < std::size(kJobStates) && kJobStates[index].terminal;
 }
 
 bool JobSpec::operator==(const JobSpec& o) const {

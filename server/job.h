@@ -16,10 +16,12 @@ enum class Precision { kUnspecified, kFp32, kAmp, kTf32, kBf16 };
 enum class JobState { kQueued, kRunning, kSucceeded, kFailed, kCancelled };
 enum class DeviceKind { kNone, kCuda, kCpu };
 
-const char* JobStateText(JobState state);
-const char* PrecisionText(Precision precision);
-const char* DeviceKindText(DeviceKind kind);  // "cuda", "cpu", ""
-bool IsTerminal(JobState state);
+// The names and the terminal states are common/names.h's (kJobStates, kPrecision*), the
+// ones benchctl and the agent use for the v1 API's enums (common/spec_names.h).
+const char* JobStateText(JobState state);        // "QUEUED", "RUNNING", ...
+const char* PrecisionText(Precision precision);  // "fp32", "amp", ...; "unspecified"
+const char* DeviceKindText(DeviceKind kind);     // "cuda", "cpu", ""
+bool IsTerminal(JobState state);                 // SUCCEEDED, FAILED or CANCELLED
 
 struct JobSpec {
   std::string model;

@@ -1,16 +1,14 @@
 #include "server/spec_validation.h"
 
-#include <array>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "common/names.h"
+#include "common/spec_defaults.h"
 
 namespace bench {
 namespace {
 
-constexpr std::array<const char*, 5> kModels = {"resnet18", "resnet34", "resnet50",
-                                                "resnet101", "resnet152"};
 constexpr int kMaxDevices = 4096;
 constexpr int kMaxBatch = 65536;
 constexpr int kMaxIterations = 10'000'000;
@@ -24,19 +22,12 @@ absl::Status FieldError(const char* field, const char* flag, const std::string& 
 
 }  // namespace
 
-bool IsKnownModel(const std::string& model) {
-  for (const char* known : kModels) {
-    if (model == known) return true;
-  }
-  return false;
-}
-
 absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
-  if (spec.data.empty()) spec.data = "synthetic";
+  if (spec.data.empty()) spec.data = kDefaultData;
   if (!IsKnownModel(spec.model)) {
     return FieldError("model", "--model",
-                      absl::StrCat("unknown model \"", spec.model, "\" (known: ",
-                                   absl::StrJoin(kModels, ", "), ")"));
+                      absl::StrCat("unknown model \"", spec.model,
+                                   "\" (known: ", JoinNames(kModelNames, ", ", ", "), ")"));
   }
   if (spec.nodes < 0 || spec.devices_per_node < 0) {
     return FieldError(spec.nodes < 0 ? "nodes" : "devices_per_node",
@@ -46,9 +37,8 @@ absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
     return FieldError("nodes", "--nodes",
                       "--nodes and --gpus-per-node go together: give both or neither");
   }
-  if (spec.devices == 0 && spec.nodes > 0 && spec.devices_per_node <= kMaxDevices &&
-      spec.nodes <= kMaxDevices / spec.devices_per_node) {
-    spec.devices = spec.nodes * spec.devices_per_node;
+  if (spec.devices == 0) {
+    spec.devices = DevicesOfShape(spec.nodes, spec.devices_per_node, kMaxDevices);
   }
   if (spec.devices < 1 || spec.devices > kMaxDevices) {
     return FieldError("devices", "--gpus",
@@ -56,7 +46,8 @@ absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
                                    spec.devices));
   }
   if (spec.precision == Precision::kUnspecified) {
-    return FieldError("precision", "--precision", "must be fp32, tf32, amp or bf16");
+    return FieldError("precision", "--precision",
+                      absl::StrCat("must be ", JoinNames(kPrecisionNames)));
   }
   if (spec.batch_size < 1 || spec.batch_size > kMaxBatch) {
     return FieldError("batch_size", "--bs",
@@ -83,7 +74,7 @@ absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
                       absl::StrCat("must be between ", kMinImageSize, " and ",
                                    kMaxImageSize, ", got ", spec.image_size));
   }
-  if (spec.nodes > 0 && static_cast<int64_t>(spec.nodes) * spec.devices_per_node != spec.devices) {
+  if (spec.nodes > 0 && ShapeDevices(spec.nodes, spec.devices_per_node) != spec.devices) {
     return FieldError("nodes", "--nodes",
                       absl::StrCat(spec.nodes, " nodes × ", spec.devices_per_node,
                                    " per node (--gpus-per-node) is not the ", spec.devices,
@@ -120,10 +111,10 @@ absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
                                    "which BatchNorm cannot train on: use --bs 2 or more, "
                                    "or --image-size 33 or more"));
   }
-  if (spec.data != "synthetic") {
+  if (spec.data != kDataSynthetic) {
     return FieldError("data", "--data",
                       absl::StrCat("unknown data source \"", spec.data,
-                                   "\" (known: synthetic)"));
+                                   "\" (known: ", kDataSynthetic, ")"));
   }
   return absl::OkStatus();
 }

@@ -7,10 +7,9 @@
 
 namespace bench {
 
-// Models bench-train can build (the registry's names).
-bool IsKnownModel(const std::string& model);
-
-// Fills defaults (data "synthetic" when empty) and validates every field.
+// Fills what benchd fills (common/spec_defaults.h: data "synthetic" when empty, devices
+// from nodes × devices_per_node when 0) and validates every field; models are checked
+// against kModelNames (common/names.h, IsKnownModel).
 absl::Status NormalizeAndValidateSpec(JobSpec& spec);
 
 }  // namespace bench
