@@ -1,0 +1,171 @@
+// Store's jobs (and baselines): what InsertJob and UpdateJob write comes back whole from
+// LoadJobs (and LoadBaselines) after a reopen; a duplicate request id is refused.
+#include "server/store.h"
+
+#include <future>
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "server/store_test_fixture.h"
+
+namespace bench {
+namespace {
+
+TEST_F(StoreTest, JobsSurviveReopenWithHistoryPlacementsAndSummaries) {
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    Job job = MakeJob(1);
+    ASSERT_TRUE((*store)->InsertJob(job).ok());
+    job.attempt = 1;
+    job.device_kind = DeviceKind::kCpu;
+    job.placements = {{"a", {0}, {0}}, {"b", {1}, {1}}};
+    job.state = JobState::kSucceeded;
+    job.reason = "done";
+    job.history.push_back({JobState::kRunning, "placed", absl::FromUnixMillis(1700000001000)});
+    job.history.push_back({JobState::kSucceeded, "done", absl::FromUnixMillis(1700000002000)});
+    job.parameters = 25557032;
+    job.summaries[0] = RankSummary{0, 4, 32, 1.5, 0.3};
+    job.summaries[1] = RankSummary{1, 4, 32, 1.6, 0.3};
+    ASSERT_TRUE((*store)->UpdateJob(job).ok());
+  }
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  const Job& job = jobs->front();
+  EXPECT_EQ(job.id, "job-1");
+  EXPECT_EQ(job.spec.precision, Precision::kAmp);
+  EXPECT_EQ(job.spec.labels.at("team"), "infra");
+  EXPECT_EQ(job.spec.request_id, "req-1");
+  EXPECT_EQ(job.state, JobState::kSucceeded);
+  ASSERT_EQ(job.history.size(), 3u);
+  EXPECT_EQ(job.history[1].state, JobState::kRunning);
+  ASSERT_EQ(job.placements.size(), 2u);
+  EXPECT_EQ(job.placements[1].agent, "b");
+  EXPECT_EQ(job.parameters, 25557032);
+  EXPECT_DOUBLE_EQ(job.summaries.at(1).window_s, 1.6);
+  EXPECT_EQ(job.device_kind, DeviceKind::kCpu);
+}
+
+TEST_F(StoreTest, ShapeConstraintsLimitsAndRequeuesSurviveReopen) {
+  Job job = MakeJob(1);
+  job.spec.nodes = 2;
+  job.spec.devices_per_node = 1;
+  job.spec.allowed_nodes = {"dgx-01", "dgx-02"};
+  job.spec.node_labels = {{"rack", "r2"}, {"fabric", "ib=hdr"}};
+  job.spec.wall_time_limit_s = 3600;
+  job.spec.hang_timeout_s = 120;
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(job).ok());
+    job.requeues = 1;
+    ASSERT_TRUE((*store)->UpdateJob(job).ok());
+  }
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_TRUE(jobs->front().spec == job.spec);
+  EXPECT_EQ(jobs->front().spec.node_labels.at("fabric"), "ib=hdr");
+  EXPECT_EQ(jobs->front().requeues, 1);
+}
+
+TEST_F(StoreTest, DuplicateRequestIdIsRefusedAndOthersUnaffected) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->InsertJob(MakeJob(1)).ok());
+  Job clash = MakeJob(2);
+  clash.spec.request_id = "req-1";
+  EXPECT_EQ((*store)->InsertJob(clash).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE((*store)->InsertJob(MakeJob(3)).ok());
+  EXPECT_EQ((*store)->LoadJobs()->size(), 2u);
+}
+
+TEST_F(StoreTest, RankDevicesVersionsAndBaselinesSurviveReopen) {
+  {
+    auto store = std::move(Store::Open(path_)).value();
+    Job job = MakeJob(1);
+    ASSERT_TRUE(store->InsertJob(job).ok());
+    job.attempt = 1;
+    job.device_kind = DeviceKind::kCuda;
+    job.placements = {{"dgx", {0, 1}, {2, 5}}};
+    job.rank_devices = {{0, "dgx", "dgx-01", 2, "GPU-aaa", "NVIDIA H100 80GB HBM3"},
+                        {1, "dgx", "dgx-01", 5, "GPU-bbb", "NVIDIA H100 80GB HBM3"}};
+    job.agent_versions["dgx"] = {{"driver", "550.54.15"}};
+    job.rank_versions[0] = {{"torch", "2.3.0"}};
+    job.rank_versions[1] = {{"torch", "2.3.1"}};
+    ASSERT_TRUE(store->UpdateJob(job).ok());
+    // A later write of the same attempt does not rewrite the devices recorded at placement.
+    Job later = job;
+    later.rank_devices[0].gpu_uuid = "GPU-rewritten";
+    ASSERT_TRUE(store->UpdateJob(later).ok());
+
+    for (double ips : {100.0, 200.0}) {  // the second replaces the first
+      Baseline baseline;
+      baseline.configuration = ConfigurationOf(job);
+      baseline.job_id = ips == 100 ? "job-1" : "job-9";
+      baseline.images_per_second = ips;
+      baseline.lower_tolerance_pct = 3;
+      baseline.upper_tolerance_pct = 7;
+      baseline.set = absl::FromUnixMillis(1700000000123);
+      std::promise<absl::Status> put;
+      store->PutBaselineAsync(baseline, [&](absl::Status s) { put.set_value(s); });
+      ASSERT_TRUE(put.get_future().get().ok());
+    }
+  }
+  auto store = std::move(Store::Open(path_)).value();
+  auto jobs = store->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  const Job& job = jobs->at(0);
+  ASSERT_EQ(job.rank_devices.size(), 2u);
+  EXPECT_EQ(job.rank_devices[0].gpu_uuid, "GPU-aaa");
+  EXPECT_EQ(job.rank_devices[1].device_index, 5);
+  EXPECT_EQ(job.rank_devices[1].hostname, "dgx-01");
+  EXPECT_EQ(job.rank_devices[1].gpu_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(job.agent_versions.at("dgx").at("driver"), "550.54.15");
+  EXPECT_EQ(job.rank_versions.at(1).at("torch"), "2.3.1");
+  EXPECT_EQ(GpuModelOf(job), "NVIDIA H100 80GB HBM3");
+
+  auto baselines = store->LoadBaselines();
+  ASSERT_TRUE(baselines.ok()) << baselines.status();
+  ASSERT_EQ(baselines->size(), 1u);
+  const Baseline& b = baselines->at(0);
+  EXPECT_EQ(b.job_id, "job-9");
+  EXPECT_DOUBLE_EQ(b.images_per_second, 200);
+  EXPECT_DOUBLE_EQ(b.lower_tolerance_pct, 3);
+  EXPECT_DOUBLE_EQ(b.upper_tolerance_pct, 7);
+  EXPECT_EQ(b.configuration, ConfigurationOf(job));
+  EXPECT_EQ(b.set, absl::FromUnixMillis(1700000000123));
+}
+
+TEST_F(StoreTest, PrecisionsAndSummaryCountsSurviveReopen) {
+  {
+    auto store = std::move(Store::Open(path_)).value();
+    Job job = MakeJob(1);
+    ASSERT_TRUE(store->InsertJob(job).ok());
+    job.attempt = 1;
+    job.device_kind = DeviceKind::kCuda;
+    job.placements = {{"dgx", {0, 1}, {0, 1}}};
+    ASSERT_TRUE(store->UpdateJob(job).ok());  // placed: precisions not known yet
+    job.rank_precisions = {{0, "amp_fp16"}, {1, "fp32"}};
+    job.summaries[0] = RankSummary{0, 4, 32, 1.5, 0.3, 7, 2};
+    ASSERT_TRUE(store->UpdateJob(job).ok());
+  }
+  auto store = std::move(Store::Open(path_)).value();
+  auto jobs = store->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  const Job& job = jobs->at(0);
+  EXPECT_EQ(job.rank_precisions, (std::map<int, std::string>{{0, "amp_fp16"}, {1, "fp32"}}));
+  ASSERT_EQ(job.summaries.count(0), 1u);
+  EXPECT_EQ(job.summaries.at(0).skipped_steps, 7);
+  EXPECT_EQ(job.summaries.at(0).nonfinite_losses, 2);
+}
+
+}  // namespace
+}  // namespace bench
