@@ -70,11 +70,7 @@ absl::Status JobManager::Recover() {
     baselines_[configuration] = std::move(baseline);
   }
   for (Job& job : *loaded) {
-    last_seq_ = std::max(last_seq_, job.seq);
-    jobs_.push_back(std::move(job));
-    Job& stored = jobs_.back();
-    job_index_[stored.id] = &stored;
-    if (!stored.spec.request_id.empty()) request_ids_[stored.spec.request_id] = stored.id;
+    Job& stored = jobs_.Add(std::move(job));
     JobRuntime& runtime = runtime_[stored.id];
     runtime.persisted = true;
     if (stored.attempt > 0) {
@@ -156,8 +152,7 @@ bool JobManager::RankPlacedOn(const Job& job, const std::string& agent, int rank
 }
 
 Job* JobManager::FindJob(const std::string& job_id) {
-  auto it = job_index_.find(job_id);
-  return it == job_index_.end() ? nullptr : it->second;
+  return jobs_.Find(job_id);
 }
 
 JobView JobManager::ViewOf(const Job& job) {
@@ -321,13 +316,12 @@ absl::StatusOr<SubmitResult> JobManager::Submit(JobSpec spec) {
     absl::MutexLock lock(&mu_);
     if (shut_down_) return absl::UnavailableError("benchd is shutting down");
     if (!spec.request_id.empty()) {
-      auto it = request_ids_.find(spec.request_id);
-      if (it != request_ids_.end()) {
-        Job* existing = FindJob(it->second);
+      if (const std::string* used_by = jobs_.JobOfRequest(spec.request_id)) {
+        Job* existing = FindJob(*used_by);
         if (existing != nullptr && existing->spec == spec) return SubmitResult{existing->id, true};
         return absl::FailedPreconditionError(
             absl::StrCat("request_id (--request-id): \"", spec.request_id,
-                         "\" was already used for ", it->second, " with a different spec"));
+                         "\" was already used for ", *used_by, " with a different spec"));
       }
     }
     std::vector<AgentCapacity> fleet = fleet_.Capacities();
@@ -348,17 +342,15 @@ absl::StatusOr<SubmitResult> JobManager::Submit(JobSpec spec) {
           Count(slots, "CPU slot"), " in total (", Count(fleet.size(), "agent"), ")"));
     }
     Job job;
-    job.seq = ++last_seq_;
+    job.seq = jobs_.NextSeq();
     job.id = absl::StrFormat("job-%06d", job.seq);
     job.spec = std::move(spec);
     job.created = absl::Now();
     job.state = JobState::kQueued;
     job.reason = "waiting for devices";
     job.history.push_back({JobState::kQueued, "submitted", job.created});
-    jobs_.push_back(job);
-    job_index_[job.id] = &jobs_.back();
+    jobs_.Add(job);
     runtime_[job.id];
-    if (!job.spec.request_id.empty()) request_ids_[job.spec.request_id] = job.id;
     job_id = job.id;
     inserted = std::make_shared<std::promise<absl::Status>>();
     store_->InsertJobAsync(job, [inserted](absl::Status s) { inserted->set_value(s); });
@@ -368,15 +360,8 @@ absl::StatusOr<SubmitResult> JobManager::Submit(JobSpec spec) {
   Job* job = FindJob(job_id);
   if (!status.ok()) {
     // Nothing was stored: forget the job entirely.
-    if (job != nullptr && !job->spec.request_id.empty()) request_ids_.erase(job->spec.request_id);
-    job_index_.erase(job_id);
     runtime_.erase(job_id);
-    jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
-                               [&](const Job& j) { return j.id == job_id; }),
-                jobs_.end());
-    // Rebuild the index: erasing from a deque invalidates addresses.
-    job_index_.clear();
-    for (Job& j : jobs_) job_index_[j.id] = &j;
+    jobs_.Remove(job_id);
     return absl::UnavailableError(
         absl::StrCat("could not store the job: ", status.message()));
   }

@@ -1,8 +1,15 @@
-// The controller's domain core: accepts jobs, keeps the fleet of agents, places queued
-// jobs with the scheduler, dispatches assignments, folds the agents' rank reports and
-// samples into job state, and persists every change through the store.
+// The controller's orchestration: the lifecycle of a job across the fleet (fleet.h:
+// agents, streams, device holders), the job table (job_table.h) and the store. It
+// accepts jobs, places queued ones with the scheduler (scheduler.h, pure), dispatches
+// assignments, folds the agents' rank reports and samples into job state, and
+// persists every change through the store. Read-side shapes are in views.h, the agent
+// protocol's messages in agent_messages.h.
 //
-// Thread-safety: every public method is thread-safe (one mutex). Under that mutex the
+// Thread-safety: every public method is thread-safe, under one mutex that guards the
+// fleet, the job table and the live runtime together. One mutex, deliberately: a
+// transition (placement, node loss, a rank report) changes all three at once, and
+// the work under it is bookkeeping (capacities are counted, not enumerated), so
+// finer locks would buy ordering hazards, not throughput. Under that mutex the
 // manager only enqueues store writes, never waits on them, so store completions may
 // call back into the manager. Callbacks it makes (AgentChannel, watchers) run under
 // the mutex and must not block or call back into the manager.
@@ -27,6 +34,7 @@
 #include "server/agent_messages.h"
 #include "server/fleet.h"
 #include "server/job.h"
+#include "server/job_table.h"
 #include "server/live_metrics.h"
 #include "server/metrics_exporter.h"
 #include "server/results.h"
@@ -225,10 +233,8 @@ class JobManager {
   LiveMetrics* const metrics_;
 
   absl::Mutex mu_;
-  std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);  // in submission order; stable addresses
-  std::map<std::string, Job*> job_index_ ABSL_GUARDED_BY(mu_);
+  JobTable jobs_ ABSL_GUARDED_BY(mu_);  // every job, in submission order
   std::map<std::string, JobRuntime> runtime_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);  // → job id
   // Agents, streams, leases, device holders (bench::: JobManager::Fleet() hides the name).
   bench::Fleet fleet_ ABSL_GUARDED_BY(mu_);
   // QUEUED job id → its place, from the latest scheduling pass.
@@ -238,7 +244,6 @@ class JobManager {
   std::set<std::tuple<std::string, std::string, int>> fenced_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
   int64_t next_watch_handle_ ABSL_GUARDED_BY(mu_) = 1;
-  int64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t dropped_samples_ ABSL_GUARDED_BY(mu_) = 0;
   int joins_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   Baselines baselines_ ABSL_GUARDED_BY(mu_);  // the destructor waits for them
