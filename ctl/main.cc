@@ -8,11 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "common/log.h"
 #include "ctl/args.h"
 #include "ctl/client.h"
 #include "ctl/commands.h"
 
 int main(int argc, char** argv) {
+  // Only diagnostics go through the logger; what benchctl prints for its user (stdout,
+  // and its error messages on stderr) is its API and is written by RunCommand.
+  bench::SetLogComponent("benchctl");
   std::vector<std::string> args(argv + 1, argv + argc);
   const char* env_server = std::getenv("BENCH_SERVER");
   absl::StatusOr<bench::ctl::CliOptions> options =
