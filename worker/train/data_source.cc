@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/log.h"
 #include "worker/train/image_folder.h"
 
 namespace bench_train {
@@ -69,11 +70,8 @@ class ImageFolderData : public DataSource {
                                   "' but --num-classes is " + std::to_string(options.num_classes));
     }
     if (classes != options.num_classes) {
-      std::fprintf(stderr,
-                   "[bench-train rank %d] note: %lld class folders, %lld classifier "
-                   "outputs (--num-classes)\n",
-                   options.rendezvous.rank, static_cast<long long>(classes),
-                   static_cast<long long>(options.num_classes));
+      bench::Log("rank ", options.rendezvous.rank, ": note: ", classes, " class folders, ",
+                 options.num_classes, " classifier outputs (--num-classes)");
     }
     if (device.is_cuda()) {
       const auto on_device = at::TensorOptions().device(device);

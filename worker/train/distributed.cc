@@ -17,6 +17,8 @@
 #include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "common/log.h"
+
 #ifdef BENCH_WITH_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
@@ -98,11 +100,9 @@ class ProcessGroupCommunicator : public Communicator {
       try {
         end_(*group_);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "[bench-train rank %d] %s process group shutdown: %s\n", rank_, name_,
-                     e.what());
+        bench::Log("rank ", rank_, ": ", name_, " process group shutdown: ", e.what());
       } catch (...) {
-        std::fprintf(stderr, "[bench-train rank %d] %s process group shutdown failed\n", rank_,
-                     name_);
+        bench::Log("rank ", rank_, ": ", name_, " process group shutdown failed");
       }
     }
     // The group first: its threads may still talk to the store.
@@ -110,8 +110,7 @@ class ProcessGroupCommunicator : public Communicator {
       group_.reset();
       store_.reset();
     } catch (...) {
-      std::fprintf(stderr, "[bench-train rank %d] releasing the %s process group failed\n", rank_,
-                   name_);
+      bench::Log("rank ", rank_, ": releasing the ", name_, " process group failed");
     }
   }
 

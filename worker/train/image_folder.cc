@@ -18,6 +18,8 @@
 #include <jerror.h>
 #endif
 
+#include "common/log.h"
+
 namespace bench_train {
 namespace {
 
@@ -400,8 +402,7 @@ bool ImageFolderLoader::LoadSample(int64_t index, uint64_t rng_seed, uint8_t* ou
   }
   if (!ok && !bad_[index].exchange(true)) {
     corrupt_count_.fetch_add(1);
-    std::fprintf(stderr, "[bench-train] warning: skipping unreadable image %s: %s\n",
-                 file.path.c_str(), why.c_str());
+    bench::Log("warning: skipping unreadable image ", file.path, ": ", why);
   }
   return ok;
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/log.h"
 #include "worker/train/event_writer.h"
 #include "worker/train/fatal_signal.h"
 #include "worker/train/options.h"
@@ -216,7 +217,7 @@ int BestEffortRank() {
 }
 
 int Fail(bench_train::EventWriter& events, int rank, const Status& status, int exit_code) {
-  std::fprintf(stderr, "[bench-train rank %d] error: %s\n", rank, status.message().c_str());
+  bench::Log("rank ", rank, ": error: ", status.message());
   events.Write(bench_train::ErrorEvent{rank, status.message()});
   return exit_code;
 }
@@ -224,6 +225,7 @@ int Fail(bench_train::EventWriter& events, int rank, const Status& status, int e
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::SetLogComponent("bench-train");  // human logs on stderr; events stay on stdout
   bench_train::InstallFatalSignalReporter(BestEffortRank());  // a crash becomes an error event
   bench_train::EventWriter events(stdout);
   ParsedFlags parsed;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <iterator>
 #include <string>
 
 namespace bench_train {
@@ -39,8 +40,8 @@ Status EnvInt(const std::function<const char*(const char*)>& getenv, const char*
 }  // namespace
 
 const std::vector<std::string>& KnownModelNames() {
-  static const std::vector<std::string> kNames = {"resnet18", "resnet34", "resnet50",
-                                                  "resnet101", "resnet152"};
+  static const std::vector<std::string> kNames(std::begin(bench::kModelNames),
+                                               std::end(bench::kModelNames));
   return kNames;
 }
 
@@ -71,8 +72,8 @@ Status ValidateTrainOptions(const TrainOptions& options) {
   }
   if (options.precision != kPrecisionFp32 && options.precision != kPrecisionTf32 &&
       options.precision != kPrecisionAmp && options.precision != kPrecisionBf16) {
-    return InvalidArgumentError("unknown --precision '" + options.precision +
-                                "' (known: fp32, tf32, amp, bf16)");
+    return InvalidArgumentError("unknown --precision '" + options.precision + "' (known: " +
+                                bench::JoinNames(bench::kPrecisionNames, ", ", ", ") + ")");
   }
   if (options.data != kDataSynthetic && options.data != kDataImageFolder) {
     return InvalidArgumentError("unknown --data '" + options.data +

@@ -11,18 +11,24 @@
 #include <string>
 #include <vector>
 
+#include "common/names.h"
+#include "common/spec_defaults.h"
 #include "worker/train/status.h"
 
 namespace bench_train {
 
 inline constexpr char kBenchTrainVersion[] = "0.1.0";
 
-inline constexpr char kPrecisionFp32[] = "fp32";  // TF32 off
-inline constexpr char kPrecisionTf32[] = "tf32";  // CUDA only (compute capability >= 8.0)
-inline constexpr char kPrecisionAmp[] = "amp";    // fp16 + loss scaling on CUDA, bf16 on CPU
-inline constexpr char kPrecisionBf16[] = "bf16";  // bf16 autocast, no scaling
-inline constexpr char kDataSynthetic[] = "synthetic";
-inline constexpr char kDataImageFolder[] = "imagefolder";  // JPEGs, one sub-folder per class
+// The names every binary uses (common/names.h): --precision fp32 (TF32 off), tf32 (CUDA,
+// compute capability >= 8.0), amp (fp16 + loss scaling on CUDA, bf16 on the CPU), bf16
+// (bf16 autocast, no scaling); --data synthetic or imagefolder (JPEGs, one sub-folder
+// per class).
+using bench::kDataImageFolder;
+using bench::kDataSynthetic;
+using bench::kPrecisionAmp;
+using bench::kPrecisionBf16;
+using bench::kPrecisionFp32;
+using bench::kPrecisionTf32;
 
 enum class Toggle { kAuto, kOn, kOff };
 // The network downsamples by 32; smaller images leave no spatial extent.
@@ -49,12 +55,15 @@ struct RendezvousOptions {
 };
 
 struct TrainOptions {
-  std::string model = "resnet50";
-  std::string precision = kPrecisionFp32;  // "fp32", "tf32", "amp" or "bf16"
-  int64_t batch_size = 32;                 // per rank
-  int64_t iterations = 100;                // total, warm-up included
-  int64_t warmup_iterations = 10;          // excluded from the summary
-  int64_t image_size = 224;
+  // Model, precision ("fp32", "tf32", "amp" or "bf16"), iterations (warm-up included),
+  // warm-up (excluded from the summary) and image size default as a job spec's do
+  // (common/spec_defaults.h); the batch is per rank.
+  std::string model = bench::kDefaultModel;
+  std::string precision = bench::kDefaultPrecision;
+  int64_t batch_size = 32;
+  int64_t iterations = bench::kDefaultIterations;
+  int64_t warmup_iterations = bench::kDefaultWarmupIterations;
+  int64_t image_size = bench::kDefaultImageSize;
   int64_t num_classes = 1000;
   std::string data = kDataSynthetic;       // "synthetic" or "imagefolder"
   std::string data_dir;                    // imagefolder: the root (one folder per class)

@@ -3,6 +3,8 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include "common/names.h"
+
 #ifdef BENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #endif
@@ -46,7 +48,9 @@ int ComputeCapabilityMajor(const c10::Device& device) {
 
 StatusOr<PrecisionPlan> PlanPrecision(const std::string& precision, const c10::Device& device,
                                       int compute_capability_major) {
-  if (precision == kPrecisionFp32) return PrecisionPlan{"fp32", false, c10::kFloat, false, false};
+  if (precision == kPrecisionFp32) {
+    return PrecisionPlan{bench::kInEffectFp32, false, c10::kFloat, false, false};
+  }
   if (!device.is_cuda()) {
     if (precision == kPrecisionTf32) {
       return InvalidArgumentError(
@@ -54,7 +58,7 @@ StatusOr<PrecisionPlan> PlanPrecision(const std::string& precision, const c10::D
           "is a tensor-core mode of Ampere and "
           "newer GPUs; on the CPU use fp32)");
     }
-    return PrecisionPlan{"amp_bf16", true, c10::kBFloat16, false, false};
+    return PrecisionPlan{bench::kInEffectAmpBf16, true, c10::kBFloat16, false, false};
   }
   if ((precision == kPrecisionTf32 || precision == kPrecisionBf16) &&
       compute_capability_major < 8) {
@@ -62,11 +66,13 @@ StatusOr<PrecisionPlan> PlanPrecision(const std::string& precision, const c10::D
         "--precision " + precision + " needs compute capability >= 8.0 (Ampere or newer); " +
         device.str() + " has " + std::to_string(compute_capability_major) + ".x");
   }
-  if (precision == kPrecisionTf32) return PrecisionPlan{"tf32", false, c10::kFloat, false, true};
-  if (precision == kPrecisionBf16) {
-    return PrecisionPlan{"amp_bf16", true, c10::kBFloat16, false, false};
+  if (precision == kPrecisionTf32) {
+    return PrecisionPlan{bench::kInEffectTf32, false, c10::kFloat, false, true};
   }
-  return PrecisionPlan{"amp_fp16", true, c10::kHalf, true, false};
+  if (precision == kPrecisionBf16) {
+    return PrecisionPlan{bench::kInEffectAmpBf16, true, c10::kBFloat16, false, false};
+  }
+  return PrecisionPlan{bench::kInEffectAmpFp16, true, c10::kHalf, true, false};
 }
 
 StatusOr<RunPlan> MakeRunPlan(const TrainOptions& options) {

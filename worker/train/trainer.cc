@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/log.h"
 #include "worker/train/data_source.h"
 #include "worker/train/distributed.h"
 #include "worker/train/host_memory.h"
@@ -35,9 +36,8 @@
 namespace bench_train {
 namespace {
 
-void Log(int rank, const std::string& message) {
-  std::fprintf(stderr, "[bench-train rank %d] %s\n", rank, message.c_str());
-}
+// A human log line on stderr (common/log.h): "... bench-train: rank 0: message".
+void Log(int rank, const std::string& message) { bench::Log("rank ", rank, ": ", message); }
 
 std::string Format(const char* format, double a, double b) {
   char buffer[128];
