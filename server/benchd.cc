@@ -12,6 +12,7 @@
 #include "server/job_manager.h"
 #include "server/live_metrics.h"
 #include "server/metrics_exporter.h"
+#include "server/read_service.h"
 #include "server/store.h"
 
 namespace bench {
@@ -82,7 +83,9 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
                                                   benchd->metrics_.get());
   RETURN_IF_ERROR(benchd->manager_->Recover());
 
-  benchd->controller_service_ = std::make_unique<ControllerService>(benchd->manager_.get());
+  benchd->reads_ = std::make_unique<ReadService>(benchd->store_.get(), benchd->manager_.get());
+  benchd->controller_service_ =
+      std::make_unique<ControllerService>(benchd->manager_.get(), benchd->reads_.get());
   benchd->agent_service_ = std::make_unique<AgentServiceImpl>(benchd->manager_.get());
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),

@@ -1,4 +1,4 @@
-// benchd assembled: store, job manager, gRPC services, HTTP port and the liveness
+// benchd assembled: store, job manager, read service, gRPC services, HTTP port and the liveness
 // timer, started and stopped as one unit. Tests start it in-process on port 0.
 #pragma once
 
@@ -18,6 +18,7 @@ namespace bench {
 
 class Store;
 class JobManager;
+class ReadService;
 class ControllerService;
 class AgentServiceImpl;
 class HttpServer;
@@ -55,6 +56,7 @@ class Benchd {
   std::unique_ptr<Store> store_;
   std::unique_ptr<LiveMetrics> metrics_;
   std::unique_ptr<JobManager> manager_;
+  std::unique_ptr<ReadService> reads_;
   std::unique_ptr<ControllerService> controller_service_;
   std::unique_ptr<AgentServiceImpl> agent_service_;
   std::unique_ptr<grpc::Server> server_;

@@ -68,7 +68,7 @@ grpc::ServerWriteReactor<v1::JobStatus>* ControllerService::WatchJob(
 grpc::ServerUnaryReactor* ControllerService::Results(grpc::CallbackServerContext* context,
                                                      const v1::ResultsRequest* request,
                                                      v1::ResultsResponse* response) {
-  for (const ResultCell& cell : manager_->Results(FromProto(*request))) {
+  for (const ResultCell& cell : reads_->Results(FromProto(*request))) {
     ToProto(cell, response->add_cells());
   }
   return FinishNow(context, absl::OkStatus());
@@ -104,7 +104,7 @@ grpc::ServerUnaryReactor* ControllerService::SetBaseline(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* ControllerService::ListBaselines(
     grpc::CallbackServerContext* context, const v1::ListBaselinesRequest*,
     v1::ListBaselinesResponse* response) {
-  for (const Baseline& baseline : manager_->ListBaselines()) {
+  for (const Baseline& baseline : reads_->ListBaselines()) {
     ToProto(baseline, response->add_baselines());
   }
   return FinishNow(context, absl::OkStatus());
@@ -114,7 +114,7 @@ grpc::ServerUnaryReactor* ControllerService::GpuVariability(
     grpc::CallbackServerContext* context, const v1::GpuVariabilityRequest* request,
     v1::GpuVariabilityResponse* response) {
   absl::StatusOr<VariabilityReport> report =
-      manager_->Variability(request->threshold_pct(), request->model());
+      reads_->Variability(request->threshold_pct(), request->model());
   if (report.ok()) {
     for (const bench::GpuVariability& gpu : report->gpus) ToProto(gpu, response->add_gpus());
     response->set_threshold_pct(report->threshold_pct);
@@ -126,9 +126,9 @@ grpc::ServerUnaryReactor* ControllerService::GetSamples(grpc::CallbackServerCont
                                                         const v1::GetSamplesRequest* request,
                                                         v1::GetSamplesResponse* response) {
   absl::StatusOr<SamplesView> samples =
-      manager_->GetSamples(request->job_id(), request->from_iteration(),
-                           request->has_rank() ? std::optional<int>(request->rank())
-                                               : std::nullopt);
+      reads_->GetSamples(request->job_id(), request->from_iteration(),
+                         request->has_rank() ? std::optional<int>(request->rank())
+                                             : std::nullopt);
   if (samples.ok()) {
     ToProto(samples->view, response->mutable_job());
     for (const IterationSample& sample : samples->samples) {

@@ -1,15 +1,19 @@
 // The gRPC adapter for benchfleet.v1.Controller (benchctl's API): proto ⇄ domain and
-// status mapping around JobManager; no logic of its own. Thread-safe.
+// status mapping around JobManager (jobs, agents, baselines set) and ReadService (results,
+// baselines, variability, samples); no logic of its own. Thread-safe.
 #pragma once
 
 #include "benchfleet/v1/controller.grpc.pb.h"
 #include "server/job_manager.h"
+#include "server/read_service.h"
 
 namespace bench {
 
 class ControllerService final : public benchfleet::v1::Controller::CallbackService {
  public:
-  explicit ControllerService(JobManager* manager) : manager_(manager) {}
+  // Neither is owned.
+  ControllerService(JobManager* manager, ReadService* reads)
+      : manager_(manager), reads_(reads) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const benchfleet::v1::SubmitJobRequest* request,
@@ -50,6 +54,7 @@ class ControllerService final : public benchfleet::v1::Controller::CallbackServi
 
  private:
   JobManager* const manager_;
+  ReadService* const reads_;
 };
 
 }  // namespace bench

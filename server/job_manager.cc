@@ -400,6 +400,16 @@ std::vector<JobView> JobManager::Queue() {
   return views;
 }
 
+JobManager::ReadSnapshot JobManager::Snapshot(const std::function<bool(const Job&)>& keep) {
+  ReadSnapshot snapshot;
+  absl::MutexLock lock(&mu_);
+  for (const Job& job : jobs_) {
+    if (keep(job)) snapshot.jobs.push_back(job);
+  }
+  snapshot.baselines = baselines_;
+  return snapshot;
+}
+
 absl::StatusOr<JobView> JobManager::Cancel(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   Job* job = FindJob(job_id);
@@ -415,19 +425,6 @@ absl::StatusOr<JobView> JobManager::Cancel(const std::string& job_id) {
   }
   Schedule();  // the queue moved up
   return ViewOf(*job);
-}
-
-std::vector<ResultCell> JobManager::Results(const ResultsFilter& filter) {
-  std::vector<Job> jobs;
-  Baselines baselines;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const Job& job : jobs_) {
-      if (Matches(job, filter)) jobs.push_back(job);
-    }
-    baselines = baselines_;
-  }
-  return BuildResultCells(jobs, filter, baselines);
 }
 
 absl::StatusOr<Baseline> JobManager::SetBaseline(const std::string& job_id,
@@ -478,65 +475,6 @@ absl::StatusOr<Baseline> JobManager::SetBaseline(const std::string& job_id,
       baseline.configuration.batch_size, " is now ", job_id, " (",
       baseline.images_per_second, " images/s)");
   return baseline;
-}
-
-std::vector<Baseline> JobManager::ListBaselines() {
-  absl::MutexLock lock(&mu_);
-  std::vector<Baseline> list;
-  for (const auto& [configuration, baseline] : baselines_) list.push_back(baseline);
-  return list;
-}
-
-absl::StatusOr<VariabilityReport> JobManager::Variability(double threshold_pct,
-                                                          const std::string& model) {
-  if (!(threshold_pct >= 0) || !std::isfinite(threshold_pct)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "threshold_pct: ", threshold_pct, " must be >= 0 (0 means the default 5)"));
-  }
-  if (threshold_pct == 0) threshold_pct = 5;
-  std::vector<Job> jobs;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const Job& job : jobs_) {
-      if (job.state != JobState::kSucceeded || job.device_kind != DeviceKind::kCuda) continue;
-      if (!model.empty() && job.spec.model != model) continue;
-      jobs.push_back(job);
-    }
-  }
-  VariabilityBuilder builder;
-  for (const Job& job : jobs) {
-    absl::StatusOr<std::vector<IterationSample>> samples =
-        store_->ReadSamples(job.id, job.attempt);
-    if (!samples.ok()) return samples.status();
-    absl::StatusOr<std::vector<GpuSample>> gpu_samples =
-        store_->ReadGpuSamples(job.id, job.attempt);
-    if (!gpu_samples.ok()) return gpu_samples.status();
-    builder.AddJob(job, *samples, *gpu_samples);
-  }
-  return VariabilityReport{threshold_pct, builder.Finish(threshold_pct)};
-}
-
-absl::StatusOr<SamplesView> JobManager::GetSamples(const std::string& job_id,
-                                                   int from_iteration, std::optional<int> rank) {
-  SamplesView result;
-  {
-    absl::MutexLock lock(&mu_);
-    Job* job = FindJob(job_id);
-    if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
-    result.view = ViewOf(*job);
-  }
-  const Job& job = result.view.job;
-  if (job.attempt < 1) return result;  // never placed: nothing stored
-  absl::StatusOr<std::vector<IterationSample>> samples =
-      store_->ReadSamples(job.id, job.attempt, from_iteration);
-  if (!samples.ok()) return samples.status();
-  result.samples = std::move(*samples);
-  if (rank) {
-    result.samples.erase(std::remove_if(result.samples.begin(), result.samples.end(),
-                                        [&](const IterationSample& s) { return s.rank != *rank; }),
-                         result.samples.end());
-  }
-  return result;
 }
 
 absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id, WatchCallback on_update,

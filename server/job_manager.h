@@ -2,8 +2,9 @@
 // agents, streams, device holders), the job table (job_table.h) and the store. It
 // accepts jobs, places queued ones with the scheduler (scheduler.h, pure), dispatches
 // assignments, folds the agents' rank reports and samples into job state, and
-// persists every change through the store. Read-side shapes are in views.h, the agent
-// protocol's messages in agent_messages.h.
+// persists every change through the store. Read-side shapes are in views.h (the
+// queries that read the store are ReadService's, read_service.h), the agent protocol's
+// messages in agent_messages.h.
 //
 // Thread-safety: every public method is thread-safe, under one mutex that guards the
 // fleet, the job table and the live runtime together. One mutex, deliberately: a
@@ -38,7 +39,6 @@
 #include "server/live_metrics.h"
 #include "server/metrics_exporter.h"
 #include "server/results.h"
-#include "server/variability.h"
 #include "server/store.h"
 #include "server/views.h"
 
@@ -87,7 +87,14 @@ class JobManager {
   // QUEUED or RUNNING → CANCELLED (ranks are told to stop); a finished job is
   // FAILED_PRECONDITION.
   absl::StatusOr<JobView> Cancel(const std::string& job_id);
-  std::vector<ResultCell> Results(const ResultsFilter& filter);
+  // For the read side (read_service.h): copies, taken under the lock, of the jobs `keep`
+  // accepts (in submission order; `keep` runs under the lock, so it must be a pure
+  // test) and of every baseline.
+  struct ReadSnapshot {
+    std::vector<Job> jobs;
+    Baselines baselines;
+  };
+  ReadSnapshot Snapshot(const std::function<bool(const Job&)>& keep);
 
   // Makes the job's throughput the baseline of its configuration (ConfigurationOf),
   // replacing an earlier one, once stored. Tolerances as NormalizeTolerances (0 → 5;
@@ -95,18 +102,6 @@ class JobManager {
   // unless it SUCCEEDED with a throughput; UNAVAILABLE if the store fails.
   absl::StatusOr<Baseline> SetBaseline(const std::string& job_id, double lower_tolerance_pct,
                                        double upper_tolerance_pct);
-  std::vector<Baseline> ListBaselines();  // sorted by configuration
-
-  // Per-GPU variability (variability.h) over the SUCCEEDED cuda jobs (of `model` if
-  // not empty); threshold 0 means 5, negative is INVALID_ARGUMENT. Reads every such
-  // job's samples from the store's reader, outside the manager's lock.
-  absl::StatusOr<VariabilityReport> Variability(double threshold_pct, const std::string& model);
-
-  // The job's status and its current attempt's stored iterations >= from_iteration;
-  // NOT_FOUND for an unknown job.
-  // `rank`: only that rank's iterations (unset: every rank's).
-  absl::StatusOr<SamplesView> GetSamples(const std::string& job_id, int from_iteration,
-                                         std::optional<int> rank = std::nullopt);
 
   // Calls `on_update` now and on every change of the job until it ends (the last call
   // has final=true), or `on_close` if benchd shuts down first. Returns a handle for

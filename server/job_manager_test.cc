@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "server/environment.h"
+#include "server/read_service.h"
 
 namespace bench {
 namespace {
@@ -46,6 +47,7 @@ class JobManagerTest : public ::testing::Test {
     JobManagerOptions options;
     options.agent_lease = absl::Seconds(30);
     manager_ = std::make_unique<JobManager>(store_.get(), options);
+    reads_ = std::make_unique<ReadService>(store_.get(), manager_.get());
     ASSERT_TRUE(manager_->Recover().ok());
   }
   void AddCpuAgent(const std::string& name, int slots, FakeChannel* channel) {
@@ -89,6 +91,7 @@ class JobManagerTest : public ::testing::Test {
   LiveMetrics metrics_;  // outlives the managers that point at it
   std::unique_ptr<Store> store_;
   std::unique_ptr<JobManager> manager_;
+  std::unique_ptr<ReadService> reads_;  // over manager_
 };
 
 TEST_F(JobManagerTest, RefusesAJobLargerThanTheRegisteredFleet) {
@@ -247,6 +250,7 @@ TEST_F(JobManagerTest, WithoutRequeuesALostNodeFailsTheJobAndItsLateSamplesAreFe
   JobManagerOptions options;
   options.max_requeues = 0;
   manager_ = std::make_unique<JobManager>(store_.get(), options);
+  reads_ = std::make_unique<ReadService>(store_.get(), manager_.get());
   ASSERT_TRUE(manager_->Recover().ok());
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
@@ -563,6 +567,7 @@ namespace {
 TEST_F(JobManagerTest, GpuSamplesAreJoinedToTheMeasuredWindowWhenTheJobEnds) {
   manager_.reset();
   manager_ = std::make_unique<JobManager>(store_.get(), JobManagerOptions{}, &metrics_);
+  reads_ = std::make_unique<ReadService>(store_.get(), manager_.get());
   ASSERT_TRUE(manager_->Recover().ok());
   FakeChannel a;
   AgentInventory inventory;
@@ -783,14 +788,14 @@ TEST_F(JobManagerGpuTest, BaselinesAreValidatedComparedAndSurviveRestart) {
     EXPECT_DOUBLE_EQ(view.baseline->ratio, 0.8);
     EXPECT_EQ(view.baseline->baseline_job_id, first);
     EXPECT_FALSE(manager_->Get(running->job_id)->baseline.has_value()) << "no throughput";
-    std::vector<ResultCell> cells = manager_->Results(ResultsFilter{});
+    std::vector<ResultCell> cells = reads_->Results(ResultsFilter{});
     ASSERT_EQ(cells.size(), 1u);
     EXPECT_EQ(cells[0].runs(), 2);
     EXPECT_EQ(cells[0].unmeasured_runs, 1);
     ASSERT_TRUE(cells[0].baseline.has_value());
     EXPECT_EQ(cells[0].baseline->verdict, BaselineVerdict::kBelow);  // median 3.6 < 3.8
-    ASSERT_EQ(manager_->ListBaselines().size(), 1u);
-    EXPECT_EQ(manager_->ListBaselines()[0].job_id, first);
+    ASSERT_EQ(reads_->ListBaselines().size(), 1u);
+    EXPECT_EQ(reads_->ListBaselines()[0].job_id, first);
   };
   check();
   Reopen();
@@ -798,8 +803,8 @@ TEST_F(JobManagerGpuTest, BaselinesAreValidatedComparedAndSurviveRestart) {
 
   // Setting the slower run as the baseline replaces the first.
   ASSERT_TRUE(manager_->SetBaseline(slower->job_id, 5, 5).ok());
-  ASSERT_EQ(manager_->ListBaselines().size(), 1u);
-  EXPECT_EQ(manager_->ListBaselines()[0].job_id, slower->job_id);
+  ASSERT_EQ(reads_->ListBaselines().size(), 1u);
+  EXPECT_EQ(reads_->ListBaselines()[0].job_id, slower->job_id);
   EXPECT_EQ(manager_->Get(first)->baseline->verdict, BaselineVerdict::kAbove);  // 1.25×
 }
 
@@ -818,7 +823,7 @@ TEST_F(JobManagerGpuTest, VariabilityFlagsTheGpuWhoseRanksAreSlower) {
     }
   }
   RunToSuccess("dgx", 4, {0.3, 0.3, 0.3, 0.3});
-  auto report = manager_->Variability(0, "");
+  auto report = reads_->Variability(0, "");
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->threshold_pct, 5);
   const std::vector<GpuVariability>* gpus = &report->gpus;
@@ -833,13 +838,13 @@ TEST_F(JobManagerGpuTest, VariabilityFlagsTheGpuWhoseRanksAreSlower) {
     EXPECT_DOUBLE_EQ((*gpus)[i].normalized_step_time, 1.0);
     EXPECT_FALSE((*gpus)[i].outlier) << (*gpus)[i].gpu_uuid;
   }
-  EXPECT_TRUE(manager_->Variability(0, "resnet18")->gpus.empty());
-  EXPECT_EQ(manager_->Variability(-1, "").status().code(),
+  EXPECT_TRUE(reads_->Variability(0, "resnet18")->gpus.empty());
+  EXPECT_EQ(reads_->Variability(-1, "").status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(JobManagerTest, GetSamplesReturnsTheStoredIterationsOfTheCurrentAttempt) {
-  EXPECT_EQ(manager_->GetSamples("job-000404", 0).status().code(),
+  EXPECT_EQ(reads_->GetSamples("job-000404", 0).status().code(),
             absl::StatusCode::kNotFound);
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
@@ -856,12 +861,12 @@ TEST_F(JobManagerTest, GetSamplesReturnsTheStoredIterationsOfTheCurrentAttempt) 
     samples.push_back(s);
   }
   ASSERT_TRUE(Upload("a", samples).ok());
-  auto all = manager_->GetSamples(queued_first->job_id, 0);
+  auto all = reads_->GetSamples(queued_first->job_id, 0);
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_EQ(all->view.job.state, JobState::kRunning);
   ASSERT_EQ(all->samples.size(), 4u);
   EXPECT_TRUE(all->samples[0].warmup);
-  auto later = manager_->GetSamples(queued_first->job_id, 3);
+  auto later = reads_->GetSamples(queued_first->job_id, 3);
   ASSERT_TRUE(later.ok());
   ASSERT_EQ(later->samples.size(), 2u);
   EXPECT_EQ(later->samples[0].iteration, 3);
@@ -869,7 +874,7 @@ TEST_F(JobManagerTest, GetSamplesReturnsTheStoredIterationsOfTheCurrentAttempt) 
   // A job never placed has nothing stored.
   auto waiting = manager_->Submit(Spec(1));
   ASSERT_TRUE(waiting.ok());
-  auto none = manager_->GetSamples(waiting->job_id, 0);
+  auto none = reads_->GetSamples(waiting->job_id, 0);
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->view.job.state, JobState::kQueued);
   EXPECT_TRUE(none->samples.empty());
@@ -932,7 +937,7 @@ TEST_F(JobManagerTest, ADivergedLossIsStoredCountedAndEndsTheJobAsLossDiverged) 
             "iteration 3) (8 non-finite losses stored so far)");
   ASSERT_EQ(a.cancels.size(), 1u);  // rank 0 is told to stop
 
-  auto stored = manager_->GetSamples(id, 0);
+  auto stored = reads_->GetSamples(id, 0);
   ASSERT_TRUE(stored.ok()) << stored.status();
   ASSERT_EQ(stored->samples.size(), 12u);
   EXPECT_EQ(stored->samples[2].loss, std::numeric_limits<double>::infinity());
