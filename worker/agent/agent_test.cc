@@ -272,7 +272,9 @@ class AgentTest : public ::testing::Test {
   // empty) as the id of the database they were meant for.
   void SpoolLeftovers(const std::string& state, const std::string& recorded_id) {
     ASSERT_TRUE(MakeWritableDirectory(state).ok());
-    if (!recorded_id.empty()) ASSERT_TRUE(WriteControllerId(state, recorded_id).ok());
+    if (!recorded_id.empty()) {
+      ASSERT_TRUE(WriteControllerId(state, recorded_id).ok());
+    }
     auto samples = Spool::Open(state + "/spool/samples");
     ASSERT_TRUE(samples.ok());
     for (int i = 1; i <= 3; ++i) {

@@ -3,11 +3,19 @@
 #include <algorithm>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "common/log.h"
 #include "worker/agent/retry.h"
 
 namespace bench::agent {
+
+namespace {
+size_t KindIndex(SpoolKind kind) {
+  size_t index = static_cast<size_t>(kind);
+  return index < 4 ? index : 0;
+}
+}  // namespace
 
 // The batch being sent (kept for retries).
 struct Outbox::InFlight {
@@ -16,16 +24,23 @@ struct Outbox::InFlight {
   uint64_t last_ticket = 0;            // it covers the tickets up to here
   std::array<uint64_t, 4> carried{};   // records in the RPC, by kind
   std::array<uint64_t, 4> unusable{};  // records it could not carry (index 0: lost)
+  std::vector<bool> carried_records;   // per read.records: in the RPC
   OutboxBatch read;
   uint64_t carried_total() const { return carried[1] + carried[2] + carried[3]; }
+  // Takes its first `count` tickets out of carried and unusable: they were delivered
+  // (evicted, and counted as dropped) while it was read or sent.
+  void ForgetFront(uint64_t count) {
+    for (uint64_t i = 0; i < count && i < read.covered(); ++i) {
+      if (i < read.lost) {
+        --unusable[0];
+        continue;
+      }
+      const size_t record = i - read.lost;
+      const size_t kind = KindIndex(read.records[record].kind);
+      --(carried_records[record] ? carried[kind] : unusable[kind]);
+    }
+  }
 };
-
-namespace {
-size_t KindIndex(SpoolKind kind) {
-  size_t index = static_cast<size_t>(kind);
-  return index < 4 ? index : 0;
-}
-}  // namespace
 
 Outbox::Outbox(OutboxStore* store, OutboxRpc* rpc, OutboxOptions options)
     : store_(store), rpc_(rpc), options_(std::move(options)) {
@@ -159,9 +174,12 @@ bool Outbox::NextBatchLocked(InFlight* batch, bool retrying) {
   batch->read = store_->ReadFront(options_.max_batch);
   rpc_->StartBatch();
   batch->unusable[0] = batch->read.lost;
+  batch->carried_records.reserve(batch->read.records.size());
   for (const OutboxRecord& record : batch->read.records) {
     const size_t kind = KindIndex(record.kind);
-    ++(rpc_->AddToBatch(record) ? batch->carried[kind] : batch->unusable[kind]);
+    const bool carried = rpc_->AddToBatch(record);
+    batch->carried_records.push_back(carried);
+    ++(carried ? batch->carried[kind] : batch->unusable[kind]);
   }
   const uint64_t unusable = batch->read.records.size() - batch->carried_total();
   if (unusable > 0) {
@@ -181,17 +199,22 @@ bool Outbox::NextBatchLocked(InFlight* batch, bool retrying) {
   }
   batch->last_ticket = batch->read.first_ticket + batch->read.covered() - 1;
   if (batch->carried_total() == 0) {
-    ReleaseLocked(*batch);
+    ReleaseLocked(batch);
     return false;
   }
   return true;
 }
 
-void Outbox::ReleaseLocked(const InFlight& batch) {
-  absl::Status popped = store_->PopThrough(batch.last_ticket, batch.read);
+void Outbox::ReleaseLocked(InFlight* batch) {
+  // Only evictions deliver a batch's tickets while it is read or sent (a discard makes
+  // the outbox forget the batch instead): those records were counted as dropped then.
+  if (done_through_ >= batch->read.first_ticket) {
+    batch->ForgetFront(done_through_ - batch->read.first_ticket + 1);
+  }
+  absl::Status popped = store_->PopThrough(batch->last_ticket, batch->read);
   if (!popped.ok()) Log("warning: ", popped.message());
-  done_through_ = std::max(done_through_, batch.last_ticket);
-  for (size_t kind = 0; kind < 4; ++kind) stats_.dropped[kind] += batch.unusable[kind];
+  done_through_ = std::max(done_through_, batch->last_ticket);
+  for (size_t kind = 0; kind < 4; ++kind) stats_.dropped[kind] += batch->unusable[kind];
   delivered_cv_.SignalAll();
 }
 
@@ -214,6 +237,8 @@ void Outbox::Run() {
     if (!have_batch) {
       if (!NextBatchLocked(&batch, retrying)) continue;
       have_batch = true;
+      // Paused (or stopped) while the batch was read: nothing is sent; it waits.
+      if (paused_ || stopping_) continue;
     }
     const std::string agent = agent_;
     mu_.Unlock();
@@ -226,7 +251,7 @@ void Outbox::Run() {
     const bool give_up = !status.ok() && !IsTransientError(status) &&
                          permanent_failures + 1 >= options_.max_permanent_failures;
     if (status.ok() || give_up) {
-      ReleaseLocked(batch);
+      ReleaseLocked(&batch);
       if (status.ok()) {
         for (size_t kind = 0; kind < 4; ++kind) stats_.acknowledged[kind] += batch.carried[kind];
         ++stats_.batches;

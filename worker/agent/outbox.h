@@ -71,7 +71,9 @@ struct OutboxOptions {
 };
 
 // Counts of records, by SpoolKind (index: the kind's value; 0 for records of no known
-// kind, e.g. lost in a corrupt spool), and of sends.
+// kind, e.g. lost in a corrupt spool), and of sends. A record is counted once, when it is
+// delivered: acknowledged, dropped or discarded (one evicted while its batch was being
+// sent is dropped, whatever that send's outcome).
 struct OutboxStats {
   std::array<uint64_t, 4> added{};
   std::array<uint64_t, 4> acknowledged{};  // in acknowledged batches
@@ -116,8 +118,9 @@ class Outbox {
   // Reads, builds and syncs the next batch (lingering first unless `retrying`); false if
   // there is none to send (the loop starts over). Releases mu_ meanwhile.
   bool NextBatchLocked(InFlight* batch, bool retrying) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Removes the batch's records from the store: they are delivered.
-  void ReleaseLocked(const InFlight& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the batch's records from the store: they are delivered. Takes the records
+  // evicted meanwhile out of the batch's counts.
+  void ReleaseLocked(InFlight* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SleepLocked(absl::Duration delay) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   OutboxStore* const store_;
