@@ -12,12 +12,16 @@ namespace v1 = benchfleet::v1;
 grpc::ServerUnaryReactor* ControllerService::SubmitJob(grpc::CallbackServerContext* context,
                                                        const v1::SubmitJobRequest* request,
                                                        v1::SubmitJobResponse* response) {
-  absl::StatusOr<SubmitResult> result = manager_->Submit(FromProto(request->spec()));
-  if (result.ok()) {
-    response->set_job_id(result->job_id);
-    response->set_existing(result->existing);
-  }
-  return FinishNow(context, result.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  manager_->Submit(FromProto(request->spec()),
+                   [reactor, response](absl::StatusOr<SubmitResult> result) {
+                     if (result.ok()) {
+                       response->set_job_id(result->job_id);
+                       response->set_existing(result->existing);
+                     }
+                     reactor->Finish(ToGrpcStatus(result.status()));
+                   });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* ControllerService::GetJob(grpc::CallbackServerContext* context,
@@ -91,14 +95,16 @@ grpc::ServerUnaryReactor* ControllerService::ListQueue(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ControllerService::SetBaseline(grpc::CallbackServerContext* context,
                                                          const v1::SetBaselineRequest* request,
                                                          v1::Baseline* response) {
-  absl::StatusOr<Baseline> baseline = manager_->SetBaseline(
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  manager_->SetBaseline(
       request->job_id(),
-      request->has_lower_tolerance_pct() ? request->lower_tolerance_pct()
-                                         : kDefaultTolerancePct,
-      request->has_upper_tolerance_pct() ? request->upper_tolerance_pct()
-                                         : kDefaultTolerancePct);
-  if (baseline.ok()) ToProto(*baseline, response);
-  return FinishNow(context, baseline.status());
+      request->has_lower_tolerance_pct() ? request->lower_tolerance_pct() : kDefaultTolerancePct,
+      request->has_upper_tolerance_pct() ? request->upper_tolerance_pct() : kDefaultTolerancePct,
+      [reactor, response](absl::StatusOr<Baseline> baseline) {
+        if (baseline.ok()) ToProto(*baseline, response);
+        reactor->Finish(ToGrpcStatus(baseline.status()));
+      });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* ControllerService::ListBaselines(

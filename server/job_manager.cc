@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <future>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -48,6 +47,40 @@ std::string Truncate(std::string text, size_t max) {
   return absl::StrCat("…", text.substr(text.size() - max));
 }
 
+// A store completion that must run outside the manager's lock. The manager queues its
+// store writes under that lock, and a store that is shutting down calls `done` at once
+// on the caller's thread: such an early completion is kept for the caller to finish
+// once it has unlocked (Arm, then Finish); a later one runs on the store's thread.
+class StoreCompletion {
+ public:
+  explicit StoreCompletion(std::function<void(absl::Status)> finish) : finish_(std::move(finish)) {}
+  // The store's callback.
+  void Complete(absl::Status status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!armed_) {
+        early_ = std::move(status);
+        return;
+      }
+    }
+    finish_(std::move(status));
+  }
+  // The queueing call returned: later completions finish at once. Returns the status of
+  // one that came before, which the caller must Finish after unlocking.
+  std::optional<absl::Status> Arm() {
+    absl::MutexLock lock(&mu_);
+    armed_ = true;
+    return std::move(early_);
+  }
+  void Finish(absl::Status status) { finish_(std::move(status)); }
+
+ private:
+  const std::function<void(absl::Status)> finish_;
+  absl::Mutex mu_;
+  bool armed_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<absl::Status> early_ ABSL_GUARDED_BY(mu_);
+};
+
 }  // namespace
 
 JobManager::JobManager(Store* store, JobManagerOptions options, LiveMetrics* metrics)
@@ -55,8 +88,7 @@ JobManager::JobManager(Store* store, JobManagerOptions options, LiveMetrics* met
 
 JobManager::~JobManager() {
   absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
-      +[](int* in_flight) { return *in_flight == 0; }, &joins_in_flight_));
+  mu_.Await(absl::Condition(this, &JobManager::NothingInFlight));
 }
 
 absl::Status JobManager::Recover() {
@@ -307,69 +339,90 @@ void JobManager::Notify(const Job& job) {
   }
 }
 
-absl::StatusOr<SubmitResult> JobManager::Submit(JobSpec spec) {
+std::optional<absl::StatusOr<SubmitResult>> JobManager::AnswerWithoutStoring(const JobSpec& spec) {
+  if (shut_down_) return absl::UnavailableError("benchd is shutting down");
+  if (!spec.request_id.empty()) {
+    if (const std::string* used_by = jobs_.JobOfRequest(spec.request_id)) {
+      Job* existing = FindJob(*used_by);
+      if (existing != nullptr && existing->spec == spec) return SubmitResult{existing->id, true};
+      return absl::FailedPreconditionError(absl::StrCat("request_id (--request-id): \"",
+                                                        spec.request_id, "\" was already used for ",
+                                                        *used_by, " with a different spec"));
+    }
+  }
+  std::vector<AgentCapacity> fleet = fleet_.Capacities();
+  PlacementRequest request = PlacementRequestOf(spec);
+  if (ChooseDeviceKind(request, fleet) == DeviceKind::kNone) {
+    int gpus = FleetDevices(DeviceKind::kCuda, fleet);
+    int slots = FleetDevices(DeviceKind::kCpu, fleet);
+    bool constrained = !spec.allowed_nodes.empty() || !spec.node_labels.empty() || spec.nodes > 0;
+    if (constrained) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the registered fleet can never run this job: ", NeverFitsReason(request, fleet)));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("devices (--gpus): the job asks for ", Count(spec.devices, "device"),
+                     " but the registered fleet has ", Count(gpus, "GPU"), " and ",
+                     Count(slots, "CPU slot"), " in total (", Count(fleet.size(), "agent"), ")"));
+  }
+  return std::nullopt;
+}
+
+void JobManager::Submit(JobSpec spec, SubmitDone done) {
   absl::Status valid = NormalizeAndValidateSpec(spec);
-  if (!valid.ok()) return valid;
-  std::string job_id;
-  std::shared_ptr<std::promise<absl::Status>> inserted;
+  if (!valid.ok()) return done(valid);
+  std::optional<absl::StatusOr<SubmitResult>> answer;
+  std::shared_ptr<StoreCompletion> completion;
+  std::optional<absl::Status> early;
   {
     absl::MutexLock lock(&mu_);
-    if (shut_down_) return absl::UnavailableError("benchd is shutting down");
-    if (!spec.request_id.empty()) {
-      if (const std::string* used_by = jobs_.JobOfRequest(spec.request_id)) {
-        Job* existing = FindJob(*used_by);
-        if (existing != nullptr && existing->spec == spec) return SubmitResult{existing->id, true};
-        return absl::FailedPreconditionError(
-            absl::StrCat("request_id (--request-id): \"", spec.request_id,
-                         "\" was already used for ", *used_by, " with a different spec"));
-      }
+    answer = AnswerWithoutStoring(spec);
+    if (!answer) {
+      Job job;
+      job.seq = jobs_.NextSeq();
+      job.id = absl::StrFormat("job-%06d", job.seq);
+      job.spec = std::move(spec);
+      job.created = absl::Now();
+      job.state = JobState::kQueued;
+      job.reason = "waiting for devices";
+      job.history.push_back({JobState::kQueued, "submitted", job.created});
+      jobs_.Add(job);
+      runtime_[job.id];
+      ++completions_in_flight_;
+      completion = std::make_shared<StoreCompletion>(
+          [this, job_id = job.id, done = std::move(done)](absl::Status status) {
+            OnJobInserted(job_id, status, done);
+          });
+      store_->InsertJobAsync(
+          job, [completion](absl::Status status) { completion->Complete(std::move(status)); });
+      early = completion->Arm();
     }
-    std::vector<AgentCapacity> fleet = fleet_.Capacities();
-    PlacementRequest request = PlacementRequestOf(spec);
-    if (ChooseDeviceKind(request, fleet) == DeviceKind::kNone) {
-      int gpus = FleetDevices(DeviceKind::kCuda, fleet);
-      int slots = FleetDevices(DeviceKind::kCpu, fleet);
-      bool constrained = !spec.allowed_nodes.empty() || !spec.node_labels.empty() ||
-                         spec.nodes > 0;
-      if (constrained) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "the registered fleet can never run this job: ",
-            NeverFitsReason(request, fleet)));
-      }
-      return absl::FailedPreconditionError(absl::StrCat(
-          "devices (--gpus): the job asks for ", Count(spec.devices, "device"),
-          " but the registered fleet has ", Count(gpus, "GPU"), " and ",
-          Count(slots, "CPU slot"), " in total (", Count(fleet.size(), "agent"), ")"));
+  }
+  if (answer) return done(std::move(*answer));
+  if (early) completion->Finish(std::move(*early));
+}
+
+void JobManager::OnJobInserted(const std::string& job_id, const absl::Status& status,
+                               const SubmitDone& done) {
+  absl::StatusOr<SubmitResult> result;
+  {
+    absl::MutexLock lock(&mu_);
+    --completions_in_flight_;
+    if (!status.ok()) {
+      // Nothing was stored: forget the job entirely.
+      runtime_.erase(job_id);
+      jobs_.Remove(job_id);
+      result = absl::UnavailableError(absl::StrCat("could not store the job: ", status.message()));
+    } else {
+      Job* job = FindJob(job_id);
+      runtime_[job_id].persisted = true;
+      Log(job_id, " submitted: ", job->spec.model, " ", job->spec.devices, " devices ",
+          PrecisionText(job->spec.precision), " bs ", job->spec.batch_size);
+      Schedule();
+      result = SubmitResult{job_id, false};
     }
-    Job job;
-    job.seq = jobs_.NextSeq();
-    job.id = absl::StrFormat("job-%06d", job.seq);
-    job.spec = std::move(spec);
-    job.created = absl::Now();
-    job.state = JobState::kQueued;
-    job.reason = "waiting for devices";
-    job.history.push_back({JobState::kQueued, "submitted", job.created});
-    jobs_.Add(job);
-    runtime_[job.id];
-    job_id = job.id;
-    inserted = std::make_shared<std::promise<absl::Status>>();
-    store_->InsertJobAsync(job, [inserted](absl::Status s) { inserted->set_value(s); });
   }
-  absl::Status status = inserted->get_future().get();
-  absl::MutexLock lock(&mu_);
-  Job* job = FindJob(job_id);
-  if (!status.ok()) {
-    // Nothing was stored: forget the job entirely.
-    runtime_.erase(job_id);
-    jobs_.Remove(job_id);
-    return absl::UnavailableError(
-        absl::StrCat("could not store the job: ", status.message()));
-  }
-  runtime_[job_id].persisted = true;
-  Log(job_id, " submitted: ", job->spec.model, " ", job->spec.devices, " devices ",
-      PrecisionText(job->spec.precision), " bs ", job->spec.batch_size);
-  Schedule();
-  return SubmitResult{job_id, false};
+  done(std::move(result));
 }
 
 absl::StatusOr<JobView> JobManager::Get(const std::string& job_id) {
@@ -427,54 +480,76 @@ absl::StatusOr<JobView> JobManager::Cancel(const std::string& job_id) {
   return ViewOf(*job);
 }
 
-absl::StatusOr<Baseline> JobManager::SetBaseline(const std::string& job_id,
-                                                 double lower_tolerance_pct,
-                                                 double upper_tolerance_pct) {
-  absl::Status valid = NormalizeTolerances(lower_tolerance_pct, upper_tolerance_pct);
-  if (!valid.ok()) return valid;
+absl::StatusOr<Baseline> JobManager::BaselineOf(const std::string& job_id,
+                                                double lower_tolerance_pct,
+                                                double upper_tolerance_pct) {
+  if (shut_down_) return absl::UnavailableError("benchd is shutting down");
+  Job* job = FindJob(job_id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  if (job->state != JobState::kSucceeded) {
+    return absl::FailedPreconditionError(absl::StrCat(job_id, " is ", JobStateText(job->state),
+                                                      "; only a SUCCEEDED job can be a baseline"));
+  }
+  std::optional<double> throughput = JobThroughput(job->summaries, job->spec.devices);
+  if (!throughput) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(job_id,
+                     " has no throughput (not every rank reported measured images over a "
+                     "measured window), so it cannot be a baseline"));
+  }
   Baseline baseline;
-  auto stored = std::make_shared<std::promise<absl::Status>>();
+  baseline.configuration = ConfigurationOf(*job);
+  baseline.job_id = job_id;
+  baseline.images_per_second = *throughput;
+  baseline.lower_tolerance_pct = lower_tolerance_pct;
+  baseline.upper_tolerance_pct = upper_tolerance_pct;
+  baseline.set = absl::Now();
+  return baseline;
+}
+
+void JobManager::SetBaseline(const std::string& job_id, double lower_tolerance_pct,
+                             double upper_tolerance_pct, BaselineDone done) {
+  absl::Status valid = NormalizeTolerances(lower_tolerance_pct, upper_tolerance_pct);
+  if (!valid.ok()) return done(valid);
+  absl::StatusOr<Baseline> baseline;
+  std::shared_ptr<StoreCompletion> completion;
+  std::optional<absl::Status> early;
   {
     absl::MutexLock lock(&mu_);
-    if (shut_down_) return absl::UnavailableError("benchd is shutting down");
-    Job* job = FindJob(job_id);
-    if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
-    if (job->state != JobState::kSucceeded) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(job_id, " is ", JobStateText(job->state),
-                       "; only a SUCCEEDED job can be a baseline"));
+    baseline = BaselineOf(job_id, lower_tolerance_pct, upper_tolerance_pct);
+    if (baseline.ok()) {
+      ++completions_in_flight_;
+      completion = std::make_shared<StoreCompletion>(
+          [this, stored = *baseline, done = std::move(done)](absl::Status status) {
+            OnBaselineStored(stored, status, done);
+          });
+      store_->PutBaselineAsync(*baseline, [completion](absl::Status status) {
+        completion->Complete(std::move(status));
+      });
+      early = completion->Arm();
     }
-    std::optional<double> throughput = JobThroughput(job->summaries, job->spec.devices);
-    if (!throughput) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          job_id, " has no throughput (not every rank reported measured images over a "
-                  "measured window), so it cannot be a baseline"));
-    }
-    baseline.configuration = ConfigurationOf(*job);
-    baseline.job_id = job_id;
-    baseline.images_per_second = *throughput;
-    baseline.lower_tolerance_pct = lower_tolerance_pct;
-    baseline.upper_tolerance_pct = upper_tolerance_pct;
-    baseline.set = absl::Now();
-    // Applied in the writer's commit order, so the latest stored baseline wins here too.
-    store_->PutBaselineAsync(baseline, [this, baseline, stored](absl::Status status) {
-      if (status.ok()) {
-        absl::MutexLock lock(&mu_);
-        baselines_[baseline.configuration] = baseline;
-      }
-      stored->set_value(status);
-    });
   }
-  absl::Status status = stored->get_future().get();
+  if (!baseline.ok()) return done(baseline.status());
+  if (early) completion->Finish(std::move(*early));
+}
+
+void JobManager::OnBaselineStored(const Baseline& baseline, const absl::Status& status,
+                                  const BaselineDone& done) {
+  {
+    absl::MutexLock lock(&mu_);
+    --completions_in_flight_;
+    // Applied in the writer's commit order, so the latest stored baseline wins here too.
+    if (status.ok()) baselines_[baseline.configuration] = baseline;
+  }
   if (!status.ok()) {
-    return absl::UnavailableError(absl::StrCat("could not store the baseline: ",
-                                               status.message()));
+    return done(
+        absl::UnavailableError(absl::StrCat("could not store the baseline: ", status.message())));
   }
   Log("baseline for ", baseline.configuration.model, " ", baseline.configuration.devices,
       " devices ", PrecisionText(baseline.configuration.precision), " bs ",
-      baseline.configuration.batch_size, " is now ", job_id, " (",
+      baseline.configuration.batch_size, " is now ", baseline.job_id, " (",
       baseline.images_per_second, " images/s)");
-  return baseline;
+  done(baseline);
 }
 
 absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id, WatchCallback on_update,

@@ -65,7 +65,8 @@ class JobManager {
 
   // `metrics` (not owned; may be null) is fed with live figures for /metrics.
   JobManager(Store* store, JobManagerOptions options, LiveMetrics* metrics = nullptr);
-  // Waits for telemetry joins in flight (the store must still be running them).
+  // Waits for telemetry joins and for the store completions of submits and baselines
+  // in flight (the store must still be running them).
   ~JobManager();
 
   // Loads jobs from the store. Jobs that were RUNNING when the controller stopped stay
@@ -78,8 +79,13 @@ class JobManager {
 
   // Validates (INVALID_ARGUMENT naming the field), checks the registered fleet can ever
   // hold the job (FAILED_PRECONDITION), stores it durably, then schedules. A request id
-  // seen before returns that job; with a different spec it is FAILED_PRECONDITION.
-  absl::StatusOr<SubmitResult> Submit(JobSpec spec);
+  // seen before returns that job; with a different spec it is FAILED_PRECONDITION; if
+  // the store fails, UNAVAILABLE and the job is forgotten.
+  // `done` gets the answer: once the job is stored (on the store's writer thread, after
+  // the commit), or at once on the caller's thread when no new job is stored. It runs
+  // outside the manager's lock and must not block.
+  using SubmitDone = std::function<void(absl::StatusOr<SubmitResult>)>;
+  void Submit(JobSpec spec, SubmitDone done);
   absl::StatusOr<JobView> Get(const std::string& job_id);
   std::vector<JobView> List();
   // The QUEUED jobs in the order the scheduler considers them, each with why it waits.
@@ -99,9 +105,11 @@ class JobManager {
   // Makes the job's throughput the baseline of its configuration (ConfigurationOf),
   // replacing an earlier one, once stored. Tolerances as NormalizeTolerances (0 → 5;
   // INVALID_ARGUMENT otherwise); NOT_FOUND for an unknown job; FAILED_PRECONDITION
-  // unless it SUCCEEDED with a throughput; UNAVAILABLE if the store fails.
-  absl::StatusOr<Baseline> SetBaseline(const std::string& job_id, double lower_tolerance_pct,
-                                       double upper_tolerance_pct);
+  // unless it SUCCEEDED with a throughput; UNAVAILABLE if the store fails. `done` gets
+  // the answer as Submit's does.
+  using BaselineDone = std::function<void(absl::StatusOr<Baseline>)>;
+  void SetBaseline(const std::string& job_id, double lower_tolerance_pct,
+                   double upper_tolerance_pct, BaselineDone done);
 
   // Calls `on_update` now and on every change of the job until it ends (the last call
   // has final=true), or `on_close` if benchd shuts down first. Returns a handle for
@@ -178,6 +186,22 @@ class JobManager {
   };
 
   Job* FindJob(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Submit's answers that store nothing: shutting down, a request id seen before, a job
+  // the registered fleet can never hold. Unset: store the job.
+  std::optional<absl::StatusOr<SubmitResult>> AnswerWithoutStoring(const JobSpec& spec)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The insert of a submitted job finished: schedule it, or forget it if it failed.
+  void OnJobInserted(const std::string& job_id, const absl::Status& status, const SubmitDone& done)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The baseline the job would be, or why it cannot be one.
+  absl::StatusOr<Baseline> BaselineOf(const std::string& job_id, double lower_tolerance_pct,
+                                      double upper_tolerance_pct)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnBaselineStored(const Baseline& baseline, const absl::Status& status,
+                        const BaselineDone& done) ABSL_LOCKS_EXCLUDED(mu_);
+  bool NothingInFlight() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return joins_in_flight_ == 0 && completions_in_flight_ == 0;
+  }
   static bool RankPlacedOn(const Job& job, const std::string& agent, int rank);
   JobView ViewOf(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Transition(Job& job, JobState state, std::string reason)
@@ -241,6 +265,8 @@ class JobManager {
   int64_t next_watch_handle_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t dropped_samples_ ABSL_GUARDED_BY(mu_) = 0;
   int joins_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Submits and baselines whose store write has not answered yet.
+  int completions_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   Baselines baselines_ ABSL_GUARDED_BY(mu_);  // the destructor waits for them
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };

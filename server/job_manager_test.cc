@@ -67,6 +67,21 @@ class JobManagerTest : public ::testing::Test {
                             [&](absl::StatusOr<AppendResult> r) { done.set_value(r); });
     return done.get_future().get();
   }
+  // Submits `spec`; waits for the manager's answer.
+  absl::StatusOr<SubmitResult> Submit(JobSpec spec) {
+    std::promise<absl::StatusOr<SubmitResult>> done;
+    manager_->Submit(std::move(spec),
+                     [&](absl::StatusOr<SubmitResult> r) { done.set_value(std::move(r)); });
+    return done.get_future().get();
+  }
+  // Sets the baseline; waits for the manager's answer.
+  absl::StatusOr<Baseline> SetBaseline(const std::string& job_id, double lower_tolerance_pct,
+                                       double upper_tolerance_pct) {
+    std::promise<absl::StatusOr<Baseline>> done;
+    manager_->SetBaseline(job_id, lower_tolerance_pct, upper_tolerance_pct,
+                          [&](absl::StatusOr<Baseline> r) { done.set_value(std::move(r)); });
+    return done.get_future().get();
+  }
   static JobSpec Spec(int devices) {
     JobSpec spec;
     spec.model = "resnet50";
@@ -97,7 +112,7 @@ class JobManagerTest : public ::testing::Test {
 TEST_F(JobManagerTest, RefusesAJobLargerThanTheRegisteredFleet) {
   FakeChannel a;
   AddCpuAgent("a", 2, &a);
-  auto result = manager_->Submit(Spec(3));
+  auto result = Submit(Spec(3));
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("devices (--gpus)"));
@@ -109,17 +124,58 @@ TEST_F(JobManagerTest, InvalidSpecChangesNothing) {
   AddCpuAgent("a", 2, &a);
   JobSpec spec = Spec(1);
   spec.batch_size = 0;
-  auto result = manager_->Submit(spec);
+  auto result = Submit(spec);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(manager_->List().empty());
   EXPECT_TRUE(store_->LoadJobs()->empty());
+}
+
+// Submit answers from the store's completion, not by blocking its caller: when `done`
+// runs, the job's row is already committed.
+TEST_F(JobManagerTest, SubmitAnswersOnceTheJobIsStored) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  std::promise<absl::StatusOr<SubmitResult>> answered;
+  std::vector<std::string> stored_when_answered;
+  manager_->Submit(Spec(1), [&](absl::StatusOr<SubmitResult> result) {
+    absl::StatusOr<std::vector<Job>> stored = store_->LoadJobs();
+    if (stored.ok()) {
+      for (const Job& job : *stored) stored_when_answered.push_back(job.id);
+    }
+    answered.set_value(std::move(result));
+  });
+  absl::StatusOr<SubmitResult> result = answered.get_future().get();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->existing);
+  EXPECT_THAT(stored_when_answered, ::testing::ElementsAre(result->job_id));
+  EXPECT_EQ(manager_->Get(result->job_id)->job.state, JobState::kRunning);
+  ASSERT_EQ(a.assignments.size(), 1u);
+}
+
+TEST_F(JobManagerTest, ASubmitTheStoreRefusesIsUnavailableAndForgotten) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  // The id the manager gives its next job is already taken in the store.
+  Job squatter;
+  squatter.seq = 1;
+  squatter.id = "job-000001";
+  squatter.spec = Spec(1);
+  squatter.created = absl::Now();
+  squatter.history.push_back({JobState::kQueued, "submitted", squatter.created});
+  ASSERT_TRUE(store_->InsertJob(squatter).ok());
+  auto refused = Submit(Spec(1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("could not store the job: "));
+  EXPECT_TRUE(manager_->List().empty());
+  EXPECT_TRUE(a.assignments.empty());
 }
 
 TEST_F(JobManagerTest, SpanningJobRendezvousThenSucceeds) {
   FakeChannel a, b;
   AddCpuAgent("a", 2, &a);
   AddCpuAgent("b", 2, &b);
-  auto submitted = manager_->Submit(Spec(4));
+  auto submitted = Submit(Spec(4));
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   const std::string id = submitted->job_id;
   EXPECT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
@@ -136,7 +192,7 @@ TEST_F(JobManagerTest, SpanningJobRendezvousThenSucceeds) {
   EXPECT_EQ(b.assignments[0].ranks, (std::vector<int>{2, 3}));
 
   // A second job cannot fit while the first holds every slot.
-  auto second = manager_->Submit(Spec(1));
+  auto second = Submit(Spec(1));
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(manager_->Get(second->job_id)->job.state, JobState::kQueued);
 
@@ -156,7 +212,7 @@ TEST_F(JobManagerTest, AFailedRankFailsTheJobWithItsStderrAndStopsTheOthers) {
   FakeChannel a, b;
   AddCpuAgent("a", 1, &a);
   AddCpuAgent("b", 1, &b);
-  auto submitted = manager_->Submit(Spec(2));
+  auto submitted = Submit(Spec(2));
   ASSERT_TRUE(submitted.ok());
   const std::string id = submitted->job_id;
   ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 29500, {}).ok());
@@ -181,13 +237,13 @@ TEST_F(JobManagerTest, RequestIdMakesSubmitIdempotent) {
   AddCpuAgent("a", 2, &a);
   JobSpec spec = Spec(1);
   spec.request_id = "r1";
-  auto first = manager_->Submit(spec);
-  auto again = manager_->Submit(spec);
+  auto first = Submit(spec);
+  auto again = Submit(spec);
   ASSERT_TRUE(first.ok() && again.ok());
   EXPECT_EQ(first->job_id, again->job_id);
   EXPECT_TRUE(again->existing);
   spec.batch_size = 4;
-  auto different = manager_->Submit(spec);
+  auto different = Submit(spec);
   EXPECT_EQ(different.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(manager_->List().size(), 1u);
 }
@@ -195,8 +251,8 @@ TEST_F(JobManagerTest, RequestIdMakesSubmitIdempotent) {
 TEST_F(JobManagerTest, CancelQueuedAndRunningJobs) {
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
-  auto running = manager_->Submit(Spec(1));
-  auto queued = manager_->Submit(Spec(1));
+  auto running = Submit(Spec(1));
+  auto queued = Submit(Spec(1));
   ASSERT_TRUE(running.ok() && queued.ok());
   EXPECT_EQ(manager_->Cancel(queued->job_id)->job.state, JobState::kCancelled);
   EXPECT_EQ(manager_->Cancel(running->job_id)->job.state, JobState::kCancelled);
@@ -208,7 +264,7 @@ TEST_F(JobManagerTest, CancelQueuedAndRunningJobs) {
 TEST_F(JobManagerTest, AJobThatLostItsNodeIsRequeuedOnceThenFails) {
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
-  auto submitted = manager_->Submit(Spec(1));
+  auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
   manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(31));
   JobView view = *manager_->Get(submitted->job_id);
@@ -254,7 +310,7 @@ TEST_F(JobManagerTest, WithoutRequeuesALostNodeFailsTheJobAndItsLateSamplesAreFe
   ASSERT_TRUE(manager_->Recover().ok());
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
-  auto submitted = manager_->Submit(Spec(1));
+  auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
   manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(31));
   JobView view = *manager_->Get(submitted->job_id);
@@ -275,7 +331,7 @@ TEST_F(JobManagerTest, WithoutRequeuesALostNodeFailsTheJobAndItsLateSamplesAreFe
 TEST_F(JobManagerTest, ARestartKeepsRunningJobsForAgentsThatReconnect) {
   FakeChannel a;
   AddCpuAgent("a", 2, &a);
-  auto submitted = manager_->Submit(Spec(2));
+  auto submitted = Submit(Spec(2));
   ASSERT_TRUE(submitted.ok());
   ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 29500, {Succeeded(0, 1.0)}).ok());
   Reopen();  // benchd restarted; rank 1 still runs on "a"
@@ -285,7 +341,7 @@ TEST_F(JobManagerTest, ARestartKeepsRunningJobsForAgentsThatReconnect) {
   FakeChannel a2;
   AddCpuAgent("a", 2, &a2);
   // Rank 0 ended before the restart: its slot is free, rank 1's is not.
-  auto other = manager_->Submit(Spec(2));
+  auto other = Submit(Spec(2));
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(manager_->Get(other->job_id)->job.state, JobState::kQueued);
   ASSERT_TRUE(manager_->Heartbeat("a", {{submitted->job_id, 1, {1}}}).ok());
@@ -298,7 +354,7 @@ TEST_F(JobManagerTest, ARestartKeepsRunningJobsForAgentsThatReconnect) {
 TEST_F(JobManagerTest, ARestartRequeuesJobsWhoseAgentDoesNotReturnWithinTheGrace) {
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
-  auto submitted = manager_->Submit(Spec(1));
+  auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
   Reopen();
   manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(29));
@@ -315,7 +371,7 @@ TEST_F(JobManagerTest, AnAgentRestartThatKilledRanksRequeuesTheJob) {
   FakeChannel b;
   AddCpuAgent("a", 1, &a);
   AddCpuAgent("b", 1, &b);
-  auto submitted = manager_->Submit(Spec(1));
+  auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
   std::string agent = manager_->Get(submitted->job_id)->job.placements[0].agent;
   RankReport killed;
@@ -338,8 +394,8 @@ TEST_F(JobManagerTest, WallTimeAndHangLimitsFailTheJobAndStopItsRanks) {
   walled.hang_timeout_s = 7200;
   JobSpec hangs = Spec(1);
   hangs.hang_timeout_s = 60;
-  auto first = manager_->Submit(walled);
-  auto second = manager_->Submit(hangs);
+  auto first = Submit(walled);
+  auto second = Submit(hangs);
   ASSERT_TRUE(first.ok() && second.ok());
   manager_->CheckLimits(absl::Now() + absl::Seconds(30));
   EXPECT_EQ(manager_->Get(first->job_id)->job.state, JobState::kRunning);
@@ -359,9 +415,9 @@ TEST_F(JobManagerTest, WallTimeAndHangLimitsFailTheJobAndStopItsRanks) {
 TEST_F(JobManagerTest, TheQueueListsWaitingJobsInOrderWithWhyTheyWait) {
   FakeChannel a;
   AddCpuAgent("a", 2, &a);
-  auto running = manager_->Submit(Spec(2));
-  auto big = manager_->Submit(Spec(2));
-  auto small = manager_->Submit(Spec(1));
+  auto running = Submit(Spec(2));
+  auto big = Submit(Spec(2));
+  auto small = Submit(Spec(1));
   ASSERT_TRUE(running.ok() && big.ok() && small.ok());
   std::vector<JobView> queue = manager_->Queue();
   ASSERT_EQ(queue.size(), 2u);
@@ -382,18 +438,18 @@ TEST_F(JobManagerTest, ConstraintsNoAgentCanMeetAreRefusedAtSubmit) {
   AddCpuAgent("a", 2, &a);
   JobSpec spec = Spec(1);
   spec.node_labels = {{"rack", "r9"}};
-  auto refused = manager_->Submit(spec);
+  auto refused = Submit(spec);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.status().message(), HasSubstr("labels rack=r9"));
   spec.node_labels.clear();
   spec.allowed_nodes = {"a"};
-  EXPECT_TRUE(manager_->Submit(spec).ok());
+  EXPECT_TRUE(Submit(spec).ok());
 }
 
 TEST_F(JobManagerTest, WatchersSeeProgressAndTheEnd) {
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
-  auto submitted = manager_->Submit(Spec(1));
+  auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
   std::vector<std::pair<int, bool>> seen;  // iterations_done, final
   auto handle = manager_->Watch(submitted->job_id, [&](const JobView& v, bool final) {
@@ -425,8 +481,8 @@ TEST_F(JobManagerTest, WatchersSeeProgressAndTheEnd) {
 TEST_F(JobManagerTest, RestartKeepsRunningAndQueuedJobs) {
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
-  auto running = manager_->Submit(Spec(1));
-  auto queued = manager_->Submit(Spec(1));
+  auto running = Submit(Spec(1));
+  auto queued = Submit(Spec(1));
   ASSERT_TRUE(running.ok() && queued.ok());
   Reopen();
   auto view = manager_->Get(running->job_id);
@@ -436,7 +492,7 @@ TEST_F(JobManagerTest, RestartKeepsRunningAndQueuedJobs) {
   // Ids continue after the highest stored one.
   FakeChannel b;
   AddCpuAgent("b", 1, &b);
-  auto next = manager_->Submit(Spec(1));
+  auto next = Submit(Spec(1));
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->job_id, "job-000003");
 }
@@ -444,7 +500,7 @@ TEST_F(JobManagerTest, RestartKeepsRunningAndQueuedJobs) {
 TEST_F(JobManagerTest, HeartbeatListingAnEndedJobGetsItCancelledOnTheAgent) {
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
-  auto submitted = manager_->Submit(Spec(1));
+  auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
   ASSERT_TRUE(manager_->Cancel(submitted->job_id).ok());
   // benchd restarts before the agent heard of the cancel ...
@@ -462,7 +518,7 @@ TEST_F(JobManagerTest, HeartbeatListingAnEndedJobGetsItCancelledOnTheAgent) {
 TEST_F(JobManagerTest, HeartbeatListingARunningJobChangesNothing) {
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
-  auto submitted = manager_->Submit(Spec(1));
+  auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
   ASSERT_TRUE(manager_->Heartbeat("a", {{submitted->job_id, 0, {}}}).ok());
   EXPECT_TRUE(a.cancels.empty());
@@ -473,7 +529,7 @@ TEST_F(JobManagerTest, CancelBeforeTheRendezvousPortFreesEveryAgentsDevices) {
   FakeChannel a, b;
   AddCpuAgent("a", 1, &a);
   AddCpuAgent("b", 1, &b);
-  auto submitted = manager_->Submit(Spec(2));
+  auto submitted = Submit(Spec(2));
   ASSERT_TRUE(submitted.ok());
   ASSERT_TRUE(manager_->Cancel(submitted->job_id).ok());  // a never reported its port
   EXPECT_TRUE(b.assignments.empty());
@@ -490,7 +546,7 @@ TEST_F(JobManagerTest, CancelBeforeTheRendezvousPortFreesEveryAgentsDevices) {
 TEST_F(JobManagerTest, RanksThatVanishFromHeartbeatsRequeueTheJobAndFreeTheDevices) {
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
-  auto submitted = manager_->Submit(Spec(1));
+  auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
   RankReport started;
   started.outcome = RankOutcome::kStarted;
@@ -513,7 +569,7 @@ TEST_F(JobManagerTest, SamplesThatMatchNoRankPlacedOnTheSenderAreDropped) {
   FakeChannel a, b;
   AddCpuAgent("a", 1, &a);
   AddCpuAgent("b", 1, &b);
-  auto submitted = manager_->Submit(Spec(2));
+  auto submitted = Submit(Spec(2));
   ASSERT_TRUE(submitted.ok());
   auto sample = [&](int attempt, int rank, int iteration) {
     IterationSample s;
@@ -545,7 +601,7 @@ TEST_F(JobManagerTest, SamplesThatMatchNoRankPlacedOnTheSenderAreDropped) {
 TEST_F(JobManagerTest, ShutdownClosesWatchersAndRefusesNewOnes) {
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
-  auto submitted = manager_->Submit(Spec(1));
+  auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
   absl::Status closed;
   ASSERT_TRUE(manager_->Watch(submitted->job_id, [](const JobView&, bool) {},
@@ -576,7 +632,7 @@ TEST_F(JobManagerTest, GpuSamplesAreJoinedToTheMeasuredWindowWhenTheJobEnds) {
   inventory.gpus = {{0, "Fake GPU 0", "GPU-fake-0", 1 << 30}};
   ASSERT_TRUE(manager_->RegisterAgent(inventory).ok());
   ASSERT_TRUE(manager_->AttachChannel("dgx", &a).ok());
-  auto submitted = manager_->Submit(Spec(1));
+  auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   const std::string id = submitted->job_id;
 
@@ -652,7 +708,7 @@ TEST_F(JobManagerTest, GpuSamplesAreJoinedToTheMeasuredWindowWhenTheJobEnds) {
 TEST_F(JobManagerTest, ACpuJobSaysWhyItHasNoGpuTelemetry) {
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
-  auto submitted = manager_->Submit(Spec(1));
+  auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
   ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 0, {Succeeded(0, 1.0)}).ok());
   absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -689,7 +745,7 @@ class JobManagerGpuTest : public JobManagerTest {
   // time is step_times[r] (window 2 s, 8 images each).
   std::string RunToSuccess(const std::string& agent, int devices,
                            const std::vector<double>& step_times) {
-    auto submitted = manager_->Submit(Spec(devices));
+    auto submitted = Submit(Spec(devices));
     EXPECT_TRUE(submitted.ok()) << submitted.status();
     std::vector<RankReport> reports;
     for (int r = 0; r < devices; ++r) {
@@ -707,7 +763,7 @@ TEST_F(JobManagerGpuTest, RankDevicesAreRecordedAtPlacementAndVersionsMerged) {
   FakeChannel a, b;
   AddGpuAgent("dgx-a", 1, &a, {{"driver", "550.54.15"}, {"cuda_driver", "12.4"}});
   AddGpuAgent("dgx-b", 1, &b, {{"driver", "535.104.05"}, {"cuda_driver", "12.4"}});
-  auto submitted = manager_->Submit(Spec(2));
+  auto submitted = Submit(Spec(2));
   ASSERT_TRUE(submitted.ok());
   const std::string id = submitted->job_id;
   RankReport started0;
@@ -745,18 +801,14 @@ TEST_F(JobManagerGpuTest, RankDevicesAreRecordedAtPlacementAndVersionsMerged) {
 TEST_F(JobManagerGpuTest, BaselinesAreValidatedComparedAndSurviveRestart) {
   FakeChannel a;
   AddGpuAgent("dgx", 1, &a);
-  EXPECT_EQ(manager_->SetBaseline("job-424242", 0, 0).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(SetBaseline("job-424242", 0, 0).status().code(), absl::StatusCode::kNotFound);
   std::string first = RunToSuccess("dgx", 1, {0.1});  // 8 images / 2 s = 4 img/s
-  EXPECT_EQ(manager_->SetBaseline(first, -1, 0).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(manager_->SetBaseline(first, 100, 0).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(manager_->SetBaseline(first, 0, -3).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  auto running = manager_->Submit(Spec(1));
+  EXPECT_EQ(SetBaseline(first, -1, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SetBaseline(first, 100, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SetBaseline(first, 0, -3).status().code(), absl::StatusCode::kInvalidArgument);
+  auto running = Submit(Spec(1));
   ASSERT_TRUE(running.ok());
-  auto refused = manager_->SetBaseline(running->job_id, 0, 0);
+  auto refused = SetBaseline(running->job_id, 0, 0);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("RUNNING"));
   // A job that succeeded without a throughput (its rank measured no images).
@@ -764,11 +816,11 @@ TEST_F(JobManagerGpuTest, BaselinesAreValidatedComparedAndSurviveRestart) {
   empty.summary->measured_images = 0;
   ASSERT_TRUE(manager_->ReportStatus("dgx", running->job_id, 1, 29500, {empty}).ok());
   ASSERT_EQ(manager_->Get(running->job_id)->job.state, JobState::kSucceeded);
-  refused = manager_->SetBaseline(running->job_id, 0, 0);
+  refused = SetBaseline(running->job_id, 0, 0);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("no throughput"));
 
-  auto baseline = manager_->SetBaseline(first, kDefaultTolerancePct, 10);
+  auto baseline = SetBaseline(first, kDefaultTolerancePct, 10);
   ASSERT_TRUE(baseline.ok()) << baseline.status();
   EXPECT_EQ(baseline->lower_tolerance_pct, 5);
   EXPECT_EQ(baseline->upper_tolerance_pct, 10);
@@ -777,7 +829,7 @@ TEST_F(JobManagerGpuTest, BaselinesAreValidatedComparedAndSurviveRestart) {
   EXPECT_EQ(baseline->configuration.device_kind, DeviceKind::kCuda);
 
   // A later, slower run of the same configuration: 8 images / 2.5 s = 3.2 img/s, 0.8×.
-  auto slower = manager_->Submit(Spec(1));
+  auto slower = Submit(Spec(1));
   ASSERT_TRUE(slower.ok());
   ASSERT_TRUE(
       manager_->ReportStatus("dgx", slower->job_id, 1, 29500, {Succeeded(0, 2.5)}).ok());
@@ -802,7 +854,7 @@ TEST_F(JobManagerGpuTest, BaselinesAreValidatedComparedAndSurviveRestart) {
   check();
 
   // Setting the slower run as the baseline replaces the first.
-  ASSERT_TRUE(manager_->SetBaseline(slower->job_id, 5, 5).ok());
+  ASSERT_TRUE(SetBaseline(slower->job_id, 5, 5).ok());
   ASSERT_EQ(reads_->ListBaselines().size(), 1u);
   EXPECT_EQ(reads_->ListBaselines()[0].job_id, slower->job_id);
   EXPECT_EQ(manager_->Get(first)->baseline->verdict, BaselineVerdict::kAbove);  // 1.25×
@@ -815,7 +867,7 @@ TEST_F(JobManagerGpuTest, VariabilityFlagsTheGpuWhoseRanksAreSlower) {
   // step time. A 4-GPU job is ignored: its ranks share one step time.
   for (int round = 0; round < 2; ++round) {
     std::vector<std::string> ids;
-    for (int gpu = 0; gpu < 4; ++gpu) ids.push_back(manager_->Submit(Spec(1))->job_id);
+    for (int gpu = 0; gpu < 4; ++gpu) ids.push_back(Submit(Spec(1))->job_id);
     for (int gpu = 0; gpu < 4; ++gpu) {
       RankReport report = Succeeded(0, 2.0);
       report.summary->step_time_median_s = gpu == 3 ? 0.15 : 0.1;
@@ -848,7 +900,7 @@ TEST_F(JobManagerTest, GetSamplesReturnsTheStoredIterationsOfTheCurrentAttempt) 
             absl::StatusCode::kNotFound);
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
-  auto queued_first = manager_->Submit(Spec(1));
+  auto queued_first = Submit(Spec(1));
   ASSERT_TRUE(queued_first.ok());
   std::vector<IterationSample> samples;
   for (int it = 1; it <= 4; ++it) {
@@ -872,7 +924,7 @@ TEST_F(JobManagerTest, GetSamplesReturnsTheStoredIterationsOfTheCurrentAttempt) 
   EXPECT_EQ(later->samples[0].iteration, 3);
   EXPECT_DOUBLE_EQ(later->samples[1].step_time_s, 0.4);
   // A job never placed has nothing stored.
-  auto waiting = manager_->Submit(Spec(1));
+  auto waiting = Submit(Spec(1));
   ASSERT_TRUE(waiting.ok());
   auto none = reads_->GetSamples(waiting->job_id, 0);
   ASSERT_TRUE(none.ok());
@@ -889,7 +941,7 @@ TEST_F(JobManagerTest, ADivergedLossIsStoredCountedAndEndsTheJobAsLossDiverged) 
   AddCpuAgent("a", 2, &a);
   JobSpec spec = Spec(2);
   spec.iterations = 6;
-  auto submitted = manager_->Submit(spec);
+  auto submitted = Submit(spec);
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   const std::string id = submitted->job_id;
   std::vector<IterationSample> samples;
@@ -955,7 +1007,7 @@ TEST_F(JobManagerTest, PrecisionInEffectAndSkippedStepsReachTheJob) {
   AddCpuAgent("a", 2, &a);
   JobSpec spec = Spec(2);
   spec.precision = Precision::kAmp;
-  auto submitted = manager_->Submit(spec);
+  auto submitted = Submit(spec);
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   const std::string id = submitted->job_id;
   RankReport started;
@@ -1041,9 +1093,9 @@ TEST_F(JobManagerTest, RestartJoinsTheTelemetryOfAnEndedJobThatHasNone) {
 TEST_F(JobManagerTest, AnAgentWithTwentyMillionCpuSlotsRegistersAndTakesAJob) {
   FakeChannel channel;
   AddCpuAgent("huge", 20'000'000, &channel);
-  absl::StatusOr<SubmitResult> first = manager_->Submit(Spec(2));
+  absl::StatusOr<SubmitResult> first = Submit(Spec(2));
   ASSERT_TRUE(first.ok()) << first.status();
-  absl::StatusOr<SubmitResult> second = manager_->Submit(Spec(3));
+  absl::StatusOr<SubmitResult> second = Submit(Spec(3));
   ASSERT_TRUE(second.ok()) << second.status();
   ASSERT_EQ(channel.assignments.size(), 2u);
   EXPECT_EQ(channel.assignments[0].job_id, first->job_id);
