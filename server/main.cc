@@ -1,45 +1,147 @@
 // benchd: the benchfleet controller daemon. Flags → BenchdOptions; SIGTERM/SIGINT stop
 // it gracefully.
+//
+// Flags are spelled with dashes, as benchctl's and bench-agent's are (`--agent-lease`);
+// the underscore spellings of earlier releases (`--agent_lease`) still work as hidden
+// aliases. Parsed with CLI11 (header-only, as benchctl uses it); durations as Abseil
+// writes them ("30s", "10m", "1h30m").
 #include <signal.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include <CLI/CLI.hpp>
+
+#include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/log.h"
 #include "server/benchd.h"
 
-ABSL_FLAG(std::string, listen, "127.0.0.1:7600", "gRPC address HOST:PORT (agents and benchctl)");
-ABSL_FLAG(std::string, http, "127.0.0.1:7601", "web address HOST:PORT; empty to disable");
-ABSL_FLAG(std::string, db, "benchfleet.db", "SQLite database file (created if missing)");
-ABSL_FLAG(absl::Duration, agent_lease, absl::Seconds(30),
-          "an agent not heard from for this long is lost");
-ABSL_FLAG(absl::Duration, heartbeat_interval, absl::Seconds(5),
-          "how often agents are asked to heartbeat");
-ABSL_FLAG(int, requeue_on_node_lost, 1,
-          "how many times a job that lost a node goes back to the queue before it fails "
-          "(0: never)");
-ABSL_FLAG(absl::Duration, reconcile_grace, absl::ZeroDuration(),
-          "after a restart, how long RUNNING jobs wait for their agents to reconnect "
-          "(0: the agent lease)");
-ABSL_FLAG(absl::Duration, default_wall_time, absl::Hours(24),
-          "wall-time limit of a job whose spec sets none");
-ABSL_FLAG(absl::Duration, default_hang_timeout, absl::Minutes(10),
-          "a job with no iteration stored for this long fails as hung, unless its spec "
-          "sets its own");
-ABSL_FLAG(absl::Duration, metrics_retention, absl::Minutes(10),
-          "how long a finished job's series stay on /metrics");
+namespace {
+
+struct Flags {
+  std::string listen = "127.0.0.1:7600";
+  std::string http = "127.0.0.1:7601";
+  std::string db = "benchfleet.db";
+  std::string agent_lease = "30s";
+  std::string heartbeat_interval = "5s";
+  std::string requeue_on_node_lost = "1";
+  std::string reconcile_grace = "0";
+  std::string default_wall_time = "24h";
+  std::string default_hang_timeout = "10m";
+  std::string metrics_retention = "10m";
+};
+
+// `--dashed-name` in the help, and `--dashed_name` as a hidden alias writing the same value.
+void AddFlag(CLI::App& app, const std::string& name, std::string* value, const std::string& help,
+             const std::string& placeholder) {
+  app.add_option("--" + name, *value, help)
+      ->type_name(placeholder)
+      ->capture_default_str()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::string alias = name;
+  for (char& c : alias) c = c == '-' ? '_' : c;
+  if (alias != name) {
+    app.add_option("--" + alias, *value)
+        ->group("")  // hidden
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  }
+}
+
+bool ParseDurationFlag(const char* flag, const std::string& text, absl::Duration* out) {
+  if (absl::ParseDuration(text, out)) return true;
+  std::fprintf(stderr, "benchd: --%s: expected a duration (30s, 10m, 1h30m), got \"%s\"\n", flag,
+               text.c_str());
+  return false;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Debian's Abseil is built with deadlock detection on, which keeps a lock graph on
   // every absl::Mutex acquisition; the server's lock order is fixed by design.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  absl::SetProgramUsageMessage(
-      "benchfleet controller.\nUsage: benchd [--listen HOST:PORT] [--http HOST:PORT] [--db PATH]");
-  absl::ParseCommandLine(argc, argv);
+
+  Flags flags;
+  CLI::App app("benchfleet controller.", "benchd");
+  AddFlag(app, "listen", &flags.listen, "gRPC address HOST:PORT (agents and benchctl)",
+          "HOST:PORT");
+  AddFlag(app, "http", &flags.http, "web address HOST:PORT; empty to disable", "HOST:PORT");
+  AddFlag(app, "db", &flags.db, "SQLite database file (created if missing)", "PATH");
+  AddFlag(app, "agent-lease", &flags.agent_lease, "an agent not heard from for this long is lost",
+          "DURATION");
+  AddFlag(app, "heartbeat-interval", &flags.heartbeat_interval,
+          "how often agents are asked to heartbeat", "DURATION");
+  AddFlag(app, "requeue-on-node-lost", &flags.requeue_on_node_lost,
+          "how many times a job that lost a node goes back to the queue before it fails "
+          "(0: never)",
+          "N");
+  AddFlag(app, "reconcile-grace", &flags.reconcile_grace,
+          "after a restart, how long RUNNING jobs wait for their agents to reconnect "
+          "(0: the agent lease)",
+          "DURATION");
+  AddFlag(app, "default-wall-time", &flags.default_wall_time,
+          "wall-time limit of a job whose spec sets none", "DURATION");
+  AddFlag(app, "default-hang-timeout", &flags.default_hang_timeout,
+          "a job with no iteration stored for this long fails as hung, unless its spec sets "
+          "its own",
+          "DURATION");
+  AddFlag(app, "metrics-retention", &flags.metrics_retention,
+          "how long a finished job's series stay on /metrics", "DURATION");
+  // CLI11 reads "--flag=" (an empty value after the '=', e.g. --http= to turn the web
+  // port off) as a missing value, so that one is handed over as "--flag" "". CLI11
+  // wants the arguments in reverse.
+  std::vector<std::string> reversed;
+  for (int i = argc - 1; i >= 1; --i) {
+    const std::string arg = argv[i];
+    if (arg.size() > 3 && arg.compare(0, 2, "--") == 0 && arg.find('=') == arg.size() - 1) {
+      reversed.emplace_back();
+      reversed.push_back(arg.substr(0, arg.size() - 1));
+    } else {
+      reversed.push_back(arg);
+    }
+  }
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "benchd: %s (see benchd --help)\n", e.what());
+    return 2;
+  }
   bench::SetLogComponent("benchd");
+
+  bench::BenchdOptions options;
+  options.listen = flags.listen;
+  options.http = flags.http;
+  options.db = flags.db;
+  if (!ParseDurationFlag("agent-lease", flags.agent_lease, &options.agent_lease) ||
+      !ParseDurationFlag("heartbeat-interval", flags.heartbeat_interval,
+                         &options.heartbeat_interval) ||
+      !ParseDurationFlag("metrics-retention", flags.metrics_retention,
+                         &options.metrics_retention) ||
+      !ParseDurationFlag("reconcile-grace", flags.reconcile_grace, &options.reconcile_grace) ||
+      !ParseDurationFlag("default-wall-time", flags.default_wall_time,
+                         &options.default_wall_time) ||
+      !ParseDurationFlag("default-hang-timeout", flags.default_hang_timeout,
+                         &options.default_hang_timeout)) {
+    return 2;
+  }
+  if (!absl::SimpleAtoi(flags.requeue_on_node_lost, &options.max_requeues)) {
+    std::fprintf(stderr, "benchd: --requeue-on-node-lost: expected an integer, got \"%s\"\n",
+                 flags.requeue_on_node_lost.c_str());
+    return 2;
+  }
+  if (options.max_requeues < 0 || options.default_wall_time <= absl::ZeroDuration() ||
+      options.default_hang_timeout <= absl::ZeroDuration() ||
+      options.reconcile_grace < absl::ZeroDuration()) {
+    std::fprintf(stderr,
+                 "benchd: --requeue-on-node-lost must be >= 0, --default-wall-time and "
+                 "--default-hang-timeout > 0, --reconcile-grace >= 0\n");
+    return 2;
+  }
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -48,25 +150,6 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every thread
   signal(SIGPIPE, SIG_IGN);
 
-  bench::BenchdOptions options;
-  options.listen = absl::GetFlag(FLAGS_listen);
-  options.http = absl::GetFlag(FLAGS_http);
-  options.db = absl::GetFlag(FLAGS_db);
-  options.agent_lease = absl::GetFlag(FLAGS_agent_lease);
-  options.heartbeat_interval = absl::GetFlag(FLAGS_heartbeat_interval);
-  options.metrics_retention = absl::GetFlag(FLAGS_metrics_retention);
-  options.max_requeues = absl::GetFlag(FLAGS_requeue_on_node_lost);
-  options.reconcile_grace = absl::GetFlag(FLAGS_reconcile_grace);
-  options.default_wall_time = absl::GetFlag(FLAGS_default_wall_time);
-  options.default_hang_timeout = absl::GetFlag(FLAGS_default_hang_timeout);
-  if (options.max_requeues < 0 || options.default_wall_time <= absl::ZeroDuration() ||
-      options.default_hang_timeout <= absl::ZeroDuration() ||
-      options.reconcile_grace < absl::ZeroDuration()) {
-    std::fprintf(stderr,
-                 "benchd: --requeue_on_node_lost must be >= 0, --default_wall_time and "
-                 "--default_hang_timeout > 0, --reconcile_grace >= 0\n");
-    return 2;
-  }
   auto benchd = bench::Benchd::Start(options);
   if (!benchd.ok()) {
     std::fprintf(stderr, "benchd: %s\n", std::string(benchd.status().message()).c_str());
