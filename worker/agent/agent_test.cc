@@ -770,6 +770,11 @@ TEST_F(AgentTest, ReRegisteringWithANewDatabaseDiscardsWhatIsSpooledThen) {
   ASSERT_TRUE(controller_.WaitFor([&] {
     return controller_.heartbeats_ > 0 && controller_.last_heartbeat_.running().empty();
   }));
+  // The new id is written after the old database's records are discarded (crash-safe
+  // order), which may be just after the heartbeat above: wait for it.
+  for (int i = 0; i < 500 && ReadControllerId(state).value_or("") != "db-2"; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
   EXPECT_EQ(*ReadControllerId(state), "db-2");
   // The new database's job-000001 (same ids) runs; of its samples only its own arrive:
   // the old job's five per rank, spooled before them, were discarded.
