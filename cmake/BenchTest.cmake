@@ -29,8 +29,10 @@ function(bench_gtest target)
     message(FATAL_ERROR "bench_gtest(${target}): unknown arguments ${T_UNPARSED_ARGUMENTS}")
   endif()
   add_executable(${target} ${T_SOURCES})
-  target_link_libraries(${target} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main
-    GTest::gmock)
+  target_link_libraries(${target} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  if(TARGET GTest::gmock)  # a trainer-only build may find GoogleTest without gmock
+    target_link_libraries(${target} PRIVATE GTest::gmock)
+  endif()
   if(T_DEFINES)
     target_compile_definitions(${target} PRIVATE ${T_DEFINES})
   endif()
