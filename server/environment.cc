@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/names.h"
 
 namespace bench {
 
@@ -33,10 +34,10 @@ namespace {
 bool Allows(Precision requested, const std::string& in_effect) {
   switch (requested) {
     case Precision::kUnspecified:
-    case Precision::kFp32: return in_effect == "fp32";
-    case Precision::kTf32: return in_effect == "tf32";
-    case Precision::kAmp: return in_effect == "amp_fp16" || in_effect == "amp_bf16";
-    case Precision::kBf16: return in_effect == "amp_bf16";
+    case Precision::kFp32: return in_effect == kInEffectFp32;
+    case Precision::kTf32: return in_effect == kInEffectTf32;
+    case Precision::kAmp: return in_effect == kInEffectAmpFp16 || in_effect == kInEffectAmpBf16;
+    case Precision::kBf16: return in_effect == kInEffectAmpBf16;
   }
   return false;
 }

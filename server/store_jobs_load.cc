@@ -16,10 +16,10 @@
 namespace bench {
 
 Precision ParsePrecisionText(const std::string& text) {
-  if (text == "fp32") return Precision::kFp32;
-  if (text == "amp") return Precision::kAmp;
-  if (text == "tf32") return Precision::kTf32;
-  if (text == "bf16") return Precision::kBf16;
+  for (Precision precision :
+       {Precision::kFp32, Precision::kAmp, Precision::kTf32, Precision::kBf16}) {
+    if (text == PrecisionText(precision)) return precision;
+  }
   return Precision::kUnspecified;
 }
 

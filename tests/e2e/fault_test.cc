@@ -49,7 +49,8 @@ namespace v1 = ::benchfleet::v1;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-// The lease the fault tests give agents (benchd --agent_lease) and their heartbeat.
+// The lease the fault tests give agents (benchd --agent-lease; these tests use the old
+// underscore spellings, which benchd keeps as aliases) and their heartbeat.
 constexpr absl::Duration kLease = absl::Seconds(3);
 const std::vector<std::string> kShortLease = {"--agent_lease=3s", "--heartbeat_interval=500ms"};
 // How late benchd may notice an expired lease (it checks periodically) on a loaded machine.
