@@ -144,8 +144,12 @@ TEST(JobLogsTest, MllogLinesParseAndCarryTheRequiredKeys) {
     EXPECT_EQ(Field(metadata, "step")->number_value(), tracked);
     EXPECT_DOUBLE_EQ(
         Field(Field(line, "value")->struct_value(), "throughput")->number_value(), 128 / 0.2);
-    if (tracked == 2) EXPECT_EQ(Field(line, "time_ms")->number_value(), 1700000003123);
-    if (tracked == 3) EXPECT_EQ(Field(line, "time_ms")->number_value(), 1700000002600);
+    if (tracked == 2) {
+      EXPECT_EQ(Field(line, "time_ms")->number_value(), 1700000003123);
+    }
+    if (tracked == 3) {
+      EXPECT_EQ(Field(line, "time_ms")->number_value(), 1700000002600);
+    }
   }
   EXPECT_EQ(tracked, 4);
   EXPECT_THAT(log, HasSubstr(":::MLLOG {\"namespace\": \"\", \"time_ms\": 1700000000000, "

@@ -10,10 +10,10 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 AgentCapacity Cpu(const std::string& name, int total, std::vector<int> free) {
-  return AgentCapacity{name, DeviceKind::kCpu, total, std::move(free)};
+  return AgentCapacity{name, DeviceKind::kCpu, total, std::move(free), {}};
 }
 AgentCapacity Gpus(const std::string& name, int total, std::vector<int> free) {
-  return AgentCapacity{name, DeviceKind::kCuda, total, std::move(free)};
+  return AgentCapacity{name, DeviceKind::kCuda, total, std::move(free), {}};
 }
 
 PlacementRequest Devices(int n) {
@@ -243,7 +243,7 @@ TEST(FreeDevicesTest, AListKeepsItsIndicesAndTakesBackDevicesGivenFromOutsideIt)
 }
 
 TEST(SchedulerTest, PlacesOnAnAgentWithMillionsOfSlotsWithoutListingThem) {
-  AgentCapacity huge{"huge", DeviceKind::kCpu, 20'000'000, FreeDevices::Range(20'000'000)};
+  AgentCapacity huge{"huge", DeviceKind::kCpu, 20'000'000, FreeDevices::Range(20'000'000), {}};
   huge.free_devices.Take(0);
   std::optional<PlacementPlan> plan = PlaceJob(Devices(3), DeviceKind::kCpu, {huge});
   ASSERT_TRUE(plan.has_value());

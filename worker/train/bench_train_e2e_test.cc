@@ -327,7 +327,9 @@ void ExpectNoUndocumentedFields(const JsonValue& event,
     auto optional = kOptionalFields.find(kind);
     const bool known = optional != kOptionalFields.end() && optional->second.count(name) != 0;
     EXPECT_TRUE(known) << kind << " has undocumented field " << name;
-    if (known) EXPECT_EQ(value.kind, optional->second.at(name)) << name;
+    if (known) {
+      EXPECT_EQ(value.kind, optional->second.at(name)) << name;
+    }
   }
 }
 

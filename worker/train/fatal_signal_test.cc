@@ -124,12 +124,16 @@ TEST(FatalSignalTest, NullWriteIsAnErrorEventNamingSigsegvAndTheAddress) {
       << child.out;
 }
 
-// Recurses with a frame the compiler cannot drop until the stack runs out.
+// Recurses with a frame the compiler cannot drop until the stack runs out (on purpose:
+// hence the pragmas around it).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winfinite-recursion"
 int Recurse(int depth) {
   volatile char frame[4096];
   frame[0] = static_cast<char>(depth);
   return Recurse(depth + 1) + frame[0];
 }
+#pragma GCC diagnostic pop
 
 TEST(FatalSignalTest, StackOverflowOnTheMainThreadIsReportedFromTheAlternateStack) {
   const Child child = RunChild([] {
