@@ -26,6 +26,7 @@
 #include "worker/agent/rank_registry.h"
 #include "worker/agent/spool.h"
 #include "worker/agent/state_dir.h"
+#include "worker/agent/temp_dir.h"
 
 namespace bench::agent {
 namespace {
@@ -197,9 +198,8 @@ printf '{"event":"summary","rank":%s,"measured_iterations":4,"measured_images":8
 class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/agent_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
+    ASSERT_TRUE(temp_.ok());
+    dir_ = temp_.path();
     std::ofstream out(dir_ + "/bench-train");
     out << kFakeTrainer;
     out.close();
@@ -208,7 +208,6 @@ class AgentTest : public ::testing::Test {
   void TearDown() override {
     agent_.reset();
     StopServer();
-    ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0);
   }
 
   void StartServer(int port = 0) {
@@ -340,6 +339,7 @@ class AgentTest : public ::testing::Test {
     return pid;
   }
 
+  TempDir temp_{"agent_test_"};  // declared first: removed after the agent and server
   std::string dir_;
   FakeController controller_;
   std::unique_ptr<grpc::Server> server_;

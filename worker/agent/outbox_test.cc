@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "worker/agent/outbox_store.h"
 #include "worker/agent/spool.h"
+#include "worker/agent/temp_dir.h"
 
 namespace bench::agent {
 namespace {
@@ -184,17 +185,12 @@ enum class Store { kMemory, kMirrored, kSpool };
 
 class OutboxTest : public ::testing::TestWithParam<Store> {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/outbox_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
+  void SetUp() override { ASSERT_TRUE(temp_.ok()); }
   void TearDown() override {
     rpc_.Open();
     outbox_.reset();
     store_.reset();
     spool_.reset();
-    ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0);
   }
 
   // Opens the store (and its spool, in the state directory's place for it).
@@ -202,9 +198,8 @@ class OutboxTest : public ::testing::TestWithParam<Store> {
     store_.reset();
     spool_.reset();
     if (kind != Store::kMemory) {
-      auto spool = Spool::Open(dir_ + "/spool/samples", spool_options);
-      ASSERT_TRUE(spool.ok()) << spool.status();
-      spool_ = std::move(*spool);
+      spool_ = OpenSpoolIn(temp_, "spool/samples", spool_options);
+      ASSERT_NE(spool_, nullptr);
     }
     if (kind == Store::kSpool) {
       store_ = std::make_unique<SpoolOutboxStore>(spool_.get());
@@ -246,7 +241,7 @@ class OutboxTest : public ::testing::TestWithParam<Store> {
     return out;
   }
 
-  std::string dir_;
+  TempDir temp_{"outbox_test_"};
   std::unique_ptr<Spool> spool_;
   std::unique_ptr<OutboxStore> store_;
   FakeRpc rpc_;

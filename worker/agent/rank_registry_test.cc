@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "common/subprocess.h"
+#include "worker/agent/temp_dir.h"
 
 namespace bench::agent {
 namespace {
@@ -19,12 +20,9 @@ namespace {
 class RankRegistryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/rank_registry_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    root_ = pattern;
-    dir_ = root_ + "/state/ranks";
+    ASSERT_TRUE(root_.ok());
+    dir_ = root_.path() + "/state/ranks";
   }
-  void TearDown() override { ASSERT_EQ(system(("rm -rf '" + root_ + "'").c_str()), 0); }
 
   std::unique_ptr<RankRegistry> Open() {
     auto registry = RankRegistry::Open(dir_);
@@ -46,7 +44,7 @@ class RankRegistryTest : public ::testing::Test {
     return access((dir_ + "/rank-" + std::to_string(pid)).c_str(), F_OK) == 0;
   }
 
-  std::string root_;
+  TempDir root_{"rank_registry_test_"};
   std::string dir_;
 };
 

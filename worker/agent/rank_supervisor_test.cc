@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "worker/agent/sample_uploader.h"
+#include "worker/agent/temp_dir.h"
 
 namespace bench::agent {
 namespace {
@@ -182,13 +183,8 @@ esac
 class RankSupervisorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/agent_supervisor_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::string command = "rm -rf '" + dir_ + "'";
-    ASSERT_EQ(system(command.c_str()), 0);
+    ASSERT_TRUE(temp_.ok());
+    dir_ = temp_.path();
   }
 
   std::string WriteTrainer(const std::string& mode) {
@@ -256,6 +252,7 @@ class RankSupervisorTest : public ::testing::Test {
     return options;
   }
 
+  TempDir temp_{"agent_supervisor_test_"};
   std::string dir_;
 };
 

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/synchronization/mutex.h"
+#include "worker/agent/temp_dir.h"
 
 namespace bench::agent {
 namespace {
@@ -148,25 +149,14 @@ std::vector<int> Range(int first, int last) {
 // the agent has no state directory, in memory. Both queues go through the one Outbox.
 enum class Queue { kOnDisk, kInMemory };
 
-class SampleUploaderTest : public ::testing::TestWithParam<Queue> {
+class SampleUploaderTest : public SpoolOrMemoryTest<Queue> {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/sample_uploader_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-    if (GetParam() == Queue::kOnDisk) {
-      auto spool = Spool::Open(dir_ + "/spool/samples");
-      ASSERT_TRUE(spool.ok()) << spool.status();
-      spool_ = std::move(*spool);
-    }
-  }
-  void TearDown() override { ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0); }
+  SampleUploaderTest()
+      : SpoolOrMemoryTest("sample_uploader_test_", Queue::kOnDisk, "spool/samples") {}
   // Must be destroyed before the fixture (declare the rpc before it).
   std::unique_ptr<SampleUploader> Make(SampleUploadRpc* rpc, SampleUploaderOptions options) {
     return std::make_unique<SampleUploader>(rpc, std::move(options), spool_.get());
   }
-  std::string dir_;
-  std::unique_ptr<Spool> spool_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Queues, SampleUploaderTest,
@@ -384,20 +374,13 @@ TEST_P(SampleUploaderTest, ConcurrentProducersWithFlakyUploadsLoseNothing) {
 
 class SpooledUploaderTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/spooled_uploader_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0); }
+  void SetUp() override { ASSERT_TRUE(temp_.ok()); }
   std::unique_ptr<Spool> OpenSpool(uint64_t max_bytes = uint64_t{1} << 30) {
     SpoolOptions options;
     options.max_bytes = max_bytes;
-    auto spool = Spool::Open(dir_ + "/samples", options);
-    EXPECT_TRUE(spool.ok()) << spool.status();
-    return spool.ok() ? std::move(*spool) : nullptr;
+    return OpenSpoolIn(temp_, "samples", options);
   }
-  std::string dir_;
+  TempDir temp_{"spooled_uploader_test_"};
 };
 
 TEST_F(SpooledUploaderTest, DeliversInOrderAndEmptiesTheSpool) {

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "worker/agent/temp_dir.h"
 
 namespace bench::agent {
 namespace {
@@ -22,18 +23,12 @@ using ::testing::HasSubstr;
 class SpoolTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/spool_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = std::string(pattern) + "/state/spool";  // parents are created too
-  }
-  void TearDown() override {
-    ASSERT_EQ(system(("rm -rf '" + dir_.substr(0, dir_.find("/state")) + "'").c_str()), 0);
+    ASSERT_TRUE(root_.ok());
+    dir_ = root_.path() + "/state/spool";  // parents are created too
   }
 
   std::unique_ptr<Spool> Open(SpoolOptions options = {}) {
-    auto spool = Spool::Open(dir_, options);
-    EXPECT_TRUE(spool.ok()) << spool.status();
-    return spool.ok() ? std::move(*spool) : nullptr;
+    return OpenSpoolIn(root_, "state/spool", options);
   }
   static std::string Payload(int i, size_t size = 20) {
     std::string text = absl::StrCat("record-", i, "-");
@@ -66,6 +61,7 @@ class SpoolTest : public ::testing::Test {
     return stat((dir_ + "/" + name).c_str(), &st) == 0 ? st.st_size : -1;
   }
 
+  TempDir root_{"spool_test_"};  // dir_'s grandparent, removed with it
   std::string dir_;
 };
 

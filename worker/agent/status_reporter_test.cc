@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/synchronization/mutex.h"
+#include "worker/agent/temp_dir.h"
 
 namespace bench::agent {
 namespace {
@@ -68,25 +69,14 @@ StatusReporterOptions FastOptions() {
 // directory's), and, where the agent has no state directory, in memory only.
 enum class Queue { kSpooled, kInMemory };
 
-class StatusReporterTest : public ::testing::TestWithParam<Queue> {
+class StatusReporterTest : public SpoolOrMemoryTest<Queue> {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/status_reporter_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-    if (GetParam() == Queue::kSpooled) {
-      auto spool = Spool::Open(dir_ + "/spool/reports");
-      ASSERT_TRUE(spool.ok()) << spool.status();
-      spool_ = std::move(*spool);
-    }
-  }
-  void TearDown() override { ASSERT_EQ(system(("rm -rf '" + dir_ + "'").c_str()), 0); }
+  StatusReporterTest()
+      : SpoolOrMemoryTest("status_reporter_test_", Queue::kSpooled, "spool/reports") {}
   // Must be destroyed before the fixture (declare the rpc before it).
   std::unique_ptr<StatusReporter> Make(StatusReportRpc* rpc, StatusReporterOptions options) {
     return std::make_unique<StatusReporter>(rpc, std::move(options), spool_.get());
   }
-  std::string dir_;
-  std::unique_ptr<Spool> spool_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Queues, StatusReporterTest,
@@ -134,9 +124,9 @@ TEST_P(StatusReporterTest, DrainTimesOutWhileTheControllerIsAway) {
 }
 
 TEST(SpooledStatusReporterTest, PausedSendsNothingAndDiscardForgetsTheSpooledReports) {
-  char pattern[] = "/tmp/status_reporter_test_XXXXXX";
-  ASSERT_NE(mkdtemp(pattern), nullptr);
-  const std::string dir = std::string(pattern) + "/reports";
+  TempDir temp("status_reporter_test_");
+  ASSERT_TRUE(temp.ok());
+  const std::string dir = temp.path() + "/reports";
   {
     FakeReportRpc rpc;
     auto spool = Spool::Open(dir);
@@ -160,13 +150,12 @@ TEST(SpooledStatusReporterTest, PausedSendsNothingAndDiscardForgetsTheSpooledRep
   auto spool = Spool::Open(dir);
   ASSERT_TRUE(spool.ok());
   EXPECT_EQ((*spool)->pending_at_open(), 0u);
-  ASSERT_EQ(system(("rm -rf '" + std::string(pattern) + "'").c_str()), 0);
 }
 
 TEST(SpooledStatusReporterTest, SpooledReportsSurviveARestartAndAreNotSentTwice) {
-  char pattern[] = "/tmp/status_reporter_test_XXXXXX";
-  ASSERT_NE(mkdtemp(pattern), nullptr);
-  const std::string dir = std::string(pattern) + "/reports";
+  TempDir temp("status_reporter_test_");
+  ASSERT_TRUE(temp.ok());
+  const std::string dir = temp.path() + "/reports";
   {
     FakeReportRpc rpc;
     rpc.FailNext(1000000);
@@ -202,7 +191,6 @@ TEST(SpooledStatusReporterTest, SpooledReportsSurviveARestartAndAreNotSentTwice)
   EXPECT_EQ(reporter.replayed(), 0u) << "delivered reports are acknowledged in the spool";
   reporter.Shutdown();
   EXPECT_TRUE(rpc.delivered().empty());
-  ASSERT_EQ(system(("rm -rf '" + std::string(pattern) + "'").c_str()), 0);
 }
 
 }  // namespace
