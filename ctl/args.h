@@ -26,9 +26,11 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "benchfleet/v1/types.pb.h"
-#include "ctl/grid.h"
+#include "report/grid.h"
 
 namespace bench::ctl {
+
+using report::GridMetric;  // --metric
 
 inline constexpr char kDefaultServer[] = "127.0.0.1:7600";
 

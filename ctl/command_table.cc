@@ -371,7 +371,7 @@ std::vector<FlagSpec> ResultsFlags() {
                           {"json", OutputFormat::kJson}},
                          {{"md", OutputFormat::kMarkdown}}));
   flags.push_back(Value("metric", "M", [](ParseState& state, const std::string& value) {
-    ASSIGN_OR_RETURN(state.options.metric, ParseGridMetric(value));
+    ASSIGN_OR_RETURN(state.options.metric, report::ParseGridMetric(value));
     return absl::OkStatus();
   }));
   return flags;

@@ -10,11 +10,11 @@
 #include "common/spec_names.h"
 #include "common/status_macros.h"
 #include "ctl/command_table.h"
-#include "ctl/compare.h"
+#include "report/compare.h"
 #include "ctl/fleet_views.h"
-#include "ctl/grid.h"
-#include "ctl/job_logs.h"
-#include "ctl/json_output.h"
+#include "report/grid.h"
+#include "report/job_logs.h"
+#include "report/json_output.h"
 #include "ctl/progress.h"
 #include "ctl/queue_view.h"
 #include "ctl/sweep.h"
@@ -25,6 +25,14 @@ namespace {
 
 namespace v1 = benchfleet::v1;
 
+using report::BuildGrids;
+using report::ComparisonJson;
+using report::FormatComparison;
+using report::RenderCellsCsv;
+using report::RenderGridsMarkdown;
+using report::RenderGridsTable;
+using report::ToJson;
+using report::ToJsonArray;
 using Stub = Client::Stub;
 
 absl::StatusOr<v1::JobStatus> GetJob(const std::string& job_id, const CommandContext& context) {
@@ -199,18 +207,14 @@ absl::StatusOr<int> RunResults(const std::string& model, const ResultsFilter& fi
   request.set_until_unix_ms(ResolveTimeBound(filter.until, now));
   for (const auto& [key, value] : filter.labels) (*request.mutable_labels())[key] = value;
   ASSIGN_OR_RETURN(v1::ResultsResponse response, context.client->Call(&Stub::Results, request));
-  std::vector<v1::ResultCell> cells;
-  for (const v1::ResultCell& cell : response.cells()) {
-    if (!model.empty() && cell.model() != model) continue;
-    if (!filter.gpu_model.empty() && cell.gpu_model() != filter.gpu_model) continue;
-    cells.push_back(cell);
+  if (format == OutputFormat::kJson) {  // the same bytes as GET /api/v1/results
+    *context.out << report::RenderResultsJson(request, response);
+    return 0;
   }
+  const std::vector<v1::ResultCell> cells = report::CellsMatching(request, response);
   switch (format) {
     case OutputFormat::kCsv:
       *context.out << RenderCellsCsv(cells);
-      break;
-    case OutputFormat::kJson:
-      *context.out << RenderCellsJson(cells);
       break;
     case OutputFormat::kMarkdown:
     case OutputFormat::kTable:
@@ -334,7 +338,9 @@ absl::StatusOr<int> RunCompare(const std::string& job_a, const std::string& job_
 
 absl::StatusOr<int> RunLogs(const std::string& job_id, OutputFormat format, bool follow,
                             const CommandContext& context) {
-  JobLogWriter writer(format);
+  report::JobLogWriter writer(format == OutputFormat::kMllog  ? report::LogFormat::kMllog
+                              : format == OutputFormat::kJsonl ? report::LogFormat::kJsonl
+                                                               : report::LogFormat::kDllogger);
   int from = 0;
   bool begun = false;
   while (true) {

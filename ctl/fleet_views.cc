@@ -3,11 +3,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/spec_names.h"
-#include "ctl/grid.h"
-#include "ctl/text_table.h"
+#include "report/grid.h"
+#include "report/text_table.h"
 #include "ctl/views.h"
 
 namespace bench::ctl {
+
+using report::Align;
+using report::FormatRate;
+using report::RenderPlainTable;
+using report::TextTable;
 namespace {
 
 namespace v1 = benchfleet::v1;

@@ -5,9 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/spec_names.h"
-#include "ctl/grid.h"
+#include "report/grid.h"
 
 namespace bench::ctl {
+
+using report::FormatRate;
 namespace {
 
 int Decile(int done, int total) {

@@ -6,10 +6,15 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/spec_names.h"
-#include "ctl/text_table.h"
+#include "report/text_table.h"
 #include "ctl/views.h"
 
 namespace bench::ctl {
+
+using report::Align;
+using report::CsvField;
+using report::RenderPlainTable;
+using report::TextTable;
 namespace {
 
 namespace v1 = benchfleet::v1;

@@ -8,10 +8,15 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/spec_names.h"
-#include "ctl/grid.h"
-#include "ctl/text_table.h"
+#include "report/grid.h"
+#include "report/text_table.h"
 
 namespace bench::ctl {
+
+using report::Align;
+using report::FormatRate;
+using report::RenderPlainTable;
+using report::TextTable;
 namespace {
 
 namespace v1 = benchfleet::v1;

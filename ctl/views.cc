@@ -11,10 +11,16 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/spec_names.h"
-#include "ctl/grid.h"
-#include "ctl/text_table.h"
+#include "report/grid.h"
+#include "report/text_table.h"
 
 namespace bench::ctl {
+
+using report::Align;
+using report::FormatBaselineVerdict;
+using report::FormatRate;
+using report::RenderPlainTable;
+using report::TextTable;
 
 using benchfleet::v1::AgentStatus;
 using benchfleet::v1::JobSpec;
@@ -130,28 +136,6 @@ std::string FormatPercentiles(const benchfleet::v1::Percentiles& p, const char* 
   if (!parsed) return "no data";
   return absl::StrCat(absl::StrFormat(*parsed, p.p50()), " (", absl::StrFormat(*parsed, p.p5()),
                       "-", absl::StrFormat(*parsed, p.p95()), ")");
-}
-
-std::string FormatBaselineVerdict(const benchfleet::v1::BaselineComparison& baseline) {
-  const char* verdict = nullptr;
-  switch (baseline.verdict()) {
-    case benchfleet::v1::BASELINE_VERDICT_WITHIN: verdict = "within bounds"; break;
-    case benchfleet::v1::BASELINE_VERDICT_BELOW: verdict = "REGRESSION (below the lower bound)"; break;
-    case benchfleet::v1::BASELINE_VERDICT_ABOVE: verdict = "ABOVE (faster than the upper bound)"; break;
-    default: break;
-  }
-  if (!verdict && !baseline.has_ratio()) return "";
-  std::string text;
-  if (baseline.has_ratio()) text = absl::StrFormat("%.3fx", baseline.ratio());
-  if (baseline.has_baseline_images_per_second()) {
-    absl::StrAppend(&text, text.empty() ? "" : " of ",
-                    FormatRate(baseline.baseline_images_per_second()), " images/s");
-  }
-  if (!baseline.baseline_job_id().empty()) {
-    absl::StrAppend(&text, text.empty() ? "" : " ", "(job ", baseline.baseline_job_id(), ")");
-  }
-  if (verdict) absl::StrAppend(&text, text.empty() ? "" : ": ", verdict);
-  return text;
 }
 
 std::string FormatVersions(const benchfleet::v1::Environment& environment) {

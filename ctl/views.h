@@ -34,9 +34,6 @@ std::string DescribeDevices(const benchfleet::v1::AgentInventory& inventory);
 
 // "p50 (p5-p95)" of a reading with printf `format` for each figure, or "no data" (count 0).
 std::string FormatPercentiles(const benchfleet::v1::Percentiles& p, const char* format);
-// "0.93x of 10440.0 images/s (job j-1): REGRESSION", "... : within bounds",
-// "...: ABOVE"; "" when there is no baseline for the configuration.
-std::string FormatBaselineVerdict(const benchfleet::v1::BaselineComparison& baseline);
 // "bench_train=abc, cuda=12.4, torch=2.3" (sorted by key), or "-".
 std::string FormatVersions(const benchfleet::v1::Environment& environment);
 // Per rank: RANK, NODE, HOST, DEVICE, GPU, UUID, PRECISION (in effect) ("-" where

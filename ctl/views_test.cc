@@ -1,6 +1,6 @@
 #include "ctl/views.h"
 
-#include "ctl/json_output.h"
+#include "report/json_output.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -240,7 +240,7 @@ TEST(ViewsTest, JobTextShowsPrecisionInEffectNonFiniteLossesAndSkippedSteps) {
   EXPECT_THAT(text, HasSubstr("  fp32\n"));  // the ranks table's PRECISION column
 
   // --format json carries the same fields.
-  const std::string json = ToJson(job);
+  const std::string json = report::ToJson(job);
   EXPECT_THAT(json, HasSubstr("\"effective_precision\":\"fp32\""));
   EXPECT_THAT(json, HasSubstr("\"precision_mismatch\":\"requested amp, ran fp32\""));
   EXPECT_THAT(json, HasSubstr("\"nonfinite_losses\":\"12\""));  // int64: a string
@@ -305,13 +305,13 @@ TEST(ViewsTest, AgentsTable) {
 }
 
 TEST(ViewsTest, JsonUsesProtoFieldNames) {
-  std::string json = ToJson(RunningJob());
+  std::string json = report::ToJson(RunningJob());
   EXPECT_THAT(json, HasSubstr("\"iterations_done\":45"));
   EXPECT_THAT(json, HasSubstr("\"has_throughput\":false"));
   EXPECT_THAT(json, HasSubstr("\"state\":\"JOB_STATE_RUNNING\""));
   EXPECT_THAT(json, Not(HasSubstr("iterationsDone")));
   EXPECT_EQ(json.back(), '\n');
-  std::string array = ToJsonArray(std::vector<JobStatus>{RunningJob(), RunningJob()});
+  std::string array = report::ToJsonArray(std::vector<JobStatus>{RunningJob(), RunningJob()});
   EXPECT_EQ(array.substr(0, 4), "[\n  ");
   EXPECT_THAT(array, HasSubstr("},\n  {"));
   EXPECT_EQ(array.substr(array.size() - 4), "}\n]\n");

@@ -1,4 +1,4 @@
-#include "ctl/job_logs.h"
+#include "report/job_logs.h"
 
 #include <cmath>
 #include <limits>
@@ -12,7 +12,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 
-namespace bench::ctl {
+namespace bench::report {
 namespace {
 
 namespace v1 = benchfleet::v1;
@@ -96,7 +96,7 @@ const Struct* MllogKey(const std::vector<Struct>& lines, const std::string& key)
 }
 
 TEST(JobLogsTest, MllogLinesParseAndCarryTheRequiredKeys) {
-  const std::string log = RenderJobLog(OutputFormat::kMllog, FinishedJob(), Samples(4));
+  const std::string log = RenderJobLog(LogFormat::kMllog, FinishedJob(), Samples(4));
   const auto lines = ParseLines(log, ":::MLLOG ");
   ASSERT_FALSE(lines.empty());
   for (const Struct& line : lines) {
@@ -164,7 +164,7 @@ TEST(JobLogsTest, MllogWithoutThroughputIsAbortedAndSaysSo) {
   job.set_reason("rank 1: CUDA out of memory");
   job.clear_has_throughput();
   job.clear_images_per_second();
-  const auto lines = ParseLines(RenderJobLog(OutputFormat::kMllog, job, Samples(2)), ":::MLLOG ");
+  const auto lines = ParseLines(RenderJobLog(LogFormat::kMllog, job, Samples(2)), ":::MLLOG ");
   EXPECT_EQ(MllogKey(lines, "throughput"), nullptr);
   const Struct* stop = MllogKey(lines, "run_stop");
   ASSERT_NE(stop, nullptr);
@@ -182,7 +182,7 @@ TEST(JobLogsTest, MllogOfARunningJobHasNoRunStop) {
   job.set_state(v1::JOB_STATE_RUNNING);
   job.clear_has_throughput();
   job.clear_images_per_second();
-  const auto lines = ParseLines(RenderJobLog(OutputFormat::kMllog, job, Samples(2)), ":::MLLOG ");
+  const auto lines = ParseLines(RenderJobLog(LogFormat::kMllog, job, Samples(2)), ":::MLLOG ");
   EXPECT_EQ(MllogKey(lines, "run_stop"), nullptr);
   EXPECT_EQ(MllogKey(lines, "throughput"), nullptr);
   EXPECT_NE(MllogKey(lines, "run_start"), nullptr);
@@ -193,7 +193,7 @@ TEST(JobLogsTest, WarmupCoveringEveryIterationPlansNoSamples) {
   job.mutable_spec()->set_warmup_iterations(4);
   job.clear_has_throughput();
   job.clear_images_per_second();
-  const auto lines = ParseLines(RenderJobLog(OutputFormat::kMllog, job, {}), ":::MLLOG ");
+  const auto lines = ParseLines(RenderJobLog(LogFormat::kMllog, job, {}), ":::MLLOG ");
   EXPECT_EQ(Field(*MllogKey(lines, "train_samples"), "value")->number_value(), 0);
   EXPECT_EQ(MllogKey(lines, "throughput"), nullptr);
   EXPECT_EQ(Field(Field(*MllogKey(lines, "run_stop"), "metadata")->struct_value(), "status")
@@ -202,7 +202,7 @@ TEST(JobLogsTest, WarmupCoveringEveryIterationPlansNoSamples) {
 }
 
 TEST(JobLogsTest, DlloggerLinesParseAndCarryTheRequiredKeys) {
-  const std::string log = RenderJobLog(OutputFormat::kDllogger, FinishedJob(), Samples(4));
+  const std::string log = RenderJobLog(LogFormat::kDllogger, FinishedJob(), Samples(4));
   const auto lines = ParseLines(log, "DLLL ");
   ASSERT_GE(lines.size(), 6u);
   bool metadata_done = false;
@@ -255,7 +255,7 @@ TEST(JobLogsTest, DlloggerWithoutThroughputOmitsItAndSaysSo) {
   job.set_state(v1::JOB_STATE_FAILED);
   job.clear_has_throughput();
   job.clear_images_per_second();
-  const auto lines = ParseLines(RenderJobLog(OutputFormat::kDllogger, job, Samples(1)), "DLLL ");
+  const auto lines = ParseLines(RenderJobLog(LogFormat::kDllogger, job, Samples(1)), "DLLL ");
   const Struct& totals = Field(lines.back(), "data")->struct_value();
   EXPECT_EQ(Field(totals, "train.throughput"), nullptr);
   EXPECT_EQ(Field(totals, "train.iterations")->number_value(), 0);
@@ -267,10 +267,10 @@ TEST(JobLogsTest, ZeroStepTimeIsNotAnInfiniteRate) {
   auto samples = Samples(1);
   samples[0].set_step_time_s(0);
   samples[0].set_data_time_s(0);
-  const std::string dll = RenderJobLog(OutputFormat::kDllogger, FinishedJob(), samples);
+  const std::string dll = RenderJobLog(LogFormat::kDllogger, FinishedJob(), samples);
   EXPECT_THAT(dll, Not(HasSubstr("inf")));
   ParseLines(dll, "DLLL ");
-  const std::string ml = RenderJobLog(OutputFormat::kMllog, FinishedJob(), samples);
+  const std::string ml = RenderJobLog(LogFormat::kMllog, FinishedJob(), samples);
   EXPECT_THAT(ml, HasSubstr("\"value\": {\"throughput\": null}"));
   ParseLines(ml, ":::MLLOG ");
 }
@@ -289,7 +289,7 @@ TEST(JobLogsTest, NonFiniteLossesAreProto3JsonStrings) {
   job.clear_has_throughput();
   job.clear_images_per_second();
 
-  const auto dll = ParseLines(RenderJobLog(OutputFormat::kDllogger, job, samples), "DLLL ");
+  const auto dll = ParseLines(RenderJobLog(LogFormat::kDllogger, job, samples), "DLLL ");
   std::vector<Value> losses;
   for (const Struct& line : dll) {
     const Value* data = Field(line, "data");
@@ -305,7 +305,7 @@ TEST(JobLogsTest, NonFiniteLossesAreProto3JsonStrings) {
   EXPECT_THAT(Field(Field(dll.back(), "data")->struct_value(), "note")->string_value(),
               HasSubstr("loss diverged: rank 0"));
 
-  const std::string jsonl = RenderJobLog(OutputFormat::kJsonl, job, samples);
+  const std::string jsonl = RenderJobLog(LogFormat::kJsonl, job, samples);
   const auto lines = ParseLines(jsonl, "");
   ASSERT_EQ(lines.size(), 8u);
   EXPECT_EQ(Field(lines[1], "loss")->string_value(), "NaN");
@@ -318,14 +318,14 @@ TEST(JobLogsTest, NonFiniteLossesAreProto3JsonStrings) {
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(parts[1], &back).ok()) << parts[1];
   EXPECT_TRUE(std::isnan(back.loss()));
 
-  const std::string ml = RenderJobLog(OutputFormat::kMllog, job, samples);
+  const std::string ml = RenderJobLog(LogFormat::kMllog, job, samples);
   ParseLines(ml, ":::MLLOG ");
   EXPECT_THAT(ml, HasSubstr("\"status\": \"aborted\""));
   EXPECT_THAT(ml, HasSubstr("loss diverged: rank 0"));
 }
 
 TEST(JobLogsTest, JsonlHasEveryRankWithProtoFieldNames) {
-  const std::string log = RenderJobLog(OutputFormat::kJsonl, FinishedJob(), Samples(3));
+  const std::string log = RenderJobLog(LogFormat::kJsonl, FinishedJob(), Samples(3));
   const auto lines = ParseLines(log, "");
   ASSERT_EQ(lines.size(), 6u);
   EXPECT_EQ(Field(lines[3], "rank")->number_value(), 1);
@@ -336,7 +336,7 @@ TEST(JobLogsTest, JsonlHasEveryRankWithProtoFieldNames) {
 TEST(JobLogsTest, WriterSkipsWhatItPrintedAndTracksWhereToResume) {
   v1::JobStatus job = FinishedJob();
   job.set_state(v1::JOB_STATE_RUNNING);
-  JobLogWriter writer(OutputFormat::kJsonl);
+  JobLogWriter writer(LogFormat::kJsonl);
   EXPECT_EQ(writer.NextFromIteration(job), 1);
   auto samples = Samples(3);
   EXPECT_EQ(writer.Add(job, {samples[0], samples[1]}).size() > 0, true);  // rank 0: 1-2
@@ -347,4 +347,4 @@ TEST(JobLogsTest, WriterSkipsWhatItPrintedAndTracksWhereToResume) {
 }
 
 }  // namespace
-}  // namespace bench::ctl
+}  // namespace bench::report

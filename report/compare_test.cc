@@ -1,4 +1,4 @@
-#include "ctl/compare.h"
+#include "report/compare.h"
 
 #include <string>
 
@@ -7,7 +7,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 
-namespace bench::ctl {
+namespace bench::report {
 namespace {
 
 namespace v1 = benchfleet::v1;
@@ -103,4 +103,4 @@ TEST(CompareTest, Json) {
 }
 
 }  // namespace
-}  // namespace bench::ctl
+}  // namespace bench::report

@@ -1,10 +1,10 @@
-#include "ctl/text_table.h"
+#include "report/text_table.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_replace.h"
 
-namespace bench::ctl {
+namespace bench::report {
 namespace {
 
 Align AlignOf(const TextTable& table, size_t column) {
@@ -106,4 +106,4 @@ std::string CsvField(const std::string& text) {
   return quoted + "\"";
 }
 
-}  // namespace bench::ctl
+}  // namespace bench::report

@@ -1,6 +1,6 @@
 // The results grid: ResultCells (one per model, devices, precision, batch size, GPU model) arranged
 // like published throughput tables, and rendered as text, markdown, CSV or JSON.
-// Pure functions, no I/O.
+// Pure functions, no I/O. benchctl results and GET /api/v1/results render through here.
 #pragma once
 
 #include <optional>
@@ -9,9 +9,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "benchfleet/v1/controller.pb.h"
 #include "benchfleet/v1/types.pb.h"
 
-namespace bench::ctl {
+namespace bench::report {
 
 // Which figure of a cell fills the grid (benchctl results --metric).
 enum class GridMetric {
@@ -86,6 +87,9 @@ std::string FormatCellText(const benchfleet::v1::ResultCell& cell);
 std::string FormatScaling(const std::optional<Scaling>& scaling);
 // "0.93x REGRESSION", "1.01x within", "1.08x ABOVE"; "-" without a baseline.
 std::string FormatBaselineComparison(const benchfleet::v1::BaselineComparison& baseline);
+// "0.93x of 10440.0 images/s (job j-1): REGRESSION", "... : within bounds",
+// "...: ABOVE"; "" when there is no baseline for the configuration.
+std::string FormatBaselineVerdict(const benchfleet::v1::BaselineComparison& baseline);
 // "below", "within", "above", or "" (no baseline).
 std::string BaselineVerdictName(benchfleet::v1::BaselineVerdict verdict);
 
@@ -110,4 +114,14 @@ std::string RenderCellsCsv(const std::vector<benchfleet::v1::ResultCell>& cells)
 // with "speedup" and "scaling_efficiency" added (null where there is no data).
 std::string RenderCellsJson(const std::vector<benchfleet::v1::ResultCell>& cells);
 
-}  // namespace bench::ctl
+// The cells of a Results answer that match the request's model and gpu_model (an older
+// benchd may answer with more), in the answer's order.
+std::vector<benchfleet::v1::ResultCell> CellsMatching(
+    const benchfleet::v1::ResultsRequest& request,
+    const benchfleet::v1::ResultsResponse& response);
+// `benchctl results --format json` and the web API's GET /api/v1/results, one function
+// so that both print the same bytes: RenderCellsJson of CellsMatching.
+std::string RenderResultsJson(const benchfleet::v1::ResultsRequest& request,
+                              const benchfleet::v1::ResultsResponse& response);
+
+}  // namespace bench::report

@@ -1,8 +1,8 @@
-#include "ctl/text_table.h"
+#include "report/text_table.h"
 
 #include "gtest/gtest.h"
 
-namespace bench::ctl {
+namespace bench::report {
 namespace {
 
 TEST(TextTableTest, Plain) {
@@ -29,4 +29,4 @@ TEST(TextTableTest, Markdown) {
 }
 
 }  // namespace
-}  // namespace bench::ctl
+}  // namespace bench::report

@@ -1,4 +1,4 @@
-#include "ctl/job_logs.h"
+#include "report/job_logs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/spec_names.h"
-#include "ctl/json_output.h"
+#include "report/json_output.h"
 
-namespace bench::ctl {
+namespace bench::report {
 namespace {
 
 namespace v1 = benchfleet::v1;
@@ -91,6 +91,23 @@ std::string Platform(const v1::JobStatus& job) {
 
 }  // namespace
 
+absl::StatusOr<LogFormat> ParseLogFormat(absl::string_view name) {
+  for (LogFormat format : {LogFormat::kDllogger, LogFormat::kMllog, LogFormat::kJsonl}) {
+    if (name == LogFormatName(format)) return format;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown log format \"", name, "\" (expected dllogger, mllog or jsonl)"));
+}
+
+const char* LogFormatName(LogFormat format) {
+  switch (format) {
+    case LogFormat::kDllogger: return "dllogger";
+    case LogFormat::kMllog: return "mllog";
+    case LogFormat::kJsonl: return "jsonl";
+  }
+  return "";
+}
+
 int64_t SampleTimeMs(const v1::JobStatus& job, const v1::IterationSample& sample) {
   if (sample.received_unix_ns() > 0) return sample.received_unix_ns() / 1000000;
   return StartMs(job) + static_cast<int64_t>(std::llround(sample.elapsed_s() * 1000));
@@ -121,7 +138,7 @@ std::string JobLogWriter::Begin(const v1::JobStatus& job) {
   const int64_t start = StartMs(job);
   std::string out;
   switch (format_) {
-    case OutputFormat::kDllogger:
+    case LogFormat::kDllogger:
       for (const auto& [metric, unit] : std::vector<std::pair<const char*, const char*>>{
                {"train.loss", ""},
                {"train.total_ips", "images/s"},
@@ -135,7 +152,7 @@ std::string JobLogWriter::Begin(const v1::JobStatus& job) {
         out += DllogMetadata(created, metric, unit);
       }
       break;
-    case OutputFormat::kMllog: {
+    case LogFormat::kMllog: {
       out += MllogLine(created, "POINT_IN_TIME", "submission_benchmark",
                        JsonQuote(SubmissionBenchmark(job.spec().model())));
       out += MllogLine(created, "POINT_IN_TIME", "submission_division", JsonQuote("open"));
@@ -169,7 +186,7 @@ std::string JobLogWriter::Add(const v1::JobStatus& job,
     if (!seen_.insert({sample.rank(), sample.iteration()}).second) continue;
     int& last = last_iteration_[sample.rank()];
     last = std::max(last, sample.iteration());
-    if (format_ == OutputFormat::kJsonl) {
+    if (format_ == LogFormat::kJsonl) {
       out += ToJson(sample);
       continue;
     }
@@ -181,7 +198,7 @@ std::string JobLogWriter::Add(const v1::JobStatus& job,
     const double global_images = static_cast<double>(sample.images()) * devices;
     std::optional<double> total_ips;
     if (sample.step_time_s() > 0) total_ips = global_images / sample.step_time_s();
-    if (format_ == OutputFormat::kDllogger) {
+    if (format_ == LogFormat::kDllogger) {
       JsonObject data;
       data.AddRaw("train.loss", JsonDouble(sample.loss()));  // "NaN" where it diverged
       if (total_ips) data.Add("train.total_ips", *total_ips);
@@ -193,7 +210,7 @@ std::string JobLogWriter::Add(const v1::JobStatus& job,
       out += Dllog(time_ms, sample.elapsed_s(), "LOG",
                    {{"step", absl::StrCat("[0, ", sample.iteration(), "]")},
                     {"data", data.Build()}});
-    } else if (format_ == OutputFormat::kMllog) {
+    } else if (format_ == LogFormat::kMllog) {
       JsonObject value;
       value.AddOptional("throughput", total_ips);
       out += MllogLine(time_ms, "POINT_IN_TIME", "tracked_stats", value.Build(),
@@ -209,7 +226,7 @@ std::string JobLogWriter::End(const v1::JobStatus& job) {
   const bool has = HasThroughput(job);
   std::string out;
   switch (format_) {
-    case OutputFormat::kDllogger: {
+    case LogFormat::kDllogger: {
       JsonObject data;
       if (has) data.Add("train.throughput", job.images_per_second());
       data.Add("train.iterations", measured_rank0_)
@@ -220,7 +237,7 @@ std::string JobLogWriter::End(const v1::JobStatus& job) {
       out += Dllog(end, elapsed, "LOG", {{"step", "[]"}, {"data", data.Build()}});
       break;
     }
-    case OutputFormat::kMllog: {
+    case LogFormat::kMllog: {
       out += MllogLine(end, "INTERVAL_END", "epoch_stop", "null", "\"epoch_num\": 1");
       out += MllogLine(end, "INTERVAL_END", "block_stop", "null", "\"first_epoch_num\": 1");
       const bool success = job.state() == v1::JOB_STATE_SUCCEEDED && has;
@@ -240,7 +257,7 @@ std::string JobLogWriter::End(const v1::JobStatus& job) {
 }
 
 std::optional<int> JobLogWriter::RankOfInterest() const {
-  if (format_ == OutputFormat::kJsonl) return std::nullopt;
+  if (format_ == LogFormat::kJsonl) return std::nullopt;
   return 0;
 }
 
@@ -256,7 +273,7 @@ int JobLogWriter::NextFromIteration(const v1::JobStatus& job) const {
   return std::max(from, 1);
 }
 
-std::string RenderJobLog(OutputFormat format, const v1::JobStatus& job,
+std::string RenderJobLog(LogFormat format, const v1::JobStatus& job,
                          const std::vector<v1::IterationSample>& samples) {
   JobLogWriter writer(format);
   std::string out = writer.Begin(job);
@@ -265,4 +282,4 @@ std::string RenderJobLog(OutputFormat format, const v1::JobStatus& job,
   return out;
 }
 
-}  // namespace bench::ctl
+}  // namespace bench::report

@@ -1,4 +1,5 @@
-// `benchctl compare JOB_A JOB_B`: two jobs side by side. Pure functions.
+// `benchctl compare JOB_A JOB_B` and GET /api/v1/compare: two jobs side by side. Pure
+// functions.
 #pragma once
 
 #include <optional>
@@ -6,7 +7,7 @@
 
 #include "benchfleet/v1/types.pb.h"
 
-namespace bench::ctl {
+namespace bench::report {
 
 // B's throughput over A's; nullopt when either has no figure (or A's is 0).
 std::optional<double> ThroughputRatio(const benchfleet::v1::JobStatus& a,
@@ -25,4 +26,4 @@ std::string FormatComparison(const benchfleet::v1::JobStatus& a,
 std::string ComparisonJson(const benchfleet::v1::JobStatus& a,
                            const benchfleet::v1::JobStatus& b);
 
-}  // namespace bench::ctl
+}  // namespace bench::report

@@ -1,4 +1,4 @@
-#include "ctl/compare.h"
+#include "report/compare.h"
 
 #include <map>
 #include <set>
@@ -9,12 +9,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/spec_names.h"
-#include "ctl/grid.h"
-#include "ctl/json_output.h"
-#include "ctl/text_table.h"
-#include "ctl/views.h"
+#include "report/grid.h"
+#include "report/json_output.h"
+#include "report/text_table.h"
 
-namespace bench::ctl {
+namespace bench::report {
 namespace {
 
 namespace v1 = benchfleet::v1;
@@ -159,4 +158,4 @@ std::string ComparisonJson(const v1::JobStatus& a, const v1::JobStatus& b) {
   return object.Build() + "\n";
 }
 
-}  // namespace bench::ctl
+}  // namespace bench::report

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace bench::ctl {
+namespace bench::report {
 
 enum class Align { kLeft, kRight };
 
@@ -27,4 +27,4 @@ std::string CsvField(const std::string& text);
 // padded to line up; '|' inside a cell is escaped.
 std::string RenderMarkdownTable(const TextTable& table);
 
-}  // namespace bench::ctl
+}  // namespace bench::report

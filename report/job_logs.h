@@ -1,4 +1,4 @@
-// `benchctl logs`: a job's stored iterations in formats existing tools read. Pure: no I/O.
+// `benchctl logs` and the web API's /api/v1/jobs/{id}/logs: a job's stored iterations in formats existing tools read. Pure: no I/O.
 //
 //   kDllogger  NVIDIA DeepLearningExamples DLLogger JSON lines (JSONStreamBackend):
 //              `DLLL {"timestamp": "<unix s>", "datetime": ..., "elapsedtime": ...,
@@ -36,18 +36,24 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "benchfleet/v1/types.pb.h"
-#include "ctl/args.h"
 
-namespace bench::ctl {
+namespace bench::report {
+
+// The log formats: `benchctl logs --format` and the web API's /logs?format=.
+enum class LogFormat { kDllogger, kMllog, kJsonl };
+// "dllogger", "mllog", "jsonl"; INVALID_ARGUMENT naming them for anything else.
+absl::StatusOr<LogFormat> ParseLogFormat(absl::string_view name);
+const char* LogFormatName(LogFormat format);
 
 // Renders one job's log incrementally, for `logs -f`: Begin once, Add with each batch of
 // samples (already printed (rank, iteration) pairs are skipped), End once the job is
 // terminal. Not thread-safe.
 class JobLogWriter {
  public:
-  // `format`: kDllogger, kMllog or kJsonl.
-  explicit JobLogWriter(OutputFormat format) : format_(format) {}
+  explicit JobLogWriter(LogFormat format) : format_(format) {}
 
   std::string Begin(const benchfleet::v1::JobStatus& job);
   std::string Add(const benchfleet::v1::JobStatus& job,
@@ -65,7 +71,7 @@ class JobLogWriter {
   std::string MllogLine(int64_t time_ms, const char* event_type, const std::string& key,
                         const std::string& value_json, const std::string& extra_metadata = "");
 
-  OutputFormat format_;
+  LogFormat format_;
   std::set<std::pair<int, int>> seen_;  // (rank, iteration)
   std::map<int, int> last_iteration_;   // rank -> highest iteration seen
   int lineno_ = 0;
@@ -75,11 +81,11 @@ class JobLogWriter {
 };
 
 // The whole log of `job` as it stands: Begin, Add(samples), and End when it is terminal.
-std::string RenderJobLog(OutputFormat format, const benchfleet::v1::JobStatus& job,
+std::string RenderJobLog(LogFormat format, const benchfleet::v1::JobStatus& job,
                          const std::vector<benchfleet::v1::IterationSample>& samples);
 
 // When an iteration happened, in unix milliseconds (see the header comment).
 int64_t SampleTimeMs(const benchfleet::v1::JobStatus& job,
                      const benchfleet::v1::IterationSample& sample);
 
-}  // namespace bench::ctl
+}  // namespace bench::report

@@ -1,4 +1,4 @@
-#include "ctl/json_output.h"
+#include "report/json_output.h"
 
 #include <cmath>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/json_util.h"
 
-namespace bench::ctl {
+namespace bench::report {
 
 std::string ToJson(const google::protobuf::Message& message) {
   google::protobuf::util::JsonPrintOptions options;
@@ -76,4 +76,4 @@ JsonObject& JsonObject::AddOptional(absl::string_view key, const std::optional<d
 
 std::string JsonObject::Build() const { return absl::StrCat("{", absl::StrJoin(fields_, ", "), "}"); }
 
-}  // namespace bench::ctl
+}  // namespace bench::report

@@ -1,4 +1,5 @@
-// benchctl's JSON output: protobuf's JSON mapping with the proto field names
+// The JSON of benchctl --format json and of benchd's web API (docs/web-api.md): protobuf's
+// JSON mapping with the proto field names
 // (snake_case) and every field printed, defaults included, so scripts see a stable shape.
 // int64 fields are JSON strings, enums their names, as the mapping defines.
 #pragma once
@@ -11,7 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
 
-namespace bench::ctl {
+namespace bench::report {
 
 // One message as a single-line JSON object, ending in '\n'.
 std::string ToJson(const google::protobuf::Message& message);
@@ -63,4 +64,4 @@ class JsonObject {
   std::vector<std::string> fields_;
 };
 
-}  // namespace bench::ctl
+}  // namespace bench::report

@@ -1,4 +1,4 @@
-#include "ctl/grid.h"
+#include "report/grid.h"
 
 #include <string>
 #include <vector>
@@ -6,7 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace bench::ctl {
+namespace bench::report {
 namespace {
 
 using benchfleet::v1::PRECISION_AMP;
@@ -296,4 +296,4 @@ TEST(GridTest, FailedRepeatAndRunningCellInTheGrid) {
 }
 
 }  // namespace
-}  // namespace bench::ctl
+}  // namespace bench::report

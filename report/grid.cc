@@ -1,4 +1,4 @@
-#include "ctl/grid.h"
+#include "report/grid.h"
 
 #include <algorithm>
 #include <map>
@@ -10,10 +10,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/spec_names.h"
-#include "ctl/json_output.h"
-#include "ctl/text_table.h"
+#include "report/json_output.h"
+#include "report/text_table.h"
 
-namespace bench::ctl {
+namespace bench::report {
 namespace {
 
 using benchfleet::v1::Precision;
@@ -324,6 +324,28 @@ std::string FormatBaselineComparison(const benchfleet::v1::BaselineComparison& b
   return text;
 }
 
+std::string FormatBaselineVerdict(const benchfleet::v1::BaselineComparison& baseline) {
+  const char* verdict = nullptr;
+  switch (baseline.verdict()) {
+    case benchfleet::v1::BASELINE_VERDICT_WITHIN: verdict = "within bounds"; break;
+    case benchfleet::v1::BASELINE_VERDICT_BELOW: verdict = "REGRESSION (below the lower bound)"; break;
+    case benchfleet::v1::BASELINE_VERDICT_ABOVE: verdict = "ABOVE (faster than the upper bound)"; break;
+    default: break;
+  }
+  if (!verdict && !baseline.has_ratio()) return "";
+  std::string text;
+  if (baseline.has_ratio()) text = absl::StrFormat("%.3fx", baseline.ratio());
+  if (baseline.has_baseline_images_per_second()) {
+    absl::StrAppend(&text, text.empty() ? "" : " of ",
+                    FormatRate(baseline.baseline_images_per_second()), " images/s");
+  }
+  if (!baseline.baseline_job_id().empty()) {
+    absl::StrAppend(&text, text.empty() ? "" : " ", "(job ", baseline.baseline_job_id(), ")");
+  }
+  if (verdict) absl::StrAppend(&text, text.empty() ? "" : ": ", verdict);
+  return text;
+}
+
 std::vector<Grid> BuildGrids(const std::vector<ResultCell>& cells, GridMetric metric) {
   using ColumnKey = std::pair<int, int>;  // (precision rank, batch size)
   struct Building {
@@ -481,4 +503,20 @@ std::string RenderCellsJson(const std::vector<ResultCell>& cells) {
   return out + "]\n";
 }
 
-}  // namespace bench::ctl
+std::vector<ResultCell> CellsMatching(const benchfleet::v1::ResultsRequest& request,
+                                      const benchfleet::v1::ResultsResponse& response) {
+  std::vector<ResultCell> cells;
+  for (const ResultCell& cell : response.cells()) {
+    if (!request.model().empty() && cell.model() != request.model()) continue;
+    if (!request.gpu_model().empty() && cell.gpu_model() != request.gpu_model()) continue;
+    cells.push_back(cell);
+  }
+  return cells;
+}
+
+std::string RenderResultsJson(const benchfleet::v1::ResultsRequest& request,
+                              const benchfleet::v1::ResultsResponse& response) {
+  return RenderCellsJson(CellsMatching(request, response));
+}
+
+}  // namespace bench::report
