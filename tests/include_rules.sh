@@ -2,8 +2,10 @@
 # The include rules of docs/ARCHITECTURE.md ("What may include what"), checked with grep.
 #
 #   (a)  server/: generated headers (*.pb.h, *.grpc.pb.h) and the protobuf runtime
-#        (google/protobuf/) only in the proto seam and the gRPC adapters: proto_convert*,
-#        agent_service*, controller_service* (the adapters and their service test), main.cc.
+#        (google/protobuf/) only in the proto seam and the adapters: proto_convert*,
+#        agent_service*, controller_service* (the gRPC adapters and their service test),
+#        web_api*, live_streams* (the HTTP adapters, which answer in the proto's JSON
+#        mapping), main.cc.
 #   (a2) server/: the gRPC runtime (grpc/, grpcpp/, common/grpc_status.h) only in the RPC
 #        layer: those files plus queued_writer.h, rpc_finish.h and benchd.cc. The domain
 #        (job manager, scheduler, store, results, ...) knows nothing of gRPC.
@@ -21,6 +23,8 @@
 #   (e)  ctl/: nothing from server/ or worker/ (benchctl talks to benchd over the API only).
 #   (f)  worker/agent/: nothing from server/, ctl/ or worker/train/, and no torch/, ATen/,
 #        c10/ header (the agent never links libtorch; the trainer is a separate process).
+#   (g)  report/: nothing from server/, ctl/, worker/ or gRPC: it renders the v1 API's
+#        messages (JSON, grids, logs) for benchctl and benchd's web API alike.
 #
 # Usage: tests/include_rules.sh [ROOT]   (ROOT: a source tree, default this repository)
 # Exit status: 0 when every rule holds; 1 with one line per broken rule,
@@ -30,7 +34,7 @@ set -uo pipefail
 
 ROOT=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 cd "$ROOT" 2>/dev/null || { echo "include_rules: cannot enter $ROOT" >&2; exit 2; }
-for dir in server worker/agent worker/train ctl common; do
+for dir in server worker/agent worker/train ctl common report; do
   if [ ! -d "$dir" ]; then
     echo "include_rules: $ROOT has no $dir/: not a benchfleet source tree" >&2
     exit 2
@@ -132,11 +136,11 @@ while IFS=: read -r file n path open; do
     server/*)
       base=${file#server/}
       seam=false
-      case "$base" in proto_convert* | agent_service* | controller_service* | main.cc) seam=true ;; esac
+      case "$base" in proto_convert* | agent_service* | controller_service* | web_api* | live_streams* | main.cc) seam=true ;; esac
       rpc_layer=$seam
       case "$base" in queued_writer.h | rpc_finish.h | benchd.cc) rpc_layer=true ;; esac
       if ! $seam && is_generated "$path"; then
-        report "$file" "$n" a "in server/ only proto_convert*, the gRPC adapters (agent_service*, controller_service*) and main.cc include generated or protobuf headers" "$path"
+        report "$file" "$n" a "in server/ only proto_convert*, the gRPC adapters (agent_service*, controller_service*), the HTTP adapters (web_api*, live_streams*) and main.cc include generated or protobuf headers" "$path"
       fi
       if ! $rpc_layer && is_grpc "$path"; then
         report "$file" "$n" a2 "in server/ only the RPC layer (the adapters, proto_convert*, queued_writer.h, rpc_finish.h, benchd.cc, main.cc) includes gRPC" "$path"
@@ -175,6 +179,11 @@ while IFS=: read -r file n path open; do
         report "$file" "$n" e "ctl/ talks to benchd through the v1 API only: nothing from server/ or worker/" "$path"
       fi
       ;;
+    report/*)
+      if in_folder "$path" server || in_folder "$path" ctl || in_folder "$path" worker || is_grpc "$path"; then
+        report "$file" "$n" g "report/ renders the v1 API's messages for benchctl and benchd alike: nothing from server/, ctl/, worker/ or gRPC" "$path"
+      fi
+      ;;
     worker/agent/*)
       if in_folder "$path" server || in_folder "$path" ctl || in_folder "$path" worker/train ||
          is_torch "$path"; then
@@ -182,9 +191,9 @@ while IFS=: read -r file n path open; do
       fi
       ;;
   esac
-done < <(include_lines server ctl common worker/agent; printf '%s\n' "$TRAIN_INCLUDES")
+done < <(include_lines server ctl common report worker/agent; printf '%s\n' "$TRAIN_INCLUDES")
 
-files_checked=$(find server worker/agent worker/train ctl common -type f \( -name '*.h' -o -name '*.hh' \
+files_checked=$(find server worker/agent worker/train ctl common report -type f \( -name '*.h' -o -name '*.hh' \
   -o -name '*.hpp' -o -name '*.cc' -o -name '*.cpp' -o -name '*.cxx' -o -name '*.cu' -o -name '*.cuh' \) |
   grep -c .)
 
@@ -193,6 +202,6 @@ if [ "$violations" -gt 0 ]; then
     "\"What may include what\"; the rules are listed at the top of tests/include_rules.sh)"
   exit 1
 fi
-echo "include_rules: OK: $files_checked files in server/, worker/, ctl/, common/;" \
-  "${#torch_free[@]} Torch-free headers in worker/train (rules a, a2, b, b2, c, d, e, f)"
+echo "include_rules: OK: $files_checked files in server/, worker/, ctl/, common/, report/;" \
+  "${#torch_free[@]} Torch-free headers in worker/train (rules a, a2, b, b2, c, d, e, f, g)"
 exit 0
