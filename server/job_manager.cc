@@ -5,6 +5,7 @@
 #include "server/job_manager.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -329,6 +330,27 @@ std::vector<JobView> JobManager::List() {
   std::vector<JobView> views;
   for (const Job& job : jobs_) views.push_back(ViewOf(job));
   return views;
+}
+
+JobManager::JobPage JobManager::ListNewestFirst(const std::function<bool(const Job&)>& keep,
+                                                int64_t before_seq, size_t limit) {
+  JobPage page;
+  absl::MutexLock lock(&mu_);
+  // The table is in submission order, so seqs ascend: start below before_seq.
+  auto end = before_seq > 0
+                 ? std::lower_bound(jobs_.begin(), jobs_.end(), before_seq,
+                                    [](const Job& job, int64_t seq) { return job.seq < seq; })
+                 : jobs_.end();
+  for (auto it = std::make_reverse_iterator(end); it != std::make_reverse_iterator(jobs_.begin());
+       ++it) {
+    if (!keep(*it)) continue;
+    if (page.views.size() == limit) {
+      page.more = true;
+      break;
+    }
+    page.views.push_back(ViewOf(*it));
+  }
+  return page;
 }
 
 std::vector<JobView> JobManager::Queue() {

@@ -90,6 +90,16 @@ class JobManager {
   void Submit(JobSpec spec, SubmitDone done);
   absl::StatusOr<JobView> Get(const std::string& job_id);
   std::vector<JobView> List();
+  // The web API's job list (server/web_api.h): newest first, the views of at most
+  // `limit` jobs that `keep` accepts (a pure test, run under the lock) among those
+  // submitted before the job of seq `before_seq` (0: from the newest). `more`: another
+  // accepted job follows the page. Only the page's jobs are copied.
+  struct JobPage {
+    std::vector<JobView> views;
+    bool more = false;
+  };
+  JobPage ListNewestFirst(const std::function<bool(const Job&)>& keep, int64_t before_seq,
+                          size_t limit);
   // The QUEUED jobs in the order the scheduler considers them, each with why it waits.
   std::vector<JobView> Queue();
   // QUEUED or RUNNING → CANCELLED (ranks are told to stop); a finished job is

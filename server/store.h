@@ -124,6 +124,39 @@ class Store {
   absl::StatusOr<std::vector<IterationSample>> ReadSamples(const std::string& job_id,
                                                            int attempt,
                                                            int from_iteration = 0);
+  // One page of ReadSamples for the web API: iterations >= from_iteration (of `rank`
+  // only, when set), by rank then iteration, starting at (after_rank, after_iteration)
+  // exclusive when `after` is set; at most `limit`.
+  struct SampleCursor {
+    int rank = 0;
+    int iteration = 0;
+  };
+  absl::StatusOr<std::vector<IterationSample>> ReadSamplesPage(
+      const std::string& job_id, int attempt, int from_iteration, std::optional<int> rank,
+      std::optional<SampleCursor> after, int limit);
+  // A chart's view of the iterations >= from_iteration (of `rank` only, when set): per
+  // rank, its stored iterations cut into at most `max_points` buckets of equal width in
+  // iterations (ceil((last - first + 1) / max_points)), each summarised in SQL
+  // (docs/web-api.md, /samples?points=N). By rank, then iteration.
+  struct SampleBucket {
+    int rank = 0;
+    int first_iteration = 0;
+    int last_iteration = 0;
+    int64_t samples = 0;           // stored iterations in the bucket
+    double mean_step_time_s = 0;
+    double mean_data_time_s = 0;
+    int64_t images = 0;            // summed over the bucket (this rank)
+    double step_time_sum_s = 0;
+    std::optional<double> mean_loss;  // of the finite losses; unset if none
+    int64_t nonfinite_losses = 0;
+    double elapsed_s = 0;          // the largest: the bucket's end on the rank's clock
+    bool warmup = false;           // any iteration of the bucket is warm-up
+    int64_t received_unix_ns = 0;  // the largest
+  };
+  absl::StatusOr<std::vector<SampleBucket>> ReadSampleBuckets(const std::string& job_id,
+                                                              int attempt, int from_iteration,
+                                                              std::optional<int> rank,
+                                                              int max_points);
   absl::StatusOr<std::vector<GpuSample>> ReadGpuSamples(const std::string& job_id, int attempt);
   // Per (rank, iteration): the joined mean power and SM clock (unset where not joined).
   struct IterationMeans {

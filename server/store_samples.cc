@@ -302,4 +302,119 @@ absl::StatusOr<std::map<int, int64_t>> Store::NonFiniteLossesByRank(const std::s
   return CountSamplesByRank(job_id, attempt, " AND (s.loss IS NULL OR abs(s.loss) = 9e999)");
 }
 
+absl::StatusOr<std::vector<IterationSample>> Store::ReadSamplesPage(
+    const std::string& job_id, int attempt, int from_iteration, std::optional<int> rank,
+    std::optional<SampleCursor> after, int limit) {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  // The cursor's rank continues after its iteration, later ranks from from_iteration.
+  ASSIGN_OR_RETURN(
+      Statement * select,
+      reader_db_->Prepare(
+          "SELECT r.rank, (s.key & 4294967295) - 2147483648, s.step_time_s, s.images, "
+          "s.loss, s.data_time_s, s.elapsed_s, s.warmup, s.received_unix_ns "
+          "FROM sample_series r JOIN sample_rows s ON s.key >= (r.id << 32) + "
+          "(CASE WHEN r.rank = ?3 THEN max(?4, ?5) ELSE ?5 END) + 2147483648 "
+          "AND s.key < (r.id + 1) << 32 "
+          "WHERE r.job_id=?1 AND r.attempt=?2 AND r.rank >= ?3 AND (?6 < 0 OR r.rank = ?6) "
+          "ORDER BY r.rank, s.key LIMIT ?7"));
+  select->Bind(1, job_id);
+  select->Bind(2, int64_t{attempt});
+  select->Bind(3, int64_t{after ? after->rank : -1});
+  select->Bind(4, after ? int64_t{after->iteration} + 1 : int64_t{0});
+  select->Bind(5, int64_t{from_iteration});
+  select->Bind(6, int64_t{rank ? *rank : -1});
+  select->Bind(7, int64_t{limit});
+  std::vector<IterationSample> samples;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    IterationSample s;
+    s.job_id = job_id;
+    s.attempt = attempt;
+    s.rank = static_cast<int>(select->Int(0));
+    s.iteration = static_cast<int>(select->Int(1));
+    s.step_time_s = select->Double(2);
+    s.images = static_cast<int>(select->Int(3));
+    s.loss = select->IsNull(4) ? std::nan("") : select->Double(4);
+    s.data_time_s = select->Double(5);
+    s.elapsed_s = select->Double(6);
+    s.warmup = select->Int(7) != 0;
+    s.received_unix_ns = select->Int(8);
+    samples.push_back(std::move(s));
+  }
+  return samples;
+}
+
+absl::StatusOr<std::vector<Store::SampleBucket>> Store::ReadSampleBuckets(
+    const std::string& job_id, int attempt, int from_iteration, std::optional<int> rank,
+    int max_points) {
+  if (max_points < 1) return absl::InvalidArgumentError("points must be >= 1");
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  ASSIGN_OR_RETURN(Statement * series,
+                   reader_db_->Prepare("SELECT id, rank FROM sample_series WHERE job_id=?1 "
+                                       "AND attempt=?2 AND (?3 < 0 OR rank = ?3) ORDER BY rank"));
+  series->Bind(1, job_id);
+  series->Bind(2, int64_t{attempt});
+  series->Bind(3, int64_t{rank ? *rank : -1});
+  std::vector<std::pair<int64_t, int>> ids;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, series->Step());
+    if (!row) break;
+    ids.push_back({series->Int(0), static_cast<int>(series->Int(1))});
+  }
+  std::vector<SampleBucket> buckets;
+  for (const auto& [id, series_rank] : ids) {
+    const int64_t low = (id << 32) + int64_t{from_iteration} + (int64_t{1} << 31);
+    const int64_t high = (id + 1) << 32;
+    // The first and last stored keys, each from one step of the primary key's B-tree.
+    int64_t first = 0;
+    int64_t last = 0;
+    for (const bool ascending : {true, false}) {
+      ASSIGN_OR_RETURN(Statement * edge,
+                       reader_db_->Prepare(ascending ? "SELECT key FROM sample_rows WHERE key >= ?1 "
+                                                       "AND key < ?2 ORDER BY key LIMIT 1"
+                                                     : "SELECT key FROM sample_rows WHERE key >= ?1 "
+                                                       "AND key < ?2 ORDER BY key DESC LIMIT 1"));
+      edge->Bind(1, low);
+      edge->Bind(2, high);
+      ASSIGN_OR_RETURN(bool row, edge->Step());
+      (ascending ? first : last) = row ? edge->Int(0) : -1;
+    }
+    if (first < 0 || last < first) continue;
+    const int64_t width = (last - first + max_points) / max_points;  // ceil(span / points)
+    ASSIGN_OR_RETURN(
+        Statement * select,
+        reader_db_->Prepare(
+            "SELECT min(key), max(key), count(*), avg(step_time_s), avg(data_time_s), "
+            "sum(images), sum(step_time_s), "
+            "avg(CASE WHEN loss IS NOT NULL AND abs(loss) < 9e999 THEN loss END), "
+            "sum(loss IS NULL OR abs(loss) = 9e999), max(elapsed_s), max(warmup), "
+            "max(received_unix_ns) FROM sample_rows WHERE key >= ?1 AND key <= ?2 "
+            "GROUP BY (key - ?1) / ?3 ORDER BY 1"));
+    select->Bind(1, first);
+    select->Bind(2, last);
+    select->Bind(3, width);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, select->Step());
+      if (!row) break;
+      SampleBucket b;
+      b.rank = series_rank;
+      b.first_iteration = static_cast<int>((select->Int(0) & 4294967295) - 2147483648);
+      b.last_iteration = static_cast<int>((select->Int(1) & 4294967295) - 2147483648);
+      b.samples = select->Int(2);
+      b.mean_step_time_s = select->Double(3);
+      b.mean_data_time_s = select->Double(4);
+      b.images = select->Int(5);
+      b.step_time_sum_s = select->Double(6);
+      if (!select->IsNull(7)) b.mean_loss = select->Double(7);
+      b.nonfinite_losses = select->Int(8);
+      b.elapsed_s = select->Double(9);
+      b.warmup = select->Int(10) != 0;
+      b.received_unix_ns = select->Int(11);
+      buckets.push_back(b);
+    }
+  }
+  return buckets;
+}
+
 }  // namespace bench
