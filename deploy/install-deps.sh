@@ -16,7 +16,28 @@ packages=(
   sqlite3
   # Tests: a real Prometheus (and promtool) scrapes benchd; python3 checks the dashboard.
   prometheus python3
+  # The web page's tests drive Debian's Chromium with playwright-core (tests/web/).
+  chromium
 )
+# node and npm: benchd embeds uPlot from web/node_modules (npm ci below) and the web tests
+# run on node. Where node is already installed (another packaging of it, with its own npm)
+# it is used as it is; otherwise Debian's nodejs and npm.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
+
+# web/node_modules as web/package-lock.json pins it (uplot, playwright-core): npm ci
+# unless npm ls finds exactly those versions already there.
+install_web_modules() {
+  local web
+  web="$(cd "$(dirname "$0")/.." && pwd)/web"
+  if npm ls --prefix "$web" >/dev/null 2>&1; then
+    echo "install-deps: web/node_modules present"
+  else
+    echo "install-deps: npm ci --prefix web"
+    npm ci --prefix "$web" --no-audit --no-fund
+  fi
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -24,6 +45,7 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
+  install_web_modules
   exit 0
 fi
 
@@ -33,3 +55,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+install_web_modules

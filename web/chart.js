@@ -22,7 +22,10 @@ export class Chart {
   }
 
   width() {
-    return Math.max(320, Math.floor(this.container.clientWidth || this.container.parentNode.clientWidth || 800));
+    // The content box: clientWidth less the container's padding.
+    const style = getComputedStyle(this.container);
+    const padding = parseFloat(style.paddingLeft || 0) + parseFloat(style.paddingRight || 0);
+    return Math.max(300, Math.floor((this.container.clientWidth || 800) - padding));
   }
 
   build(data) {
@@ -36,6 +39,7 @@ export class Chart {
     }
     const axes = [{ stroke: '#444', grid: { stroke: '#eee' } }];
     if (o.xLabel) axes[0].label = o.xLabel;
+    if (o.xIncrs) axes[0].incrs = o.xIncrs;
     scaleNames.forEach((name, i) => {
       const s = o.scales[name];
       axes.push({
@@ -43,7 +47,7 @@ export class Chart {
         grid: { show: i === 0, stroke: '#eee' }, size: 60,
       });
     });
-    const series = [{ label: o.time ? 'time' : (o.xLabel || 'x') }];
+    const series = [{ label: o.xLegend || (o.time ? 'time' : 'x') }];
     for (const [i, s] of (o.series || []).entries()) {
       const entry = { label: s.label, scale: s.scale, stroke: s.color || color(i), width: s.width || 1.5, spanGaps: true };
       if (s.dash) entry.dash = s.dash;

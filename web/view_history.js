@@ -54,7 +54,8 @@ function configurationChart(points, baseline, charts) {
   const chart = new Chart(box, {
     time: true, height: 260, series,
     scales: { ips: { label: 'images/s', range: () => [Math.min(...values) * 0.9, Math.max(...values) * 1.1] } },
-    xRange: xs.length === 1 ? [xs[0] - 3600, xs[0] + 3600] : undefined,
+    // At least ten minutes wide, so that runs of one sitting do not fill the axis.
+    xRange: xs[xs.length - 1] - xs[0] < 600 ? [xs[0] - 300, xs[xs.length - 1] + 300] : undefined,
     drawClear: (u) => { if (baseline) shadeY(u, 'ips', lower, upper, 'rgba(6, 118, 71, 0.10)'); },
   });
   charts.push(chart);

@@ -41,7 +41,8 @@ function summary(job) {
     ['baseline', formatBaselineVerdict(job.baseline) || noData('no baseline for this configuration')],
     ['labels', chips(spec.labels)],
     (spec.allowed_nodes || []).length || Object.keys(spec.node_labels || {}).length
-      ? ['constraints', [(spec.allowed_nodes || []).map((n) => h('span', { class: 'chip' }, `node ${n}`)), chips(spec.node_labels)]] : null,
+      ? ['constraints', [(spec.allowed_nodes || []).map((n) => h('span', { class: 'chip' }, `node ${n}`)),
+        Object.keys(spec.node_labels || {}).length ? chips(spec.node_labels) : null]] : null,
     ['submitted', formatTime(job.created_unix_ms)],
     ['attempt', `${num(job.attempt) || 0}${num(job.requeues) ? `, requeued ${num(job.requeues)}×` : ''}`],
   ]);
@@ -100,7 +101,20 @@ class Series {
   constructor() {
     this.iterations = new Map();  // rank -> Map(iteration -> {t, ips, warmup, step})
     this.gpu = new Map();         // rank -> Map(seq or time -> {t, power, sm})
-    this.absolute = true;         // x from the agents' wall clocks (else each rank's elapsed_s)
+    this.absolute = true;         // the agents sent wall-clock times (else each rank's own clock)
+    this.anchor = new Map();      // rank -> wall-clock seconds at its elapsed_s 0
+    this.origin = null;           // wall-clock seconds at x = 0
+  }
+
+  // x of a rank's point: seconds since the origin (the first rank's start).
+  x(rank, elapsed) {
+    if (!this.absolute) return elapsed;
+    return (this.anchor.get(rank) ?? this.originOr()) + elapsed - this.originOr();
+  }
+
+  originOr() {
+    if (this.origin === null && this.anchor.size) this.origin = Math.min(...this.anchor.values());
+    return this.origin ?? 0;
   }
 
   // Raw IterationSamples (the event stream) or the samples endpoint's downsampled points
@@ -117,12 +131,17 @@ class Series {
       const ips = bucket ? num(s.images_per_second) : images / step;
       if (!(step > 0) || !(ips > 0) || !Number.isFinite(ips)) continue;
       const received = num(s.received_unix_ns) || 0;
+      const elapsed = num(s.elapsed_s) || 0;
       if (!received) this.absolute = false;
-      const t = received ? received / 1e9 : num(s.elapsed_s) || 0;
+      // The rank's own clock (elapsed_s) placed on the wall clock: the agent reads a
+      // rank's lines in bursts, so its receive times bunch up; the earliest
+      // received − elapsed is the closest to when the rank started.
+      if (received) this.anchor.set(rank, Math.min(this.anchor.get(rank) ?? Infinity, received / 1e9 - elapsed));
+      const t = elapsed;
       const iteration = bucket ? num(s.last_iteration) : num(s.iteration);
       const first = bucket ? num(s.first_iteration) : iteration;
       if (!this.iterations.has(rank)) this.iterations.set(rank, new Map());
-      this.iterations.get(rank).set(iteration, { t, ips, warmup: !!s.warmup, step, first });
+      this.iterations.get(rank).set(iteration, { t, ips, warmup: !!s.warmup, step, first, last: iteration });
     }
   }
 
@@ -133,19 +152,22 @@ class Series {
       const rank = num(r.rank) || 0;
       if (!this.gpu.has(rank)) this.gpu.set(rank, new Map());
       const power = num(r.power_w ?? r.power_average_w);
-      this.gpu.get(rank).set(String(num(r.seq) || t), { t, power: power ?? null, sm: num(r.sm_clock_mhz) ?? null });
+      this.gpu.get(rank).set(String(num(r.seq) || t), { wall: t, power: power ?? null, sm: num(r.sm_clock_mhz) ?? null });
     }
   }
 
   // [xs, per-rank images/s..., total, per-GPU power..., per-GPU SM clock...] and the labels.
   table(worldSize) {
     const ranks = [...this.iterations.keys()].sort((a, b) => a - b);
-    const gpuRanks = this.absolute ? [...this.gpu.keys()].sort((a, b) => a - b) : [];
+    const gpuRanks = this.absolute && this.anchor.size ? [...this.gpu.keys()].sort((a, b) => a - b) : [];
+    const origin = this.originOr();
+    for (const [rank, m] of this.iterations) for (const p of m.values()) p.x = this.x(rank, p.t);
+    for (const m of this.gpu.values()) for (const p of m.values()) p.x = p.wall - origin;
     const cols = [];
     const labels = [];
     for (const rank of ranks) {
-      const points = [...this.iterations.get(rank).values()].sort((a, b) => a.t - b.t);
-      cols.push(points.map((p) => [p.t, p.ips]));
+      const points = [...this.iterations.get(rank).values()].sort((a, b) => a.x - b.x);
+      cols.push(points.map((p) => [p.x, p.ips]));
       labels.push({ label: `rank ${rank} images/s`, scale: 'ips' });
     }
     // Total: the iterations every rank has, at the time the last rank finished it.
@@ -154,13 +176,13 @@ class Series {
       const first = this.iterations.get(ranks[0]) || new Map();
       for (const [iteration, p] of first) {
         let sum = 0;
-        let t = p.t;
+        let t = p.x;
         let all = ranks.length >= worldSize;
         for (const rank of ranks) {
           const q = this.iterations.get(rank).get(iteration);
           if (!q) { all = false; break; }
           sum += q.ips;
-          t = Math.max(t, q.t);
+          t = Math.max(t, q.x);
         }
         if (all) total.push([t, sum]);
       }
@@ -171,11 +193,11 @@ class Series {
       labels.push({ label: 'total images/s', scale: 'ips', width: 2.5, color: '#111' });
     }
     for (const rank of gpuRanks) {
-      cols.push([...this.gpu.get(rank).values()].filter((p) => p.power !== null).map((p) => [p.t, p.power]));
+      cols.push([...this.gpu.get(rank).values()].filter((p) => p.power !== null).map((p) => [p.x, p.power]));
       labels.push({ label: `GPU of rank ${rank} W`, scale: 'W', dash: [6, 3] });
     }
     for (const rank of gpuRanks) {
-      cols.push([...this.gpu.get(rank).values()].filter((p) => p.sm !== null).map((p) => [p.t, p.sm]));
+      cols.push([...this.gpu.get(rank).values()].filter((p) => p.sm !== null).map((p) => [p.x, p.sm]));
       labels.push({ label: `GPU of rank ${rank} MHz`, scale: 'MHz', dash: [2, 3] });
     }
     const xs = [...new Set(cols.flatMap((c) => c.map((p) => p[0])))].sort((a, b) => a - b);
@@ -196,13 +218,14 @@ class Series {
     let end = -Infinity;
     let first = Infinity;
     let last = -Infinity;
-    for (const m of this.iterations.values()) {
-      for (const [iteration, p] of m) {
+    for (const [rank, m] of this.iterations) {
+      for (const p of m.values()) {
         if (p.warmup) continue;
-        start = Math.min(start, p.t - p.step);
-        end = Math.max(end, p.t);
+        const x = this.x(rank, p.t);
+        start = Math.min(start, x - p.step);
+        end = Math.max(end, x);
         first = Math.min(first, p.first);
-        last = Math.max(last, iteration);
+        last = Math.max(last, p.last);
       }
     }
     return Number.isFinite(start) ? { start, end, first, last } : null;
@@ -232,7 +255,7 @@ export async function render(main, route, ctx) {
   if (!ctx.current()) return undefined;
 
   const title = h('h1', null);
-  const live = h('span', { class: 'live stale' });
+  const live = h('span', { class: 'live', hidden: true });
   const summaryBox = h('div', { class: 'card' });
   const problemsBox = h('div');
   const chartBox = h('div', { class: 'chart', id: 'job-chart' });
@@ -267,8 +290,10 @@ export async function render(main, route, ctx) {
       const scales = { ips: { label: 'images/s' } };
       if (labels.some((l) => l.scale === 'W')) scales.W = { label: 'W', side: 'right' };
       if (labels.some((l) => l.scale === 'MHz')) scales.MHz = { label: 'MHz', side: 'right' };
+      const origin = series.originOr();
       chart = new Chart(chartBox, {
-        time: series.absolute, xLabel: series.absolute ? '' : 'seconds since each rank started',
+        time: false, xLegend: 's',
+        xLabel: series.absolute && origin ? `seconds since ${formatTime(origin * 1000)} (the first rank's start)` : 'seconds since each rank started',
         height: 320, scales,
         series: labels.map((l, i) => ({ ...l, color: l.color || color(i) })),
         drawClear: (u) => {
@@ -315,7 +340,7 @@ export async function render(main, route, ctx) {
   const cleanupChart = () => { if (chart) chart.destroy(); };
   if (isTerminal(job.state)) return cleanupChart;
 
-  live.className = 'live';
+  live.hidden = false;
   live.textContent = 'live';
   let close = null;
   close = followEvents(`/api/v1/jobs/${encodeURIComponent(id)}/events`, {

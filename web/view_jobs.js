@@ -10,7 +10,7 @@ const PAGE_SIZE = 25;
 // Filters the API takes (docs/web-api.md), and those of a results cell's runs (devices,
 // precision, batch_size, image_size), which the page applies to a large page itself.
 const API_FILTERS = ['state', 'model', 'label', 'name', 'since', 'until'];
-const CELL_FILTERS = ['devices', 'precision', 'batch_size', 'image_size'];
+const CELL_FILTERS = ['devices', 'precision', 'batch_size', 'image_size', 'device_kind', 'gpu_model'];
 const FILTERS = [...API_FILTERS, ...CELL_FILTERS];
 const CELL_PAGE_SIZE = 1000;
 
@@ -39,6 +39,8 @@ function matches(job, params) {
   if (params.get('batch_size') && String(num(spec.batch_size)) !== params.get('batch_size')) return false;
   if (params.get('image_size') && String(num(spec.image_size)) !== params.get('image_size')) return false;
   if (params.get('precision') && precisionName(spec.precision) !== params.get('precision').toLowerCase()) return false;
+  if (params.get('device_kind') && job.device_kind !== params.get('device_kind')) return false;
+  if (params.get('gpu_model') && !(job.rank_devices || []).every((r) => r.gpu_name === params.get('gpu_model'))) return false;
   return true;
 }
 

@@ -15,7 +15,7 @@ import { Chart, color } from './chart.js';
 function runsHref(grid, column, devices) {
   return hashHref('#/jobs', {
     model: grid.model, devices, precision: precisionName(column.precision), batch_size: column.batch_size,
-    image_size: grid.image_size || '',
+    image_size: grid.image_size || '', device_kind: grid.device_kind, gpu_model: grid.gpu_model,
   });
 }
 
@@ -74,8 +74,8 @@ function scalingPlot(grid, column, c, charts) {
   });
   const ideal = devices.map((d) => (base ? base * d : null));
   const chart = new Chart(box, {
-    title, xLabel: devicesHeader(grid.device_kind), height: 240, legend: true,
-    xRange: [0, devices[devices.length - 1] + 1],
+    title, xLabel: devicesHeader(grid.device_kind), xLegend: devicesHeader(grid.device_kind), height: 240, legend: true,
+    xRange: [0, devices[devices.length - 1] + 1], xIncrs: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
     scales: { ips: { label: 'images/s', range: (u, min, max) => [0, (max || 1) * 1.1] } },
     series: [
       { label: 'median images/s', scale: 'ips', color: color(0), points: true, width: 2 },
@@ -136,7 +136,10 @@ export async function render(main, route, ctx) {
     if (gridHasBaselines(grid)) {
       section.append(h('h3', null, `${gridName(grid)}: median vs baseline`), baselineTable(grid));
     }
-    section.append(h('h3', null, 'Scaling'), h('div', { class: 'charts' }, grid.columns.map((column, c) => scalingPlot(grid, column, c, charts))));
+    if (gridHasScaling(grid)) {
+      section.append(h('h3', null, `${gridName(grid)}: images/s vs ${grid.device_kind === 'cpu' ? 'CPU slots' : 'GPUs'}, with the ideal linear scaling`),
+        h('div', { class: 'charts' }, grid.columns.map((column, c) => scalingPlot(grid, column, c, charts))));
+    }
     parts.push(section);
   }
   replace(body, parts, h('p', { class: 'note' },
