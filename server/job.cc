@@ -54,6 +54,20 @@ bool JobSpec::operator==(const JobSpec& o) const {
 }
 
 std::string GpuModelOf(const Job& job) {
+  // Usually every rank has the same GPU: then no set (the results grid asks this of
+  // every job).
+  const std::string* first = nullptr;
+  bool mixed = false;
+  for (const RankDevice& device : job.rank_devices) {
+    if (device.gpu_name.empty()) continue;
+    if (first == nullptr) {
+      first = &device.gpu_name;
+    } else if (device.gpu_name != *first) {
+      mixed = true;
+      break;
+    }
+  }
+  if (!mixed) return first == nullptr ? std::string() : *first;
   std::set<std::string> names;
   for (const RankDevice& device : job.rank_devices) {
     if (!device.gpu_name.empty()) names.insert(device.gpu_name);

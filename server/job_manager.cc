@@ -377,6 +377,12 @@ JobManager::ReadSnapshot JobManager::Snapshot(const std::function<bool(const Job
   return snapshot;
 }
 
+Baselines JobManager::VisitJobs(const std::function<void(const Job&)>& visit) {
+  absl::MutexLock lock(&mu_);
+  for (const Job& job : jobs_) visit(job);
+  return baselines_;
+}
+
 absl::StatusOr<JobView> JobManager::Cancel(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   Job* job = FindJob(job_id);

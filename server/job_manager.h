@@ -113,6 +113,11 @@ class JobManager {
     Baselines baselines;
   };
   ReadSnapshot Snapshot(const std::function<bool(const Job&)>& keep);
+  // For reads that need little of each job (the results grid's ResultRow): calls
+  // `visit` on every job in submission order under the lock (it must only copy what it
+  // needs out: no blocking, no calls into the manager), then returns a copy of every
+  // baseline.
+  Baselines VisitJobs(const std::function<void(const Job&)>& visit);
 
   // Makes the job's throughput the baseline of its configuration (ConfigurationOf),
   // replacing an earlier one, once stored. Tolerances as NormalizeTolerances (0 → 5;

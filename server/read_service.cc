@@ -9,9 +9,14 @@
 namespace bench {
 
 std::vector<ResultCell> ReadService::Results(const ResultsFilter& filter) {
-  JobManager::ReadSnapshot snapshot =
-      manager_->Snapshot([&filter](const Job& job) { return Matches(job, filter); });
-  return BuildResultCells(snapshot.jobs, filter, snapshot.baselines);
+  // Only each matching job's ResultRow is taken under the manager's lock, not a copy of it.
+  std::vector<ResultRow> rows;
+  const Baselines baselines = manager_->VisitJobs([&](const Job& job) {
+    if (job.state != JobState::kCancelled && Matches(job, filter)) {
+      rows.push_back(ResultRowOf(job));
+    }
+  });
+  return BuildResultCells(rows, baselines);
 }
 
 std::vector<Baseline> ReadService::ListBaselines() {

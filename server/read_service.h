@@ -3,7 +3,8 @@
 // views.h) so that the gRPC adapter and the JSON API render the same answers.
 //
 // It copies what it needs from the manager (JobManager::Snapshot and Get, taken under
-// the manager's lock) and then queries the store's reader holding no lock of the
+// the manager's lock; for the results grid only each job's ResultRow, through
+// JobManager::VisitJobs) and then queries the store's reader holding no lock of the
 // manager, so a slow read never stalls scheduling or ingestion. Job list, get and
 // queue views stay on the manager: they are made of its live runtime state.
 //

@@ -34,8 +34,8 @@ struct TelemetryFigures {
   std::vector<double> temperature_c;
 };
 
-void AddMeanOfMedians(const std::vector<GpuTelemetry>& gpus,
-                      const Percentiles GpuTelemetry::*field, std::vector<double>& out) {
+std::optional<double> MeanOfMedians(const std::vector<GpuTelemetry>& gpus,
+                                    const Percentiles GpuTelemetry::*field) {
   double sum = 0;
   int n = 0;
   for (const GpuTelemetry& gpu : gpus) {
@@ -44,17 +44,18 @@ void AddMeanOfMedians(const std::vector<GpuTelemetry>& gpus,
     sum += p.p50;
     ++n;
   }
-  if (n > 0) out.push_back(sum / n);
+  if (n > 0) return sum / n;
+  return std::nullopt;
 }
 
-void AddTelemetry(const Job& job, TelemetryFigures& figures) {
-  if (std::optional<double> energy = JobEnergyPerImage(job); energy && *energy > 0) {
-    figures.energy_per_image_j.push_back(*energy);
-    figures.images_per_second_per_watt.push_back(1 / *energy);
+void AddTelemetry(const ResultRow& row, TelemetryFigures& figures) {
+  if (row.energy_per_image_j) {
+    figures.energy_per_image_j.push_back(*row.energy_per_image_j);
+    figures.images_per_second_per_watt.push_back(1 / *row.energy_per_image_j);
   }
-  AddMeanOfMedians(job.gpu_telemetry, &GpuTelemetry::power_w, figures.power_w);
-  AddMeanOfMedians(job.gpu_telemetry, &GpuTelemetry::sm_clock_mhz, figures.sm_clock_mhz);
-  AddMeanOfMedians(job.gpu_telemetry, &GpuTelemetry::temperature_c, figures.temperature_c);
+  if (row.power_w) figures.power_w.push_back(*row.power_w);
+  if (row.sm_clock_mhz) figures.sm_clock_mhz.push_back(*row.sm_clock_mhz);
+  if (row.temperature_c) figures.temperature_c.push_back(*row.temperature_c);
 }
 
 std::optional<double> MedianOrNone(const std::vector<double>& values) {
@@ -87,36 +88,72 @@ std::vector<ResultCell> BuildResultCells(const std::vector<Job>& jobs,
   return BuildResultCells(jobs, filter);
 }
 
+ResultRow ResultRowOf(const Job& job) {
+  ResultRow row;
+  row.key = ConfigurationOf(job);
+  row.state = job.state;
+  row.id = job.id;
+  if (job.state != JobState::kSucceeded) return row;
+  row.throughput = JobThroughput(job.summaries, job.spec.devices);
+  if (!row.throughput) return row;
+  if (std::optional<double> energy = JobEnergyPerImage(job); energy && *energy > 0) {
+    row.energy_per_image_j = energy;
+  }
+  row.power_w = MeanOfMedians(job.gpu_telemetry, &GpuTelemetry::power_w);
+  row.sm_clock_mhz = MeanOfMedians(job.gpu_telemetry, &GpuTelemetry::sm_clock_mhz);
+  row.temperature_c = MeanOfMedians(job.gpu_telemetry, &GpuTelemetry::temperature_c);
+  return row;
+}
+
 std::vector<ResultCell> BuildResultCells(const std::vector<Job>& jobs,
                                          const ResultsFilter& filter,
                                          const Baselines& baselines) {
-  std::map<CellKey, ResultCell> cells;
-  std::map<CellKey, std::vector<double>> values;
-  std::map<CellKey, TelemetryFigures> telemetry;
+  std::vector<ResultRow> rows;
   for (const Job& job : jobs) {
-    if (job.state == JobState::kCancelled || !Matches(job, filter)) continue;
-    CellKey key = ConfigurationOf(job);
-    ResultCell& cell = cells[key];
-    cell.key = key;
-    switch (job.state) {
+    if (job.state != JobState::kCancelled && Matches(job, filter)) {
+      rows.push_back(ResultRowOf(job));
+    }
+  }
+  return BuildResultCells(rows, baselines);
+}
+
+std::vector<ResultCell> BuildResultCells(const std::vector<ResultRow>& rows,
+                                         const Baselines& baselines) {
+  // One lookup per row: the cell's index into cells / values / telemetry.
+  std::map<CellKey, size_t> index;
+  std::vector<ResultCell> cells;
+  std::vector<std::vector<double>> values;
+  std::vector<TelemetryFigures> telemetry;
+  for (const ResultRow& row : rows) {
+    if (row.state == JobState::kCancelled) continue;
+    auto [it, added] = index.try_emplace(row.key, cells.size());
+    if (added) {
+      cells.emplace_back();
+      cells.back().key = row.key;
+      values.emplace_back();
+      telemetry.emplace_back();
+    }
+    const size_t at = it->second;
+    ResultCell& cell = cells[at];
+    switch (row.state) {
       case JobState::kQueued:
       case JobState::kRunning: ++cell.pending_runs; continue;
       case JobState::kFailed: ++cell.failed_runs; continue;
       case JobState::kCancelled: continue;
       case JobState::kSucceeded: break;
     }
-    std::optional<double> throughput = JobThroughput(job.summaries, job.spec.devices);
-    if (!throughput) {
+    if (!row.throughput) {
       ++cell.unmeasured_runs;
       continue;
     }
-    values[key].push_back(*throughput);
-    cell.job_ids.push_back(job.id);
-    AddTelemetry(job, telemetry[key]);
+    values[at].push_back(*row.throughput);
+    cell.job_ids.push_back(row.id);
+    AddTelemetry(row, telemetry[at]);
   }
   std::vector<ResultCell> out;
-  for (auto& [key, cell] : cells) {
-    const std::vector<double>& runs = values[key];
+  for (const auto& [key, at] : index) {  // sorted by key
+    ResultCell& cell = cells[at];
+    const std::vector<double>& runs = values[at];
     if (!runs.empty()) {
       cell.median_images_per_second = Median(runs);
       cell.min_images_per_second = *std::min_element(runs.begin(), runs.end());
@@ -125,7 +162,7 @@ std::vector<ResultCell> BuildResultCells(const std::vector<Job>& jobs,
       cell.cv = CoefficientOfVariation(runs);
       cell.baseline = CompareWithBaselines(cell.median_images_per_second, key, baselines);
     }
-    const TelemetryFigures& figures = telemetry[key];
+    const TelemetryFigures& figures = telemetry[at];
     cell.median_energy_per_image_j = MedianOrNone(figures.energy_per_image_j);
     cell.median_images_per_second_per_watt = MedianOrNone(figures.images_per_second_per_watt);
     cell.median_power_w = MedianOrNone(figures.power_w);

@@ -76,6 +76,27 @@ struct ResultCell {
   int runs() const { return static_cast<int>(job_ids.size()); }
 };
 
+// What the grid needs of one job: its cell, state, id, throughput and telemetry figures.
+// The read side takes these under the manager's lock instead of copying whole jobs (a
+// copy of 100,000 jobs held the lock for over half a second; docs/PERFORMANCE.md).
+struct ResultRow {
+  CellKey key;
+  JobState state = JobState::kQueued;
+  std::string id;
+  std::optional<double> throughput;  // JobThroughput, SUCCEEDED jobs only
+  // Telemetry (SUCCEEDED jobs with a throughput): energy per image (> 0) and the means
+  // over its GPUs of their medians, each unset where the job has no such figure.
+  std::optional<double> energy_per_image_j;
+  std::optional<double> power_w;
+  std::optional<double> sm_clock_mhz;
+  std::optional<double> temperature_c;
+};
+ResultRow ResultRowOf(const Job& job);
+// Groups the rows (of jobs already matched against a filter) into cells, as ResultCell
+// describes; CANCELLED rows are skipped. Sorted by key.
+std::vector<ResultCell> BuildResultCells(const std::vector<ResultRow>& rows,
+                                         const Baselines& baselines);
+
 // Groups the jobs that match `filter` into cells, as ResultCell describes, and compares
 // each median with its configuration's baseline. Sorted by key.
 std::vector<ResultCell> BuildResultCells(const std::vector<Job>& jobs,
