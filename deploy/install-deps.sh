@@ -8,6 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev libgtest-dev libgmock-dev prometheus-cpp-dev
   libcli11-dev  # benchctl's command line (ctl/args.cc)
+  libcivetweb-dev  # benchd's web port (server/http_server.cc); prometheus-cpp-dev pulls it too
   libtorch-dev libgloo-dev libjpeg62-turbo-dev
   # Debian's libtorch calls the system BLAS for some layers (1x1 convolutions at small
   # batch on one thread); the reference BLAS makes fp32 ResNet-50 ~3.5x slower there.

@@ -1,61 +1,130 @@
-// The web port over a real loopback socket.
+// The web port over real loopback sockets.
 #include "server/http_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+
 namespace bench {
 namespace {
 
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
-std::string Fetch(int port, const std::string& request) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+int Connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     close(fd);
-    return "connect failed";
+    return -1;
   }
-  (void)!write(fd, request.data(), request.size());
+  return fd;
+}
+
+void SendAll(int fd, const std::string& data) {
+  size_t sent = 0;
+  while (sent < data.size()) {
+    ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return;
+    sent += static_cast<size_t>(n);
+  }
+}
+
+// Reads until `done(buffer)` or EOF or `timeout`.
+std::string ReadUntil(int fd, const std::function<bool(const std::string&)>& done,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
   std::string response;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   char buffer[4096];
-  ssize_t n;
-  while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
+  while (!done(response)) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd pfd{fd, POLLIN, 0};
+    if (poll(&pfd, 1, static_cast<int>(left.count())) <= 0) break;
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n <= 0) break;
+    response.append(buffer, static_cast<size_t>(n));
+  }
+  return response;
+}
+
+std::string ReadToEof(int fd) {
+  return ReadUntil(fd, [](const std::string&) { return false; });
+}
+
+// One request on a fresh connection (Connection: close), the whole answer.
+std::string Fetch(int port, const std::string& request) {
+  int fd = Connect(port);
+  if (fd < 0) return "connect failed";
+  SendAll(fd, request);
+  std::string response = ReadToEof(fd);
   close(fd);
   return response;
 }
 
+std::string Get(int port, const std::string& path) {
+  return Fetch(port, "GET " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+}
+
+HttpResponse Text(std::string body) {
+  return HttpResponse{200, "text/plain", std::move(body)};
+}
+
 TEST(HttpServerTest, ServesHandlersAndRefusesTheRest) {
   HttpServer server;
-  server.Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+  server.Handle("/healthz", [](const HttpRequest&) { return Text("ok\n"); });
+  server.HandlePrefix("/api/", [](const HttpRequest& r) { return Text("api " + r.path); });
+  server.HandlePrefix("/api/v1/jobs/", [](const HttpRequest& r) {
+    return Text("jobs " + r.path + " " + r.Query("state").value_or("-"));
+  });
+  server.Handle("/api/v1/jobs/*/log", [](const HttpRequest&) { return Text("log"); });
   auto port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
 
-  std::string ok = Fetch(*port, "GET /healthz?x=1 HTTP/1.1\r\nHost: t\r\n\r\n");
+  std::string ok = Get(*port, "/healthz?x=1");
   EXPECT_THAT(ok, StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(ok, HasSubstr("Content-Length: 3\r\n"));
-  EXPECT_THAT(ok, HasSubstr("\r\n\r\nok\n"));
+  EXPECT_THAT(ok, HasSubstr("Cache-Control: no-store\r\n"));
+  EXPECT_THAT(ok, EndsWith("\r\n\r\nok\n"));
 
-  std::string head = Fetch(*port, "HEAD /healthz HTTP/1.1\r\n\r\n");
+  EXPECT_THAT(Get(*port, "/api/v1/agents"), EndsWith("api /api/v1/agents"));
+  EXPECT_THAT(Get(*port, "/api/v1/jobs/j%201?state=RUN%20NING&x"),
+              EndsWith("jobs /api/v1/jobs/j 1 RUN NING"));
+  EXPECT_THAT(Get(*port, "/api/v1/jobs/j1/log"), EndsWith("\r\n\r\nlog"));
+  EXPECT_THAT(Get(*port, "/api/v1/jobs/j1/log/x"), EndsWith("jobs /api/v1/jobs/j1/log/x -"));
+
+  std::string head = Fetch(*port, "HEAD /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
   EXPECT_THAT(head, StartsWith("HTTP/1.1 200 OK\r\n"));
-  EXPECT_THAT(head, ::testing::EndsWith("\r\n\r\n"));
+  EXPECT_THAT(head, HasSubstr("Content-Length: 3\r\n"));
+  EXPECT_THAT(head, EndsWith("\r\n\r\n"));
 
-  EXPECT_THAT(Fetch(*port, "GET /nope HTTP/1.1\r\n\r\n"), StartsWith("HTTP/1.1 404"));
-  EXPECT_THAT(Fetch(*port, "POST /healthz HTTP/1.1\r\n\r\n"), StartsWith("HTTP/1.1 405"));
+  EXPECT_THAT(Get(*port, "/nope"), StartsWith("HTTP/1.1 404"));
+  std::string post = Fetch(*port, "POST /healthz HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_THAT(post, StartsWith("HTTP/1.1 405"));
+  EXPECT_THAT(post, HasSubstr("Allow: GET, HEAD\r\n"));
   EXPECT_THAT(Fetch(*port, "garbage\r\n\r\n"), StartsWith("HTTP/1.1 400"));
   server.Stop();
-  EXPECT_EQ(Fetch(*port, "GET /healthz HTTP/1.1\r\n\r\n"), "connect failed");
+  EXPECT_EQ(Get(*port, "/healthz"), "connect failed");
 }
 
 TEST(HttpServerTest, ABadAddressIsAnErrorNamingTheFlag) {
@@ -63,6 +132,227 @@ TEST(HttpServerTest, ABadAddressIsAnErrorNamingTheFlag) {
   auto port = server.Start("no.such.host.invalid", 0);
   ASSERT_FALSE(port.ok());
   EXPECT_THAT(std::string(port.status().message()), HasSubstr("--http"));
+}
+
+TEST(HttpServerTest, APortInUseIsUnavailable) {
+  HttpServer first;
+  auto port = first.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  HttpServer second;
+  auto again = second.Start("127.0.0.1", *port);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(again.status().message()), HasSubstr("--http"));
+}
+
+TEST(HttpServerTest, JsonErrorsEscapeTheirMessage) {
+  HttpResponse r = JsonErrorResponse(absl::NotFoundError("job \"a\\b\"\n"));
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.content_type, "application/json");
+  EXPECT_EQ(r.body, R"({"error":{"code":"NOT_FOUND","message":"job \"a\\b\"\n"}})");
+  EXPECT_EQ(JsonErrorResponse(absl::InvalidArgumentError("x")).status, 400);
+  EXPECT_EQ(JsonErrorResponse(absl::UnavailableError("x")).status, 503);
+  EXPECT_EQ(JsonErrorResponse(absl::InternalError("x")).status, 500);
+  HttpResponse busy = JsonErrorResponse(absl::ResourceExhaustedError("x"));
+  EXPECT_EQ(busy.status, 503);
+  EXPECT_THAT(busy.headers, testing::Contains(testing::Pair("Retry-After", testing::_)));
+}
+
+TEST(HttpServerTest, KeepAliveServesTwoRequestsOnOneConnection) {
+  HttpServer server;
+  server.Handle("/a", [](const HttpRequest&) { return Text("first"); });
+  server.Handle("/b", [](const HttpRequest&) { return Text("second"); });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  int fd = Connect(*port);
+  ASSERT_GE(fd, 0);
+  SendAll(fd, "GET /a HTTP/1.1\r\nHost: t\r\n\r\n");
+  std::string one = ReadUntil(fd, [](const std::string& s) { return s.find("first") != s.npos; });
+  EXPECT_THAT(one, HasSubstr("Connection: keep-alive"));
+  EXPECT_THAT(one, EndsWith("first"));
+  SendAll(fd, "HEAD /b HTTP/1.1\r\nHost: t\r\n\r\n");
+  std::string two =
+      ReadUntil(fd, [](const std::string& s) { return s.find("\r\n\r\n") != s.npos; });
+  EXPECT_THAT(two, StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(two, HasSubstr("Content-Length: 6\r\n"));
+  SendAll(fd, "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  std::string three = ReadToEof(fd);
+  EXPECT_THAT(three, StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(three, EndsWith("second"));
+  close(fd);
+}
+
+TEST(HttpServerTest, AnOversizedHeadIs431) {
+  HttpServerOptions options;
+  options.max_request_head_bytes = 4096;
+  HttpServer server(options);
+  server.Handle("/healthz", [](const HttpRequest&) { return Text("ok\n"); });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  std::string big = "GET /healthz HTTP/1.1\r\nX-Big: " + std::string(8000, 'a') + "\r\n\r\n";
+  EXPECT_THAT(Fetch(*port, big), StartsWith("HTTP/1.1 431"));
+  EXPECT_THAT(Get(*port, "/healthz"), StartsWith("HTTP/1.1 200"));
+}
+
+TEST(HttpServerTest, IdleConnectionsDoNotDelayOthers) {
+  HttpServer server;
+  server.Handle("/healthz", [](const HttpRequest&) { return Text("ok\n"); });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  std::vector<int> idle;
+  for (int i = 0; i < 10; ++i) idle.push_back(Connect(*port));
+  absl::SleepFor(absl::Milliseconds(100));
+  auto start = std::chrono::steady_clock::now();
+  std::string ok = Get(*port, "/healthz");
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_THAT(ok, StartsWith("HTTP/1.1 200"));
+  EXPECT_LT(seconds, 2.0);
+  std::cout << "healthz beside 10 idle connections: " << seconds * 1000 << " ms\n";
+  for (int fd : idle) close(fd);
+}
+
+TEST(HttpServerTest, FiftyConcurrentClientsAreAllAnswered) {
+  HttpServer server;
+  server.Handle("/slow", [](const HttpRequest&) {
+    absl::SleepFor(absl::Milliseconds(50));
+    return Text("done");
+  });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  std::atomic<int> answered{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 50; ++i) {
+    clients.emplace_back([&] {
+      std::string r = Get(*port, "/slow");
+      if (r.rfind("HTTP/1.1 200", 0) == 0 && r.size() > 4 && r.substr(r.size() - 4) == "done") {
+        ++answered;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(answered.load(), 50);
+}
+
+TEST(HttpServerTest, ASlowClientIsCutAfterTheRequestTimeout) {
+  HttpServerOptions options;
+  options.request_timeout_ms = 300;
+  HttpServer server(options);
+  server.Handle("/healthz", [](const HttpRequest&) { return Text("ok\n"); });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  int fd = Connect(*port);
+  ASSERT_GE(fd, 0);
+  SendAll(fd, "GET /healthz HTTP/1.1\r\nHo");
+  auto start = std::chrono::steady_clock::now();
+  std::string answer = ReadToEof(fd);  // EOF once cut
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  close(fd);
+  EXPECT_THAT(answer, StartsWith("HTTP/1.1 408"));
+  EXPECT_THAT(answer, Not(HasSubstr("ok\n")));
+  EXPECT_LT(seconds, 3.0);
+}
+
+// Reads SSE frames from an open stream.
+struct SseClient {
+  int fd = -1;
+  std::string buffer;
+  bool ReadUntilContains(const std::string& text,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    std::string more = ReadUntil(
+        fd,
+        [&](const std::string& s) { return (buffer + s).find(text) != std::string::npos; },
+        timeout);
+    buffer += more;
+    return buffer.find(text) != std::string::npos;
+  }
+};
+
+TEST(HttpServerTest, EventStreamsSendFramedEventsAndNoticeDepartedClients) {
+  HttpServer server;
+  absl::Notification returned;
+  std::atomic<int> sent{0};
+  server.HandleEvents("/events/", [&](const HttpRequest& request, EventStream& stream) {
+    if (request.path == "/events/missing") return absl::NotFoundError("no such job");
+    stream.Send("hello", "{\"a\":1}\n{\"b\":2}");
+    while (stream.Send("tick", std::to_string(sent.load()))) {
+      ++sent;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    returned.Notify();
+    return absl::OkStatus();
+  });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+
+  std::string missing = Get(*port, "/events/missing");
+  EXPECT_THAT(missing, StartsWith("HTTP/1.1 404"));
+  EXPECT_THAT(missing, HasSubstr("application/json"));
+  EXPECT_THAT(missing, HasSubstr(R"({"error":{"code":"NOT_FOUND","message":"no such job"}})"));
+
+  SseClient client{Connect(*port)};
+  SendAll(client.fd, "GET /events/x HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_TRUE(client.ReadUntilContains("event: tick\ndata: 2\n\n"));
+  EXPECT_THAT(client.buffer, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(client.buffer, HasSubstr("Content-Type: text/event-stream\r\n"));
+  EXPECT_THAT(client.buffer, HasSubstr("Cache-Control: no-store\r\n"));
+  EXPECT_THAT(client.buffer, Not(HasSubstr("Content-Length")));
+  EXPECT_THAT(client.buffer, HasSubstr("\r\n\r\nevent: hello\ndata: {\"a\":1}\ndata: {\"b\":2}\n\n"
+                                       "event: tick\ndata: 0\n\n"));
+  EXPECT_EQ(server.open_event_streams(), 1);
+  close(client.fd);
+  EXPECT_TRUE(returned.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  for (int i = 0; i < 100 && server.open_event_streams() != 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(server.open_event_streams(), 0);
+}
+
+TEST(HttpServerTest, StreamsPastTheCapGet503AndStopEndsOpenStreams) {
+  HttpServerOptions options;
+  options.max_event_streams = 2;
+  HttpServer server(options);
+  std::atomic<int> handlers_returned{0};
+  server.HandleEvents("/events", [&](const HttpRequest&, EventStream& stream) {
+    stream.Send("open", "1");
+    while (stream.Wait(absl::Seconds(30))) {
+    }
+    ++handlers_returned;
+    return absl::OkStatus();
+  });
+  server.Handle("/healthz", [](const HttpRequest&) { return Text("ok\n"); });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  std::vector<SseClient> clients;
+  for (int i = 0; i < 2; ++i) {
+    clients.push_back({Connect(*port)});
+    SendAll(clients.back().fd, "GET /events HTTP/1.1\r\nHost: t\r\n\r\n");
+    ASSERT_TRUE(clients.back().ReadUntilContains("event: open"));
+  }
+  EXPECT_EQ(server.open_event_streams(), 2);
+  std::string third = Get(*port, "/events");
+  EXPECT_THAT(third, StartsWith("HTTP/1.1 503"));
+  EXPECT_THAT(third, HasSubstr("Retry-After: "));
+  EXPECT_THAT(third, HasSubstr("RESOURCE_EXHAUSTED"));
+  EXPECT_THAT(Get(*port, "/healthz"), StartsWith("HTTP/1.1 200"));
+
+  // A client that closes while its handler waits frees the stream at once.
+  close(clients[1].fd);
+  for (int i = 0; i < 200 && server.open_event_streams() != 1; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(server.open_event_streams(), 1);
+
+  auto start = std::chrono::steady_clock::now();
+  server.Stop();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 3.0);
+  EXPECT_EQ(handlers_returned.load(), 2);
+  EXPECT_EQ(server.open_event_streams(), 0);
+  ReadToEof(clients[0].fd);  // the server closed it
+  close(clients[0].fd);
 }
 
 }  // namespace
