@@ -158,6 +158,11 @@ class Store {
                                                               std::optional<int> rank,
                                                               int max_points);
   absl::StatusOr<std::vector<GpuSample>> ReadGpuSamples(const std::string& job_id, int attempt);
+  // The live stream's page: the rank's GPU samples with seq > after_seq, by seq; at
+  // most `limit`.
+  absl::StatusOr<std::vector<GpuSample>> ReadGpuSamplesAfter(const std::string& job_id,
+                                                             int attempt, int rank,
+                                                             int64_t after_seq, int limit);
   // Per (rank, iteration): the joined mean power and SM clock (unset where not joined).
   struct IterationMeans {
     std::optional<double> power_w;

@@ -70,16 +70,29 @@ absl::Status InsertGpuSamples(Database& db, const std::vector<GpuSample>& sample
   return absl::OkStatus();
 }
 
+namespace {
+constexpr char kGpuSampleColumns[] =
+    "SELECT rank, seq, gpu_uuid, gpu_index, time_unix_ns, power_w, power_average_w, "
+    "energy_j, sm_clock_mhz, memory_clock_mhz, temperature_c, gpu_utilization_pct, "
+    "memory_utilization_pct, memory_used_bytes, throttle_reasons FROM gpu_samples ";
+// The rows of `select` (kGpuSampleColumns, job and attempt bound) as samples.
+absl::StatusOr<std::vector<GpuSample>> GpuSampleRows(Statement* select, const std::string& job_id,
+                                                     int attempt);
+}  // namespace
+
 absl::StatusOr<std::vector<GpuSample>> SelectGpuSamples(Database& db, const std::string& job_id,
                                                          int attempt) {
   ASSIGN_OR_RETURN(Statement * select,
-                   db.Prepare("SELECT rank, seq, gpu_uuid, gpu_index, time_unix_ns, power_w, "
-                              "power_average_w, energy_j, sm_clock_mhz, memory_clock_mhz, "
-                              "temperature_c, gpu_utilization_pct, memory_utilization_pct, "
-                              "memory_used_bytes, throttle_reasons FROM gpu_samples "
-                              "WHERE job_id=?1 AND attempt=?2 ORDER BY rank, seq"));
+                   db.Prepare(absl::StrCat(kGpuSampleColumns,
+                                           "WHERE job_id=?1 AND attempt=?2 ORDER BY rank, seq")));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
+  return GpuSampleRows(select, job_id, attempt);
+}
+
+namespace {
+absl::StatusOr<std::vector<GpuSample>> GpuSampleRows(Statement* select, const std::string& job_id,
+                                                     int attempt) {
   std::vector<GpuSample> samples;
   while (true) {
     ASSIGN_OR_RETURN(bool row, select->Step());
@@ -106,6 +119,7 @@ absl::StatusOr<std::vector<GpuSample>> SelectGpuSamples(Database& db, const std:
   }
   return samples;
 }
+}  // namespace
 
 absl::Status WriteGpuTelemetryRows(Database& db, const Job& job) {
   if (job.gpu_telemetry.empty()) return absl::OkStatus();
@@ -210,6 +224,23 @@ absl::StatusOr<std::vector<GpuSample>> Store::ReadGpuSamples(const std::string& 
                                                              int attempt) {
   std::lock_guard<std::mutex> lock(reader_mu_);
   return SelectGpuSamples(*reader_db_, job_id, attempt);
+}
+
+absl::StatusOr<std::vector<GpuSample>> Store::ReadGpuSamplesAfter(const std::string& job_id,
+                                                                  int attempt, int rank,
+                                                                  int64_t after_seq, int limit) {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  ASSIGN_OR_RETURN(Statement * select,
+                   reader_db_->Prepare(absl::StrCat(
+                       kGpuSampleColumns,
+                       "WHERE job_id=?1 AND attempt=?2 AND rank=?3 AND seq>?4 "
+                       "ORDER BY seq LIMIT ?5")));
+  select->Bind(1, job_id);
+  select->Bind(2, int64_t{attempt});
+  select->Bind(3, int64_t{rank});
+  select->Bind(4, after_seq);
+  select->Bind(5, int64_t{limit});
+  return GpuSampleRows(select, job_id, attempt);
 }
 
 absl::StatusOr<std::map<std::pair<int, int>, Store::IterationMeans>> Store::ReadIterationMeans(
