@@ -1,0 +1,158 @@
+// The web API's handlers as plain functions over a real store and job manager: job
+// filters and paging (every page token walks each job once), errors, and the answers
+// benchctl prints the same way (results, compare) against report/. Samples, logs and
+// history: web_api_samples_test.cc.
+#include "server/web_api_test_fixture.h"
+
+namespace bench::web_api_test {
+namespace {
+
+TEST_F(WebApiTest, JobsAreNewestFirstAndTheTokensWalkEveryJobOnce) {
+  std::vector<std::string> expected;
+  for (int seq = 1; seq <= 25; ++seq) {
+    expected.insert(expected.begin(), StoreJob(seq, "resnet50", JobState::kSucceeded).id);
+  }
+  StartManager();
+  EXPECT_EQ(WalkJobs({{"page_size", "7"}}), expected);
+  EXPECT_EQ(WalkJobs({{"page_size", "25"}}), expected);
+  EXPECT_EQ(WalkJobs({}), expected);  // default page size 100: one page
+
+  HttpResponse first = Get("/api/v1/jobs", {{"page_size", "1"}});
+  EXPECT_EQ(first.content_type, "application/json");
+  Struct page = Parse(first.body);
+  const Struct& job = Field(page, "jobs").list_value().values(0).struct_value();
+  // The proto JSON convention: int64 as strings, enums by name, every field printed.
+  EXPECT_EQ(job.fields().at("created_unix_ms").string_value(),
+            absl::StrCat(absl::ToUnixMillis(kEpoch + absl::Seconds(25))));
+  EXPECT_EQ(job.fields().at("state").string_value(), "JOB_STATE_SUCCEEDED");
+  EXPECT_EQ(job.fields().at("requeues").number_value(), 0);
+}
+
+TEST_F(WebApiTest, JobsFilterByStateModelLabelTimeAndName) {
+  StoreJob(1, "resnet50", JobState::kSucceeded, 1, 2.0, {{"team", "a"}});
+  StoreJob(2, "resnet50", JobState::kFailed, 1, 2.0, {{"team", "b"}});
+  StoreJob(3, "resnet18", JobState::kSucceeded, 1, 2.0, {{"team", "a"}});
+  StoreJob(4, "resnet50", JobState::kCancelled);
+  StoreJob(12, "resnet50", JobState::kSucceeded, 1, 2.0, {{"team", "a"}, {"run", "x"}});
+  StartManager();
+  auto ids = [](std::vector<int> seqs) {
+    std::vector<std::string> out;
+    for (int seq : seqs) out.push_back(absl::StrCat("job-", 100000 + seq));
+    return out;
+  };
+  EXPECT_EQ(WalkJobs({{"state", "SUCCEEDED"}, {"state", "failed"}, {"page_size", "1"}}),
+            ids({12, 3, 2, 1}));
+  EXPECT_EQ(WalkJobs({{"model", "resnet50"}, {"label", "team=a"}}), ids({12, 1}));
+  EXPECT_EQ(WalkJobs({{"label", "team=a"}, {"label", "run=x"}}), ids({12}));
+  const int64_t ms2 = absl::ToUnixMillis(kEpoch + absl::Seconds(2));
+  const int64_t ms4 = absl::ToUnixMillis(kEpoch + absl::Seconds(4));
+  EXPECT_EQ(WalkJobs({{"since", absl::StrCat(ms2)}, {"until", absl::StrCat(ms4)}}), ids({3, 2}));
+  EXPECT_EQ(WalkJobs({{"name", "run 1"}}), ids({12, 1}));
+  EXPECT_TRUE(WalkJobs({{"model", "vgg"}}).empty());
+}
+
+TEST_F(WebApiTest, BadParametersAre400NamingTheParameter) {
+  StoreJob(1, "resnet50", JobState::kSucceeded);
+  StartManager();
+  const std::vector<std::pair<std::multimap<std::string, std::string>, std::string>> cases = {
+      {{{"page_size", "0"}}, "page_size"},   {{{"page_size", "1001"}}, "page_size"},
+      {{{"page_size", "x"}}, "page_size"},   {{{"state", "DONE"}}, "state"},
+      {{{"label", "team"}}, "label"},        {{{"since", "yesterday"}}, "since"},
+      {{{"page_token", "%%%"}}, "page_token"}, {{{"sate", "QUEUED"}}, "sate"},
+  };
+  for (const auto& [query, name] : cases) {
+    HttpResponse response = Get("/api/v1/jobs", query);
+    EXPECT_EQ(response.status, 400) << name;
+    Struct error = Parse(response.body);
+    const Struct& e = Field(error, "error").struct_value();
+    EXPECT_EQ(e.fields().at("code").string_value(), "INVALID_ARGUMENT");
+    EXPECT_THAT(e.fields().at("message").string_value(), HasSubstr(name + ": "));
+  }
+  EXPECT_EQ(Get("/api/v1/results", {{"until", "-1"}}).status, 400);
+  EXPECT_EQ(Get("/api/v1/variability", {{"threshold_pct", "-3"}}).status, 400);
+  EXPECT_EQ(Get("/api/v1/variability", {{"threshold_pct", "many"}}).status, 400);
+  EXPECT_EQ(Get("/api/v1/compare", {{"a", "job-100001"}}).status, 400);
+  EXPECT_EQ(Get("/api/v1/history").status, 400);
+  EXPECT_EQ(Get("/api/v1/history", {{"model", "resnet50"}, {"precision", "fp8"}}).status, 400);
+  EXPECT_EQ(Get("/api/v1/agents", {{"x", "1"}}).status, 400);
+  // An empty value is an absent parameter.
+  EXPECT_EQ(Get("/api/v1/jobs", {{"page_size", ""}, {"state", ""}, {"model", ""}}).status, 200);
+}
+
+TEST_F(WebApiTest, UnknownJobsAndPathsAre404Json) {
+  StoreJob(1, "resnet50", JobState::kSucceeded);
+  StartManager();
+  for (const std::string path :
+       {"/api/v1/jobs/job-404", "/api/v1/jobs/job-404/samples", "/api/v1/jobs/job-404/logs",
+        "/api/v1/nothing", "/api/v1/jobs/job-100001/other", "/api/v1/"}) {
+    HttpResponse response = Get(path);
+    EXPECT_EQ(response.status, 404) << path;
+    EXPECT_EQ(Field(Field(Parse(response.body), "error").struct_value(), "code").string_value(),
+              "NOT_FOUND")
+        << path;
+  }
+  EXPECT_EQ(Get("/api/v1/compare", {{"a", "job-100001"}, {"b", "job-404"}}).status, 404);
+  HttpResponse job = Get("/api/v1/jobs/job-100001");
+  EXPECT_EQ(job.status, 200);
+  EXPECT_EQ(Field(Parse(job.body), "id").string_value(), "job-100001");
+}
+
+TEST_F(WebApiTest, ResultsAreTheBytesBenchctlPrints) {
+  Job fast = StoreJob(1, "resnet50", JobState::kSucceeded, 1, 2.0);
+  StoreJob(2, "resnet50", JobState::kSucceeded, 1, 4.0, {{"team", "a"}});
+  StoreJob(3, "resnet50", JobState::kSucceeded, 2, 4.0);
+  StoreJob(4, "resnet18", JobState::kFailed);
+  StoreBaseline(fast, 4);
+  StartManager();
+  for (const std::multimap<std::string, std::string>& query :
+       std::vector<std::multimap<std::string, std::string>>{
+           {}, {{"model", "resnet50"}}, {{"label", "team=a"}}, {{"model", "vgg"}}}) {
+    // benchctl: ResultsRequest → the Results RPC's cells → RenderCellsJson of the matches.
+    v1::ResultsRequest request;
+    if (query.count("model")) request.set_model(query.find("model")->second);
+    if (query.count("label")) (*request.mutable_labels())["team"] = "a";
+    v1::ResultsResponse response;
+    for (const ResultCell& cell : reads_->Results(FromProto(request))) {
+      ToProto(cell, response.add_cells());
+    }
+    std::vector<v1::ResultCell> cells(response.cells().begin(), response.cells().end());
+    HttpResponse got = Get("/api/v1/results", query);
+    EXPECT_EQ(got.status, 200);
+    EXPECT_EQ(got.body, report::RenderCellsJson(cells));
+  }
+  EXPECT_EQ(Get("/api/v1/results", {{"model", "vgg"}}).body, "[]\n");
+}
+
+TEST_F(WebApiTest, CompareIsBenchctlsComparisonJson) {
+  Job a = StoreJob(1, "resnet50", JobState::kSucceeded, 1, 2.0);
+  Job b = StoreJob(2, "resnet50", JobState::kSucceeded, 1, 4.0);
+  StartManager();
+  v1::JobStatus pa;
+  v1::JobStatus pb;
+  ToProto(*manager_->Get(a.id), &pa);
+  ToProto(*manager_->Get(b.id), &pb);
+  HttpResponse got = Get("/api/v1/compare", {{"a", a.id}, {"b", b.id}});
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.body, report::ComparisonJson(pa, pb));
+  EXPECT_DOUBLE_EQ(Field(Parse(got.body), "throughput_ratio").number_value(), 0.5);
+}
+
+TEST_F(WebApiTest, AgentsQueueBaselinesAndVariabilityAreTheResponseMessages) {
+  Job job = StoreJob(1, "resnet50", JobState::kSucceeded);
+  StoreJob(2, "resnet50", JobState::kQueued);
+  StoreBaseline(job, 4);
+  StartManager();
+  EXPECT_EQ(Field(Parse(Get("/api/v1/agents").body), "agents").list_value().values_size(), 0);
+  const Struct queue = Parse(Get("/api/v1/queue").body);
+  ASSERT_EQ(Field(queue, "jobs").list_value().values_size(), 1);
+  const Struct baselines = Parse(Get("/api/v1/baselines").body);
+  ASSERT_EQ(Field(baselines, "baselines").list_value().values_size(), 1);
+  EXPECT_EQ(Field(baselines, "baselines").list_value().values(0).struct_value().fields().at(
+                "job_id").string_value(),
+            job.id);
+  const Struct variability = Parse(Get("/api/v1/variability", {{"threshold_pct", "7"}}).body);
+  EXPECT_EQ(Field(variability, "threshold_pct").number_value(), 7);
+}
+
+}  // namespace
+}  // namespace bench::web_api_test
