@@ -6,8 +6,11 @@ import { getJson, followEvents } from './api.js';
 import { h, replace, table, noData, errorBox, jobLink } from './dom.js';
 import { figure, formatAge, formatTime, num } from './format.js';
 
+// {"agents": [AgentStatus...], "gpus": [{job_id, rank, node, gpu_index, gpu_uuid,
+// time_unix_ns, power_w, sm_clock_mhz, temperature_c, gpu_utilization_pct}...]}
+// (server/live_streams.h): the latest reading of each running rank.
 function readingsOf(event) {
-  return event.gpus || event.gpu_samples || event.readings || [];
+  return event.gpus || [];
 }
 
 function agentsOf(event) {
@@ -19,7 +22,7 @@ function indexReadings(readings) {
   const byKey = new Map();
   for (const r of readings) {
     const sample = r.sample || r;
-    const entry = { ...sample, agent: r.agent || sample.agent || '' };
+    const entry = { ...sample, agent: r.node || r.agent || sample.agent || '' };
     if (sample.gpu_uuid) byKey.set(`uuid:${sample.gpu_uuid}`, entry);
     if (entry.agent) byKey.set(`idx:${entry.agent}/${num(sample.gpu_index)}`, entry);
   }

@@ -109,21 +109,30 @@ export async function render(main, route, ctx) {
     if (key === 'label') query.label = params.getAll('label');
     else if (params.get(key)) query[key] = params.get(key);
   }
-  const [queue, list] = await Promise.allSettled([getJson('/api/v1/queue'), getJson('/api/v1/jobs', query)]);
-  if (!ctx.current()) return;
-  if (queue.status === 'fulfilled') replace(queueBox, queueTable(queue.value.jobs || []));
-  else replace(queueBox, errorBox('could not load the queue', queue.reason));
-  if (list.status === 'fulfilled') {
-    const jobs = (list.value.jobs || []).filter((job) => matches(job, params));
-    const next = list.value.next_page_token || '';
-    const here = Object.fromEntries(FILTERS.filter((k) => k !== 'label' && params.get(k)).map((k) => [k, params.get(k)]));
-    here.label = params.getAll('label');
-    const pager = h('p', { class: 'pager' },
-      params.get('page_token') ? h('a', { href: hashHref('#/jobs', here) }, '« first page') : null,
-      next ? h('a', { href: hashHref('#/jobs', { ...here, page_token: next }), class: 'next-page' }, 'next page »') : null);
-    replace(jobsBox, jobs.length ? jobsTable(jobs) : h('p', { class: 'note' }, 'No job matches.'), pager);
-  } else {
-    replace(jobsBox, errorBox('could not load the jobs', list.reason));
-  }
+  const load = () => Promise.allSettled([getJson('/api/v1/queue'), getJson('/api/v1/jobs', query)]).then(([queue, list]) => {
+    if (ctx.current()) show(queue, list);
+  });
+  const show = (queue, list) => {
+    if (queue.status === 'fulfilled') replace(queueBox, queueTable(queue.value.jobs || []));
+    else replace(queueBox, errorBox('could not load the queue', queue.reason));
+    if (list.status === 'fulfilled') {
+      const jobs = (list.value.jobs || []).filter((job) => matches(job, params));
+      const next = list.value.next_page_token || '';
+      const here = Object.fromEntries(FILTERS.filter((k) => k !== 'label' && params.get(k)).map((k) => [k, params.get(k)]));
+      here.label = params.getAll('label');
+      const pager = h('p', { class: 'pager' },
+        params.get('page_token') ? h('a', { href: hashHref('#/jobs', here) }, '« first page') : null,
+        next ? h('a', { href: hashHref('#/jobs', { ...here, page_token: next }), class: 'next-page' }, 'next page »') : null);
+      replace(jobsBox, jobs.length ? jobsTable(jobs) : h('p', { class: 'note' }, 'No job matches.'), pager);
+    } else {
+      replace(jobsBox, errorBox('could not load the jobs', list.reason));
+    }
+  };
+  await load();
   ctx.ready();
+  // While anything waits or runs, refresh every 5 s (progress, places, states).
+  const timer = setInterval(() => {
+    if (jobsBox.querySelector('.state-RUNNING, .state-QUEUED') || queueBox.querySelector('table')) load();
+  }, 5000);
+  return () => clearInterval(timer);
 }
