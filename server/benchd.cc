@@ -33,26 +33,6 @@ absl::Status SplitHostPort(const std::string& flag, const std::string& value, st
   return absl::OkStatus();
 }
 
-std::string IndexPage(JobManager& manager) {
-  int queued = 0, running = 0, finished = 0;
-  for (const JobView& view : manager.List()) {
-    if (view.job.state == JobState::kQueued) ++queued;
-    else if (view.job.state == JobState::kRunning) ++running;
-    else ++finished;
-  }
-  int agents = 0, connected = 0;
-  for (const AgentView& agent : manager.ListAgents()) {
-    ++agents;
-    if (agent.connected) ++connected;
-  }
-  return absl::StrCat(
-      "<!doctype html><html><head><meta charset=\"utf-8\"><title>benchd</title></head>"
-      "<body><h1>benchd</h1><p>status: ok</p><ul>",
-      "<li>jobs queued: ", queued, "</li><li>jobs running: ", running,
-      "</li><li>jobs ended: ", finished, "</li><li>agents connected: ", connected, " of ",
-      agents, "</li></ul><p>Use <code>benchctl</code> for jobs and results.</p></body></html>\n");
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& options) {
@@ -81,9 +61,15 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
   benchd->metrics_ = std::make_unique<LiveMetrics>(options.metrics_retention);
   benchd->manager_ = std::make_unique<JobManager>(benchd->store_.get(), manager_options,
                                                   benchd->metrics_.get());
-  RETURN_IF_ERROR(benchd->manager_->Recover());
-
   benchd->reads_ = std::make_unique<ReadService>(benchd->store_.get(), benchd->manager_.get());
+  // The web port opens before recovery, so /healthz answers and /readyz says
+  // "recovering" while a large database loads.
+  if (!options.http.empty()) {
+    ASSIGN_OR_RETURN(benchd->http_port_, benchd->StartHttp(http_host, http_port));
+  }
+  RETURN_IF_ERROR(benchd->manager_->Recover());
+  benchd->ready_ = true;
+
   benchd->controller_service_ =
       std::make_unique<ControllerService>(benchd->manager_.get(), benchd->reads_.get());
   benchd->agent_service_ = std::make_unique<AgentServiceImpl>(benchd->manager_.get());
@@ -99,26 +85,34 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
         absl::StrCat("--listen ", options.listen, ": cannot listen (address in use?)"));
   }
 
-  if (!options.http.empty()) {
-    benchd->http_ = std::make_unique<HttpServer>();
-    JobManager* manager = benchd->manager_.get();
-    benchd->http_->Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
-    LiveMetrics* metrics = benchd->metrics_.get();
-    benchd->http_->Handle("/metrics", [manager, metrics] {
-      return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
-                          RenderMetrics(manager->Fleet(), metrics->Take(absl::Now()))};
-    });
-    benchd->http_->Handle("/", [manager] {
-      return HttpResponse{200, "text/html; charset=utf-8", IndexPage(*manager)};
-    });
-    ASSIGN_OR_RETURN(benchd->http_port_, benchd->http_->Start(http_host, http_port));
-  }
   benchd->manager_->BeginReconcileGrace();
   benchd->liveness_ = std::thread([b = benchd.get()] { b->LivenessLoop(); });
   Log("serving gRPC on ", grpc_host, ":", benchd->grpc_port_,
       options.http.empty() ? "" : absl::StrCat(", HTTP on ", http_host, ":", benchd->http_port_),
       ", database ", options.db);
   return benchd;
+}
+
+absl::StatusOr<int> Benchd::StartHttp(const std::string& host, int port) {
+  http_ = std::make_unique<HttpServer>();
+  Store* store = store_.get();
+  http_->Handle("/healthz", [store](const HttpRequest&) {
+    absl::Status database = store->Check(absl::Seconds(2));
+    if (!database.ok()) return HttpResponse{503, "text/plain; charset=utf-8",
+                                            absl::StrCat(database.message(), "\n")};
+    return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
+  });
+  http_->Handle("/readyz", [this](const HttpRequest&) {
+    if (!ready_) return HttpResponse{503, "text/plain; charset=utf-8", "recovering jobs\n"};
+    return HttpResponse{200, "text/plain; charset=utf-8", "ready\n"};
+  });
+  JobManager* manager = manager_.get();
+  LiveMetrics* metrics = metrics_.get();
+  http_->Handle("/metrics", [manager, metrics](const HttpRequest&) {
+    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
+                        RenderMetrics(manager->Fleet(), metrics->Take(absl::Now()))};
+  });
+  return http_->Start(host, port);
 }
 
 void Benchd::LivenessLoop() {

@@ -2,6 +2,7 @@
 // timer, started and stopped as one unit. Tests start it in-process on port 0.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -52,6 +53,8 @@ class Benchd {
  private:
   Benchd() = default;
   void LivenessLoop();
+  // Serves /healthz, /readyz, /metrics, the JSON API, the live streams and the page.
+  absl::StatusOr<int> StartHttp(const std::string& host, int port);
 
   std::unique_ptr<Store> store_;
   std::unique_ptr<LiveMetrics> metrics_;
@@ -66,6 +69,7 @@ class Benchd {
   absl::Notification stop_;
   std::thread liveness_;
   bool shut_down_ = false;
+  std::atomic<bool> ready_{false};  // Recover() has returned
 };
 
 }  // namespace bench

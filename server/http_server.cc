@@ -495,7 +495,7 @@ absl::StatusOr<int> HttpServer::Start(const std::string& host, int port) {
     Log("http: ", message);
     return 1;
   };
-  callbacks.init_connection = [](const mg_connection* conn, void** data) -> int {
+  callbacks.init_connection = [](const mg_connection*, void** data) -> int {
     *data = reinterpret_cast<void*>(static_cast<intptr_t>(NowMs()));
     return 0;
   };

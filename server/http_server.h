@@ -40,7 +40,7 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;  // extra, e.g. Cache-Control
+  std::vector<std::pair<std::string, std::string>> headers = {};  // extra, e.g. Cache-Control
 };
 
 // An error as the JSON API answers it: {"error":{"code":"NOT_FOUND","message":"..."}}

@@ -257,7 +257,7 @@ TEST(HttpServerTest, ASlowClientIsCutAfterTheRequestTimeout) {
 // Reads SSE frames from an open stream.
 struct SseClient {
   int fd = -1;
-  std::string buffer;
+  std::string buffer = {};
   bool ReadUntilContains(const std::string& text,
                          std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
     std::string more = ReadUntil(

@@ -145,6 +145,29 @@ absl::Status Store::Write(std::function<absl::Status(Database&)> apply) {
   return future.get();
 }
 
+absl::Status Store::Check(absl::Duration timeout) {
+  {
+    std::lock_guard<std::mutex> lock(reader_mu_);
+    ASSIGN_OR_RETURN(Statement * probe, reader_db_->Prepare("SELECT count(*) FROM sqlite_master"));
+    absl::StatusOr<bool> row = probe->Step();
+    probe->Reset();
+    if (!row.ok()) {
+      return absl::UnavailableError(absl::StrCat("database ", path_, ": ", row.status().message()));
+    }
+  }
+  auto answered = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> answer = answered->get_future();
+  if (!TryEnqueue({[](Database&) { return absl::OkStatus(); },
+                   [answered](absl::Status status) { answered->set_value(std::move(status)); }})) {
+    return absl::UnavailableError("database: the store is shutting down");
+  }
+  if (answer.wait_for(absl::ToChronoMilliseconds(timeout)) != std::future_status::ready) {
+    return absl::UnavailableError(absl::StrCat("database ", path_, ": the writer did not answer within ",
+                                               absl::FormatDuration(timeout)));
+  }
+  return answer.get();
+}
+
 void Store::WriterLoop() {
   while (true) {
     std::vector<WriteOp> batch;

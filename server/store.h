@@ -36,6 +36,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "server/baseline.h"
 #include "server/job.h"
 #include "server/telemetry.h"
@@ -176,6 +177,10 @@ class Store {
   // Per rank with any: how many stored iterations have a NaN or infinite loss.
   absl::StatusOr<std::map<int, int64_t>> NonFiniteLossesByRank(const std::string& job_id,
                                                                int attempt);
+  // The health check: the reader answers a query on the file and the writer thread
+  // answers a no-op within `timeout` (it is stuck or far behind otherwise). UNAVAILABLE
+  // naming which, or the reader's error.
+  absl::Status Check(absl::Duration timeout);
   const std::string& path() const { return path_; }
   // Random, made when the database was created (or migrated to schema 5); a new or
   // replaced database has a new one.

@@ -1,5 +1,6 @@
 // Store as a whole: opening (the database id, a corrupt file, a newer schema, a missing
-// directory) and the writer thread (concurrent appends, background WAL checkpoints).
+// directory), the writer thread (concurrent appends, background WAL checkpoints) and
+// the health check.
 // The table families and the migrations have their own store_*_test.cc.
 #include "server/store.h"
 
@@ -50,6 +51,24 @@ TEST_F(StoreTest, ManyConcurrentAppendsAllCommit) {
   while (done < 200) usleep(1000);
   EXPECT_EQ(stored, 10000);
   EXPECT_EQ(*(*store)->CountSamples("job-x", 1), 10000);
+}
+
+TEST_F(StoreTest, TheHealthCheckNeedsTheReaderAndAnAnsweringWriter) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok());
+  EXPECT_TRUE((*store)->Check(absl::Seconds(2)).ok());
+
+  // A completion that takes 1.5 s holds the writer thread: the check must not wait it out.
+  std::atomic<bool> released{false};
+  (*store)->AppendSamples({Sample("job-x", 1, 1)}, [&](absl::StatusOr<AppendResult>) {
+    usleep(1'500'000);
+    released = true;
+  });
+  absl::Status stuck = (*store)->Check(absl::Milliseconds(100));
+  EXPECT_EQ(stuck.code(), absl::StatusCode::kUnavailable) << stuck;
+  EXPECT_NE(stuck.message().find("writer did not answer within 100ms"), std::string::npos) << stuck;
+  while (!released) usleep(10'000);
+  EXPECT_TRUE((*store)->Check(absl::Seconds(2)).ok());
 }
 
 TEST_F(StoreTest, TheWalIsCheckpointedInTheBackgroundAndStaysBounded) {
