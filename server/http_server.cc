@@ -277,6 +277,11 @@ struct HttpServer::Impl {
 
   const HttpServerOptions options;
   std::vector<Route> routes;
+  struct Gate {
+    std::string prefix;
+    std::function<absl::Status()> check;
+  };
+  std::vector<Gate> gates;
   mg_context* context = nullptr;
   int stop_fd = -1;  // an eventfd, readable once stopping
   std::atomic<bool> stopping{false};
@@ -382,6 +387,15 @@ int HttpServer::Impl::Serve(mg_connection* conn) {
     Write(conn, HttpResponse{404, "text/plain; charset=utf-8", "not found\n"}, head, keep_alive);
     return 404;
   }
+  for (const Gate& gate : gates) {
+    if (request.path.compare(0, gate.prefix.size(), gate.prefix) != 0) continue;
+    absl::Status open = gate.check();
+    if (!open.ok()) {
+      HttpResponse refused = JsonErrorResponse(open);
+      Write(conn, refused, head, keep_alive);
+      return refused.status;
+    }
+  }
   if (route->stream) {
     ServeStream(conn, request, *route, keep_alive);
     return 200;
@@ -430,6 +444,10 @@ HttpServer::~HttpServer() {
 
 void HttpServer::Handle(const std::string& path, Handler handler) {
   impl_->AddRoute(path, false, std::move(handler), nullptr);
+}
+
+void HttpServer::SetGate(const std::string& prefix, std::function<absl::Status()> check) {
+  impl_->gates.push_back({prefix, std::move(check)});
 }
 
 void HttpServer::HandlePrefix(const std::string& prefix, Handler handler) {

@@ -97,6 +97,10 @@ class HttpServer {
   // under it.
   void HandleEvents(const std::string& path, StreamHandler handler);
 
+  // Before any route under `prefix` (plain or stream) `check` is asked; a non-OK status
+  // is answered as JsonErrorResponse instead (benchd: 503 on /api/ while it recovers).
+  void SetGate(const std::string& prefix, std::function<absl::Status()> check);
+
   // Binds host:port (port 0 picks one) and starts serving. Returns the bound port;
   // INVALID_ARGUMENT or UNAVAILABLE naming the address when it cannot listen.
   absl::StatusOr<int> Start(const std::string& host, int port);

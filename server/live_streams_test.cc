@@ -275,6 +275,22 @@ TEST_F(LiveStreamsTest, AJobStreamSendsTheJobThenEachSampleOnceThenTheFinalState
   EXPECT_EQ(http_->open_event_streams(), 0);
 }
 
+TEST_F(LiveStreamsTest, AnEndedJobStreamsItsRowsAndEnds) {
+  const std::string id = SubmitRunning(1);
+  Upload(id, 0, 1, 7);
+  ASSERT_TRUE(manager_->ReportStatus("agent-a", id, 1, 0, {Succeeded(0)}).ok());
+  Client client(port_, "/api/v1/jobs/" + id + "/events");
+  EXPECT_TRUE(client.ReadToEof());
+  auto events = client.Events();
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.front().first, "job");
+  EXPECT_EQ(events.back().first, "job");
+  EXPECT_THAT(events.back().second, HasSubstr("JOB_STATE_SUCCEEDED"));
+  std::vector<std::pair<int, int>> expected;
+  for (int i = 1; i <= 7; ++i) expected.push_back({0, i});
+  EXPECT_EQ(SamplesOf(events), expected);
+}
+
 TEST_F(LiveStreamsTest, AnUnknownJobIs404) {
   Client client(port_, "/api/v1/jobs/job-nope/events");
   EXPECT_TRUE(client.ReadUntil("}}"));
