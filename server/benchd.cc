@@ -11,9 +11,12 @@
 #include "server/http_server.h"
 #include "server/job_manager.h"
 #include "server/live_metrics.h"
+#include "server/live_streams.h"
 #include "server/metrics_exporter.h"
 #include "server/read_service.h"
 #include "server/store.h"
+#include "server/web_api.h"
+#include "server/web_page.h"
 
 namespace bench {
 namespace {
@@ -112,6 +115,14 @@ absl::StatusOr<int> Benchd::StartHttp(const std::string& host, int port) {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
                         RenderMetrics(manager->Fleet(), metrics->Take(absl::Now()))};
   });
+  RegisterWebApi(*http_, manager, reads_.get(), store);
+  RegisterLiveStreams(*http_, manager, store, metrics);
+  RegisterWebPage(*http_);
+  // Until recovery has loaded every job, the API would answer from a partial fleet.
+  http_->SetGate("/api/", [this] {
+    return ready_ ? absl::OkStatus()
+                  : absl::UnavailableError("benchd is recovering its jobs; retry shortly");
+  });
   return http_->Start(host, port);
 }
 
@@ -127,9 +138,9 @@ void Benchd::Shutdown() {
   shut_down_ = true;
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (liveness_.joinable()) liveness_.join();
+  if (http_) http_->Stop();  // ends the event streams before the manager they watch
   if (manager_) manager_->Shutdown();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
-  if (http_) http_->Stop();
   store_.reset();  // commits what is queued
   Log("stopped");
 }

@@ -158,6 +158,25 @@ TEST(HttpServerTest, JsonErrorsEscapeTheirMessage) {
   EXPECT_THAT(busy.headers, testing::Contains(testing::Pair("Retry-After", testing::_)));
 }
 
+TEST(HttpServerTest, AGateAnswersForTheRoutesUnderItsPrefixUntilItOpens) {
+  HttpServer server;
+  std::atomic<bool> ready{false};
+  server.Handle("/healthz", [](const HttpRequest&) { return Text("ok\n"); });
+  server.Handle("/api/v1/jobs", [](const HttpRequest&) { return Text("jobs\n"); });
+  server.SetGate("/api/", [&ready] {
+    return ready ? absl::OkStatus() : absl::UnavailableError("benchd is recovering its jobs");
+  });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  std::string refused = Get(*port, "/api/v1/jobs");
+  EXPECT_THAT(refused, StartsWith("HTTP/1.1 503"));
+  EXPECT_THAT(refused, HasSubstr("benchd is recovering its jobs"));
+  EXPECT_THAT(Get(*port, "/healthz"), StartsWith("HTTP/1.1 200"));
+  ready = true;
+  EXPECT_THAT(Get(*port, "/api/v1/jobs"), HasSubstr("\r\n\r\njobs\n"));
+  server.Stop();
+}
+
 TEST(HttpServerTest, KeepAliveServesTwoRequestsOnOneConnection) {
   HttpServer server;
   server.Handle("/a", [](const HttpRequest&) { return Text("first"); });
