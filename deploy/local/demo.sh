@@ -4,7 +4,8 @@
 #
 # Tunables (environment): DEMO_GPUS ("1 2"), DEMO_PRECISIONS ("fp32 amp"),
 # DEMO_BS ("4 8" on CPU, "128 256" on GPU), DEMO_ITERS, DEMO_WARMUP, DEMO_IMAGE_SIZE,
-# DEMO_SLOTS (CPU slots of the local agent), SKIP_BUILD=1.
+# DEMO_SLOTS (CPU slots of the local agent), SKIP_BUILD=1, DEMO_KEEP=1 (keep benchd and
+# the agent serving the web page after the grid, until Ctrl-C).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -58,6 +59,7 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 "$BIN/benchctl" agents
+echo "demo: the web page is at http://127.0.0.1:$HTTP_PORT/ (fleet, jobs, results, live charts)"
 
 echo
 echo "demo: running the grid on $mode (ResNet-50, synthetic data, image ${DEMO_IMAGE_SIZE:-$default_size}px)"
@@ -78,3 +80,8 @@ echo "images/s (ResNet-50 v1.5; devices are $( [ $mode = gpu ] && echo GPUs || e
 "$BIN/benchctl" results --format markdown
 echo
 echo "demo: database $RUN_DIR/bench.db; logs in $RUN_DIR"
+echo "demo: the results page: http://127.0.0.1:$HTTP_PORT/#/results"
+if [ "${DEMO_KEEP:-0}" = 1 ]; then
+  echo "demo: serving until Ctrl-C (DEMO_KEEP=1)"
+  wait "${pids[0]}"
+fi
