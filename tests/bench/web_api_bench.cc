@@ -11,7 +11,8 @@
 // called as plain functions (what the HTTP server calls, without the socket), each
 // several times: the results grid, the first page of the jobs list, a filtered jobs page
 // (state, model, label), and the 100,000-iteration job's samples downsampled to 1000
-// points. Prints min, median and max in milliseconds, and the size of each answer.
+// points; then one configuration's history and, once, the variability report (no bar).
+// Prints min, median and max in milliseconds, and the size of each answer.
 // Bars (issue 14): results and jobs < 200 ms, the downsampled chart < 300 ms.
 #include <unistd.h>
 
@@ -266,6 +267,16 @@ int main(int argc, char** argv) {
   timings.push_back(Time("GET /api/v1/jobs/" + big + "/samples (first page, 1000)", runs, [&] {
     return api.Serve(Request("/api/v1/jobs/" + big + "/samples"));
   }));
+  timings.push_back(Time("GET /api/v1/history?model=resnet50&devices=8&precision=amp&batch_size=256",
+                         runs, [&] {
+                           return api.Serve(Request("/api/v1/history", {{"model", "resnet50"},
+                                                                        {"devices", "8"},
+                                                                        {"precision", "amp"},
+                                                                        {"batch_size", "256"}}));
+                         }));
+  // No bar: it reads every SUCCEEDED cuda job's samples (ReadService::Variability).
+  timings.push_back(Time("GET /api/v1/variability (1 run)", 1,
+                         [&] { return api.Serve(Request("/api/v1/variability")); }));
   std::printf("%-70s %8s %8s %8s %10s\n", ("request (" + std::to_string(runs) + " runs)").c_str(), "min ms",
               "median", "max", "bytes");
   for (const Timing& t : timings) {
