@@ -78,6 +78,9 @@ struct WatchState {
   std::optional<JobView> latest ABSL_GUARDED_BY(mu);
   bool final ABSL_GUARDED_BY(mu) = false;
   bool closed ABSL_GUARDED_BY(mu) = false;  // benchd is shutting down
+  // Calls so far: the manager notifies after each commit that stored iterations of the
+  // job, so an unchanged count means no new iterations to read.
+  int64_t updates ABSL_GUARDED_BY(mu) = 0;
 };
 
 class JobStream {
@@ -94,6 +97,7 @@ class JobStream {
           absl::MutexLock lock(&state->mu);
           state->latest = view;
           state->final = final;
+          ++state->updates;
         },
         [state](const absl::Status&) {
           absl::MutexLock lock(&state->mu);
@@ -112,11 +116,13 @@ class JobStream {
     while (true) {
       std::optional<JobView> view;
       bool final = false, closed = false;
+      int64_t updates = 0;
       {
         absl::MutexLock lock(&state.mu);
         view = state.latest;
         final = state.final;
         closed = state.closed;
+        updates = state.updates;
       }
       if (!view) return absl::InternalError("watch gave no view");
       const Job& job = view->job;
@@ -129,11 +135,21 @@ class JobStream {
         attempt_ = job.attempt;
         last_iteration_.clear();
         last_seq_.clear();
+        updates_read_ = -1;
+        gpu_read_ = absl::InfinitePast();
       }
       // Rows stored before the view was taken go out before its `job` event.
+      // Iterations are read after a notification (or at the end); GPU readings, which
+      // come without one when no iteration does, at least every kGpuPeriod as well.
       if (attempt_ > 0 && job.state != JobState::kQueued) {
+        const bool iterations = final || updates != updates_read_;
+        const bool gpu = iterations || absl::Now() - gpu_read_ >= kGpuPeriod;
         bool wrote = false;
-        if (!SendRows(job, wrote)) return absl::OkStatus();
+        if ((iterations || gpu) && !SendRows(job, iterations, gpu, wrote)) {
+          return absl::OkStatus();
+        }
+        if (iterations) updates_read_ = updates;
+        if (gpu) gpu_read_ = absl::Now();
         if (wrote) last_write = absl::Now();
       }
       if (job.state != sent->job.state || job.attempt != sent->job.attempt ||
@@ -152,7 +168,7 @@ class JobStream {
   }
 
   // Sends the current attempt's rows after the cursors; false once the client is gone.
-  bool SendRows(const Job& job, bool& wrote) {
+  bool SendRows(const Job& job, bool iterations, bool gpu_rows, bool& wrote) {
     const int ranks = std::max(job.spec.devices, 1);
     const int limit = std::max(options_.batch_rows, 1);
     // Iterations: per rank, each read continuing where the last stopped.
@@ -170,7 +186,7 @@ class JobStream {
       wrote = true;
       return stream_.Send("samples", json);
     };
-    for (int rank = 0; rank < ranks; ++rank) {
+    for (int rank = 0; iterations && rank < ranks; ++rank) {
       while (true) {
         const int left = limit - static_cast<int>(batch.size());
         auto rows = store_->ReadSamplesPage(job.id, attempt_, 0, rank,
@@ -204,7 +220,7 @@ class JobStream {
       wrote = true;
       return stream_.Send("gpu", json);
     };
-    for (int rank = 0; rank < ranks; ++rank) {
+    for (int rank = 0; gpu_rows && rank < ranks; ++rank) {
       while (true) {
         const int left = limit - static_cast<int>(gpu.size());
         auto rows = store_->ReadGpuSamplesAfter(job.id, attempt_, rank, last_seq_[rank], left);
@@ -227,7 +243,10 @@ class JobStream {
   Store* const store_;
   const LiveStreamOptions options_;
   EventStream& stream_;
+  static constexpr absl::Duration kGpuPeriod = absl::Seconds(1);
   int attempt_ = 0;
+  int64_t updates_read_ = -1;         // `updates` when iterations were last read
+  absl::Time gpu_read_ = absl::InfinitePast();
   std::map<int, int> last_iteration_;  // by rank, of attempt_
   std::map<int, int64_t> last_seq_;    // by rank, of attempt_
 };

@@ -24,9 +24,11 @@
 //   then rank; a reading's absent figure is absent from its object.
 //
 // Memory per client is bounded by design: a job stream keeps cursors (the last
-// iteration and GPU seq sent per rank) and polls the store every `poll_period` for the
-// rows after them, at most `batch_rows` per read; state changes come from
-// JobManager::Watch (the callback only records the latest view). While idle a stream
+// iteration and GPU seq sent per rank) and reads the store's rows after them, at most
+// `batch_rows` per read. It looks every `poll_period`: iterations only after
+// JobManager::Watch reported a change (the manager notifies after each commit that
+// stored iterations of the job; the callback only records the latest view), GPU
+// readings then and at least once a second (they are stored without a notification). While idle a stream
 // sends a comment every `ping_period`; it ends when the client goes or the server stops.
 #pragma once
 

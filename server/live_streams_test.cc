@@ -291,6 +291,16 @@ TEST_F(LiveStreamsTest, AnEndedJobStreamsItsRowsAndEnds) {
   EXPECT_EQ(SamplesOf(events), expected);
 }
 
+TEST_F(LiveStreamsTest, GpuReadingsWithoutIterationsArriveWithinASecondOrSo) {
+  const std::string id = SubmitRunning(1);
+  Client client(port_, "/api/v1/jobs/" + id + "/events");
+  ASSERT_TRUE(client.ReadUntil("event: job"));
+  absl::SleepFor(absl::Milliseconds(100));
+  Upload(id, 0, 1, 0, {Gpu(id, 0, 1)});  // no iteration: the manager does not notify
+  EXPECT_TRUE(client.ReadUntil("event: gpu", 0, absl::Seconds(3)));
+  EXPECT_THAT(client.buffer(), HasSubstr("\"seq\":\"1\""));  // int64: a JSON string
+}
+
 TEST_F(LiveStreamsTest, AnUnknownJobIs404) {
   Client client(port_, "/api/v1/jobs/job-nope/events");
   EXPECT_TRUE(client.ReadUntil("}}"));
