@@ -379,6 +379,10 @@ absl::StatusOr<std::vector<Store::SampleBucket>> Store::ReadSampleBuckets(
       edge->Bind(2, high);
       ASSIGN_OR_RETURN(bool row, edge->Step());
       (ascending ? first : last) = row ? edge->Int(0) : -1;
+      // A statement left mid-result holds the reader's read transaction open, and every
+      // later read on this connection would see this moment's database (a running job's
+      // samples would stop growing): finish it now.
+      edge->Reset();
     }
     if (first < 0 || last < first) continue;
     const int64_t width = (last - first + max_points) / max_points;  // ceil(span / points)

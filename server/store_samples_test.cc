@@ -99,6 +99,25 @@ TEST_F(StoreTest, ReadSamplesFromAnIteration) {
   EXPECT_EQ((*from3)[3].iteration, 4);
 }
 
+// Reads leave no read transaction open: rows appended after a read (a running job's) are
+// seen by the next one, by buckets and pages alike.
+TEST_F(StoreTest, ReadsAfterAppendsSeeTheNewRows) {
+  auto store = std::move(Store::Open(path_)).value();
+  ASSERT_TRUE(store->InsertJob(MakeJob(1)).ok());
+  for (int round = 1; round <= 3; ++round) {
+    std::vector<IterationSample> batch;
+    for (int it = 4 * round - 3; it <= 4 * round; ++it) batch.push_back(Sample("job-1", 0, it));
+    ASSERT_TRUE(store->AppendSamplesSync(batch).ok());
+    auto buckets = store->ReadSampleBuckets("job-1", 1, 0, std::nullopt, 100);
+    ASSERT_TRUE(buckets.ok()) << buckets.status();
+    ASSERT_FALSE(buckets->empty());
+    EXPECT_EQ(buckets->back().last_iteration, 4 * round);
+    auto page = store->ReadSamplesPage("job-1", 1, 0, std::nullopt, std::nullopt, 1000);
+    ASSERT_TRUE(page.ok()) << page.status();
+    EXPECT_EQ(page->size(), static_cast<size_t>(4 * round));
+  }
+}
+
 // A diverged run's iterations are data: a NaN, +Inf or -Inf loss is stored (it used to
 // break `loss REAL NOT NULL` and be dropped as a "duplicate"), read back as itself, and
 // counted per rank; a redelivery of them is a duplicate like any other.
