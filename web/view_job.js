@@ -12,8 +12,8 @@ import { stateBadge } from './view_jobs.js';
 
 const CHART_POINTS = 600;
 
-function kv(pairs) {
-  return h('dl', { class: 'kv' }, pairs.filter(Boolean).map(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
+function kv(pairs, wide = false) {
+  return h('dl', { class: wide ? 'kv wide' : 'kv' }, pairs.filter(Boolean).map(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
 }
 
 function chips(map, sep = '=') {
@@ -45,7 +45,7 @@ function summary(job) {
         Object.keys(spec.node_labels || {}).length ? chips(spec.node_labels) : null]] : null,
     ['submitted', formatTime(job.created_unix_ms)],
     ['attempt', `${num(job.attempt) || 0}${num(job.requeues) ? `, requeued ${num(job.requeues)}×` : ''}`],
-  ]);
+  ], true);
 }
 
 function problems(job) {
@@ -194,11 +194,11 @@ class Series {
     }
     for (const rank of gpuRanks) {
       cols.push([...this.gpu.get(rank).values()].filter((p) => p.power !== null).map((p) => [p.x, p.power]));
-      labels.push({ label: `GPU of rank ${rank} W`, scale: 'W', dash: [6, 3] });
+      labels.push({ label: `GPU of rank ${rank} W`, scale: 'W', dash: [6, 3], points: false });
     }
     for (const rank of gpuRanks) {
       cols.push([...this.gpu.get(rank).values()].filter((p) => p.sm !== null).map((p) => [p.x, p.sm]));
-      labels.push({ label: `GPU of rank ${rank} MHz`, scale: 'MHz', dash: [2, 3] });
+      labels.push({ label: `GPU of rank ${rank} MHz`, scale: 'MHz', dash: [2, 3], points: false });
     }
     const xs = [...new Set(cols.flatMap((c) => c.map((p) => p[0])))].sort((a, b) => a - b);
     const index = new Map(xs.map((x, i) => [x, i]));
@@ -342,6 +342,19 @@ export async function render(main, route, ctx) {
 
   live.hidden = false;
   live.textContent = 'live';
+  // The stream sends the job on changes of state; progress, parameters and the like are
+  // read again at most every 3 s while samples arrive.
+  let lastRefresh = Date.now();
+  const refreshStatus = () => {
+    if (Date.now() - lastRefresh < 3000) return;
+    lastRefresh = Date.now();
+    getJson(`/api/v1/jobs/${encodeURIComponent(id)}`).then((status) => {
+      if (ctx.current() && !isTerminal(job.state)) {
+        job = status;
+        drawStatus();
+      }
+    }, () => {});
+  };
   let close = null;
   close = followEvents(`/api/v1/jobs/${encodeURIComponent(id)}/events`, {
     job: (status) => {
@@ -361,7 +374,11 @@ export async function render(main, route, ctx) {
         }, () => {});
       }
     },
-    samples: (samples) => { series.addSamples(Array.isArray(samples) ? samples : samplesOf(samples)); drawChart(); },
+    samples: (samples) => {
+      series.addSamples(Array.isArray(samples) ? samples : samplesOf(samples));
+      drawChart();
+      refreshStatus();
+    },
     gpu: (readings) => { series.addGpu(Array.isArray(readings) ? readings : gpuOf(readings)); drawChart(); },
   }, () => {
     if (!isTerminal(job.state)) { live.className = 'live stale'; live.textContent = 'reconnecting…'; }

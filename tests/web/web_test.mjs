@@ -349,6 +349,13 @@ test('the job view follows a running job live', async () => {
     // GPU readings join the chart: power and SM clock series in the legend.
     await page.waitForFunction(() => [...document.querySelectorAll('.u-legend .u-label')].some((l) => l.textContent.includes(' W')),
       null, { timeout: 15000 });
+    // The status follows too (progress is read again while samples arrive).
+    await page.waitForFunction(() => [...document.querySelectorAll('main .kv dt')].some((dt) =>
+      dt.textContent === 'iterations' && !dt.nextElementSibling.textContent.startsWith('0 of')), null, { timeout: 15000 });
+    if (SHOTS) {  // a chart worth looking at
+      await page.waitForFunction(() => Number(document.querySelector('#job-chart').dataset.iterations || 0) >= 40, null, { timeout: 30000 });
+      await page.evaluate(() => document.querySelector('#job-chart').scrollIntoView({ block: 'center' }));
+    }
     await screenshot(page, 'job');
 
     await open(page, '#/jobs');
