@@ -127,6 +127,29 @@ TEST_F(WebApiTest, ResultsAreTheBytesBenchctlPrints) {
   EXPECT_EQ(Get("/api/v1/results", {{"model", "vgg"}}).body, "[]\n");
 }
 
+TEST_F(WebApiTest, ResultsWithoutJobIdsDifferOnlyInTheEmptiedIds) {
+  StoreJob(1, "resnet50", JobState::kSucceeded, 1, 2.0);
+  StoreJob(2, "resnet50", JobState::kSucceeded, 1, 4.0);
+  StartManager();
+  v1::ResultsResponse response;
+  for (const ResultCell& cell : reads_->Results(FromProto(v1::ResultsRequest()))) {
+    ToProto(cell, response.add_cells());
+  }
+  ASSERT_EQ(response.cells_size(), 1);
+  ASSERT_EQ(response.cells(0).job_ids_size(), 2);
+  std::vector<v1::ResultCell> cells(response.cells().begin(), response.cells().end());
+  cells[0].clear_job_ids();
+  HttpResponse got = Get("/api/v1/results", {{"job_ids", "false"}});
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.body, report::RenderCellsJson(cells));
+  EXPECT_NE(got.body.find("\"job_ids\":[]"), std::string::npos) << got.body;
+  EXPECT_NE(got.body, Get("/api/v1/results", {}).body);
+  EXPECT_EQ(Get("/api/v1/results", {{"job_ids", "true"}}).body, Get("/api/v1/results", {}).body);
+  HttpResponse bad = Get("/api/v1/results", {{"job_ids", "no"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("job_ids: expected true or false"), std::string::npos) << bad.body;
+}
+
 TEST_F(WebApiTest, CompareIsBenchctlsComparisonJson) {
   Job a = StoreJob(1, "resnet50", JobState::kSucceeded, 1, 2.0);
   Job b = StoreJob(2, "resnet50", JobState::kSucceeded, 1, 4.0);

@@ -19,6 +19,7 @@ export class Chart {
     this.options = options;
     this.plot = null;
     this.observer = null;
+    this.visibility = null;
   }
 
   width() {
@@ -76,7 +77,27 @@ export class Chart {
     else this.plot.setData(data);
   }
 
+  // set(data) once the container comes near the viewport: a page of many charts (the
+  // results view draws one per precision × batch of every grid) builds only those seen,
+  // so its tables are usable at once. The container keeps the chart's height meanwhile.
+  setWhenVisible(data) {
+    if (typeof IntersectionObserver === 'undefined') {
+      this.set(data);
+      return;
+    }
+    this.container.style.minHeight = `${(this.options.height || 300) + 60}px`;
+    this.visibility = new IntersectionObserver((entries) => {
+      if (!entries.some((entry) => entry.isIntersecting)) return;
+      this.visibility.disconnect();
+      this.visibility = null;
+      this.set(data);
+    }, { rootMargin: '300px' });
+    this.visibility.observe(this.container);
+  }
+
   destroy() {
+    if (this.visibility) this.visibility.disconnect();
+    this.visibility = null;
     if (this.observer) this.observer.disconnect();
     if (this.plot) this.plot.destroy();
     this.plot = null;

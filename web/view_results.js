@@ -83,7 +83,7 @@ function scalingPlot(grid, column, c, charts) {
     ],
   });
   charts.push(chart);
-  queueMicrotask(() => chart.set([devices, measured, ideal]));
+  chart.setWhenVisible([devices, measured, ideal]);
   return box;
 }
 
@@ -109,6 +109,7 @@ export async function render(main, route, ctx) {
     cells = await getJson('/api/v1/results', {
       model: params.get('model') || '', gpu_model: params.get('gpu_model') || '', label: params.getAll('label'),
       since: params.get('since') || '', until: params.get('until') || '',
+      job_ids: 'false',  // the cells' job ids are not shown (a cell links to its runs by filters)
     });
   } catch (error) {
     replace(body, errorBox('could not load the results', error));
