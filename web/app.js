@@ -4,16 +4,19 @@
 //   #/history?model=resnet50&devices=8&precision=amp&batch_size=256
 // A view module exports render(main, route, ctx) and may return a cleanup function (close
 // event streams, destroy charts), called before the next view renders.
-import * as fleet from './view_fleet.js';
-import * as jobs from './view_jobs.js';
-import * as job from './view_job.js';
-import * as results from './view_results.js';
-import * as variability from './view_variability.js';
-import * as history from './view_history.js';
-import * as compare from './view_compare.js';
 import { h, replace, errorBox, hashHref } from './dom.js';
 
-const VIEWS = { fleet, jobs, job, results, variability, history, compare };
+// Each view's module is loaded when it is first shown, so a page opens on the modules of
+// its own view and starts that view's requests sooner.
+const VIEWS = {
+  fleet: () => import('./view_fleet.js'),
+  jobs: () => import('./view_jobs.js'),
+  job: () => import('./view_job.js'),
+  results: () => import('./view_results.js'),
+  variability: () => import('./view_variability.js'),
+  history: () => import('./view_history.js'),
+  compare: () => import('./view_compare.js'),
+};
 
 export function parseHash(hash) {
   const raw = (hash || '').replace(/^#/, '') || '/fleet';
@@ -40,8 +43,8 @@ function render() {
   for (const a of document.querySelectorAll('#nav a')) {
     a.classList.toggle('active', a.dataset.view === route.name || (route.name === 'job' && a.dataset.view === 'jobs'));
   }
-  const view = VIEWS[route.name];
-  if (!view) {
+  const load = VIEWS[route.name];
+  if (!load) {
     replace(main, h('h1', null, 'Not found'), h('p', null, 'No view named ', h('code', null, route.name), '. ',
       h('a', { href: '#/fleet' }, 'Fleet')));
     main.dataset.ready = '1';
@@ -61,23 +64,19 @@ function render() {
     },
   };
   replace(main, h('p', { class: 'loading' }, 'loading…'));
-  try {
-    const result = view.render(main, route, ctx);
-    Promise.resolve(result).then((fn) => {
-      if (typeof fn !== 'function') return;
-      if (mine === generation) cleanup = fn;
-      else fn();
-    }, (error) => {
-      if (mine !== generation) return;
-      replace(main, errorBox('this view failed', error));
-      console.error(error);
-      ctx.ready();
-    });
-  } catch (error) {
+  load().then((view) => {
+    if (mine !== generation) return undefined;
+    return view.render(main, route, ctx);
+  }).then((fn) => {
+    if (typeof fn !== 'function') return;
+    if (mine === generation) cleanup = fn;
+    else fn();
+  }, (error) => {
+    if (mine !== generation) return;
     replace(main, errorBox('this view failed', error));
     console.error(error);
     ctx.ready();
-  }
+  });
 }
 
 const history_ = window.history;
