@@ -7,13 +7,12 @@
 #include <string>
 #include <vector>
 
-#include <google/protobuf/util/json_util.h>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "report/json_output.h"
 #include "server/proto_convert.h"
 
 namespace bench {
@@ -21,55 +20,17 @@ namespace {
 
 namespace v1 = benchfleet::v1;
 
+// One line of the proto's JSON mapping (report/json_output.h), without its newline.
 std::string ToJson(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string out;
-  if (!google::protobuf::util::MessageToJsonString(message, &out, options).ok()) return "{}";
-  return out;
-}
-
-void ToProtoGpu(const GpuSample& s, v1::GpuSample* p) {
-  p->set_job_id(s.job_id);
-  p->set_attempt(s.attempt);
-  p->set_rank(s.rank);
-  p->set_seq(s.seq);
-  p->set_gpu_uuid(s.gpu_uuid);
-  p->set_gpu_index(s.gpu_index);
-  p->set_time_unix_ns(s.time_unix_ns);
-  if (s.power_w) p->set_power_w(*s.power_w);
-  if (s.power_average_w) p->set_power_average_w(*s.power_average_w);
-  if (s.energy_j) p->set_energy_j(*s.energy_j);
-  if (s.sm_clock_mhz) p->set_sm_clock_mhz(*s.sm_clock_mhz);
-  if (s.memory_clock_mhz) p->set_memory_clock_mhz(*s.memory_clock_mhz);
-  if (s.temperature_c) p->set_temperature_c(*s.temperature_c);
-  if (s.gpu_utilization_pct) p->set_gpu_utilization_pct(*s.gpu_utilization_pct);
-  if (s.memory_utilization_pct) p->set_memory_utilization_pct(*s.memory_utilization_pct);
-  if (s.memory_used_bytes) p->set_memory_used_bytes(*s.memory_used_bytes);
-  if (s.throttle_reasons) p->set_throttle_reasons(*s.throttle_reasons);
+  std::string json = report::ToJson(message);
+  json.pop_back();
+  return json;
 }
 
 std::string JobJson(const JobView& view) {
   v1::JobStatus proto;
   ToProto(view, &proto);
   return ToJson(proto);
-}
-
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      absl::StrAppend(&out, "\\u00", c < 16 ? "0" : "1",
-                      absl::string_view(&"0123456789abcdef"[c & 15], 1));
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
 }
 
 // The latest view the manager's watch reported; the callbacks only record.
@@ -212,7 +173,7 @@ class JobStream {
       std::string json = "[";
       for (size_t i = 0; i < gpu.size(); ++i) {
         v1::GpuSample proto;
-        ToProtoGpu(gpu[i], &proto);
+        ToProto(gpu[i], &proto);
         absl::StrAppend(&json, i ? "," : "", ToJson(proto));
       }
       json += "]";
@@ -270,10 +231,10 @@ std::string FleetJson(JobManager* manager, LiveMetrics* live) {
       for (const auto& [rank, state] : job.ranks) {
         if (!state.gpu) continue;
         const GpuSample& g = *state.gpu;
-        absl::StrAppend(&json, first ? "" : ",", "{\"job_id\":", JsonString(job_id),
-                        ",\"rank\":", rank, ",\"node\":", JsonString(state.node),
-                        ",\"gpu_index\":", g.gpu_index, ",\"gpu_uuid\":", JsonString(g.gpu_uuid),
-                        ",\"time_unix_ns\":", g.time_unix_ns);
+        absl::StrAppend(&json, first ? "" : ",", "{\"job_id\":", report::JsonQuote(job_id),
+                        ",\"rank\":", rank, ",\"node\":", report::JsonQuote(state.node),
+                        ",\"gpu_index\":", g.gpu_index, ",\"gpu_uuid\":", report::JsonQuote(g.gpu_uuid),
+                        ",\"time_unix_ns\":\"", g.time_unix_ns, "\"");  // int64: a string
         AppendNumber(json, "power_w", g.power_w);
         AppendNumber(json, "sm_clock_mhz", g.sm_clock_mhz);
         AppendNumber(json, "temperature_c", g.temperature_c);

@@ -17,7 +17,7 @@
 // GET /api/v1/fleet/events — the fleet, every `fleet_period`:
 //   event `fleet`: {"agents":[benchfleet.v1.AgentStatus...],
 //                   "gpus":[{"job_id":"…","rank":0,"node":"agent name","gpu_index":0,
-//                            "gpu_uuid":"…","time_unix_ns":…,"power_w":…,
+//                            "gpu_uuid":"…","time_unix_ns":"…","power_w":…,
 //                            "sm_clock_mhz":…,"temperature_c":…,
 //                            "gpu_utilization_pct":…}...]}
 //   `gpus`: the latest reading of each running rank that has one (LiveMetrics), by job

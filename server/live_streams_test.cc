@@ -338,7 +338,7 @@ TEST_F(LiveStreamsTest, TheFleetStreamShowsAgentsAndRunningGpus) {
   const std::string& data = events[0].second;
   EXPECT_THAT(data, HasSubstr("\"name\":\"agent-a\""));
   EXPECT_THAT(data, HasSubstr("\"gpus\":[{\"job_id\":\"job-x\",\"rank\":0,\"node\":\"agent-a\","
-                              "\"gpu_index\":0,\"gpu_uuid\":\"GPU-0\",\"time_unix_ns\":1000,"
+                              "\"gpu_index\":0,\"gpu_uuid\":\"GPU-0\",\"time_unix_ns\":\"1000\","
                               "\"power_w\":250,\"sm_clock_mhz\":1410,\"temperature_c\":61,"
                               "\"gpu_utilization_pct\":97}]"));
   // And again, every period.

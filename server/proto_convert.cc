@@ -402,4 +402,24 @@ void ToProto(const IterationSample& sample, v1::IterationSample* proto) {
   proto->set_received_unix_ns(sample.received_unix_ns);
 }
 
+void ToProto(const GpuSample& s, v1::GpuSample* p) {
+  p->set_job_id(s.job_id);
+  p->set_attempt(s.attempt);
+  p->set_rank(s.rank);
+  p->set_seq(s.seq);
+  p->set_gpu_uuid(s.gpu_uuid);
+  p->set_gpu_index(s.gpu_index);
+  p->set_time_unix_ns(s.time_unix_ns);
+  if (s.power_w) p->set_power_w(*s.power_w);
+  if (s.power_average_w) p->set_power_average_w(*s.power_average_w);
+  if (s.energy_j) p->set_energy_j(*s.energy_j);
+  if (s.sm_clock_mhz) p->set_sm_clock_mhz(*s.sm_clock_mhz);
+  if (s.memory_clock_mhz) p->set_memory_clock_mhz(*s.memory_clock_mhz);
+  if (s.temperature_c) p->set_temperature_c(*s.temperature_c);
+  if (s.gpu_utilization_pct) p->set_gpu_utilization_pct(*s.gpu_utilization_pct);
+  if (s.memory_utilization_pct) p->set_memory_utilization_pct(*s.memory_utilization_pct);
+  if (s.memory_used_bytes) p->set_memory_used_bytes(*s.memory_used_bytes);
+  if (s.throttle_reasons) p->set_throttle_reasons(*s.throttle_reasons);
+}
+
 }  // namespace bench

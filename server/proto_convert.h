@@ -33,5 +33,6 @@ void ToProto(const CancelMessage& cancel, benchfleet::v1::CancelAssignment* prot
 void ToProto(const Baseline& baseline, benchfleet::v1::Baseline* proto);
 void ToProto(const GpuVariability& gpu, benchfleet::v1::GpuVariability* proto);
 void ToProto(const IterationSample& sample, benchfleet::v1::IterationSample* proto);
+void ToProto(const GpuSample& sample, benchfleet::v1::GpuSample* proto);
 
 }  // namespace bench

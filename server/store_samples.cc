@@ -19,6 +19,33 @@
 namespace bench {
 namespace {
 
+// The rows of a SELECT of (rank, iteration, step_time_s, images, loss, data_time_s,
+// elapsed_s, warmup, received_unix_ns) over one attempt's samples.
+absl::StatusOr<std::vector<IterationSample>> ReadSampleRows(Statement& select,
+                                                            const std::string& job_id,
+                                                            int attempt) {
+  std::vector<IterationSample> samples;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select.Step());
+    if (!row) break;
+    IterationSample s;
+    s.job_id = job_id;
+    s.attempt = attempt;
+    s.rank = static_cast<int>(select.Int(0));
+    s.iteration = static_cast<int>(select.Int(1));
+    s.step_time_s = select.Double(2);
+    s.images = static_cast<int>(select.Int(3));
+    s.loss = select.IsNull(4) ? std::nan("") : select.Double(4);
+    s.data_time_s = select.Double(5);
+    s.elapsed_s = select.Double(6);
+    s.warmup = select.Int(7) != 0;
+    s.received_unix_ns = select.Int(8);
+    samples.push_back(std::move(s));
+  }
+  return samples;
+}
+
+
 // Samples go in with multi-row INSERT statements of these sizes (largest first), which
 // spares SQLite most of its per-statement work; 64 rows are 512 parameters.
 constexpr int kInsertRowSizes[] = {64, 8, 1};
@@ -247,25 +274,7 @@ absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db, const s
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
   select->Bind(3, int64_t{from_iteration});
-  std::vector<IterationSample> samples;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, select->Step());
-    if (!row) break;
-    IterationSample s;
-    s.job_id = job_id;
-    s.attempt = attempt;
-    s.rank = static_cast<int>(select->Int(0));
-    s.iteration = static_cast<int>(select->Int(1));
-    s.step_time_s = select->Double(2);
-    s.images = static_cast<int>(select->Int(3));
-    s.loss = select->IsNull(4) ? std::nan("") : select->Double(4);
-    s.data_time_s = select->Double(5);
-    s.elapsed_s = select->Double(6);
-    s.warmup = select->Int(7) != 0;
-    s.received_unix_ns = select->Int(8);
-    samples.push_back(std::move(s));
-  }
-  return samples;
+  return ReadSampleRows(*select, job_id, attempt);
 }
 
 absl::StatusOr<std::map<int, int64_t>> Store::CountSamplesByRank(const std::string& job_id,
@@ -324,25 +333,7 @@ absl::StatusOr<std::vector<IterationSample>> Store::ReadSamplesPage(
   select->Bind(5, int64_t{from_iteration});
   select->Bind(6, int64_t{rank ? *rank : -1});
   select->Bind(7, int64_t{limit});
-  std::vector<IterationSample> samples;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, select->Step());
-    if (!row) break;
-    IterationSample s;
-    s.job_id = job_id;
-    s.attempt = attempt;
-    s.rank = static_cast<int>(select->Int(0));
-    s.iteration = static_cast<int>(select->Int(1));
-    s.step_time_s = select->Double(2);
-    s.images = static_cast<int>(select->Int(3));
-    s.loss = select->IsNull(4) ? std::nan("") : select->Double(4);
-    s.data_time_s = select->Double(5);
-    s.elapsed_s = select->Double(6);
-    s.warmup = select->Int(7) != 0;
-    s.received_unix_ns = select->Int(8);
-    samples.push_back(std::move(s));
-  }
-  return samples;
+  return ReadSampleRows(*select, job_id, attempt);
 }
 
 absl::StatusOr<std::vector<Store::SampleBucket>> Store::ReadSampleBuckets(
