@@ -89,6 +89,14 @@ HttpResponse JsonError(const absl::Status& status) {
   return JsonErrorResponse(status);  // it carries Cache-Control: no-store already
 }
 
+std::string JobJson(const JobView& view) {
+  benchfleet::v1::JobStatus status;
+  ToProto(view, &status);
+  std::string json = report::ToJson(status);
+  json.pop_back();
+  return json;
+}
+
 }  // namespace web_api
 
 namespace {
@@ -97,6 +105,7 @@ namespace v1 = benchfleet::v1;
 using web_api::CheckParams;
 using web_api::IntParam;
 using web_api::JsonError;
+using web_api::JobJson;
 using web_api::JsonOk;
 
 // Jobs list filters (docs/web-api.md).
@@ -177,13 +186,6 @@ absl::StatusOr<JobFilter> JobFilterOf(const HttpRequest& request) {
   return filter;
 }
 
-std::string JobJson(const JobView& view) {
-  v1::JobStatus status;
-  ToProto(view, &status);
-  std::string json = report::ToJson(status);
-  json.pop_back();
-  return json;
-}
 
 // {"<key>":[items],"next_page_token":"..."}\n
 std::string PageJson(absl::string_view key, const std::vector<std::string>& items,

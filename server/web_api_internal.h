@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "server/http_server.h"
+#include "server/views.h"
 
 namespace bench::web_api {
 
@@ -30,6 +31,8 @@ std::string WithField(std::string object, absl::string_view key, absl::string_vi
 
 // 200, application/json, not cached.
 HttpResponse JsonOk(std::string body);
+// The job's JobStatus in the proto JSON mapping, one line without a newline.
+std::string JobJson(const JobView& view);
 // JsonErrorResponse, not cached.
 HttpResponse JsonError(const absl::Status& status);
 

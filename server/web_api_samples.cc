@@ -25,15 +25,8 @@ using report::JsonQuote;
 using web_api::CheckParams;
 using web_api::IntParam;
 using web_api::JsonError;
+using web_api::JobJson;
 using web_api::JsonOk;
-
-std::string JobJson(const JobView& view) {
-  v1::JobStatus status;
-  ToProto(view, &status);
-  std::string json = report::ToJson(status);
-  json.pop_back();
-  return json;
-}
 
 std::string SampleJson(const IterationSample& sample) {
   v1::IterationSample proto;
