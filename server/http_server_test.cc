@@ -1,5 +1,6 @@
 // The web port over real loopback sockets.
 #include "server/http_server.h"
+#include "server/http_test_client.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -26,65 +27,11 @@ using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
-
-int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-void SendAll(int fd, const std::string& data) {
-  size_t sent = 0;
-  while (sent < data.size()) {
-    ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return;
-    sent += static_cast<size_t>(n);
-  }
-}
-
-// Reads until `done(buffer)` or EOF or `timeout`.
-std::string ReadUntil(int fd, const std::function<bool(const std::string&)>& done,
-                      std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  std::string response;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  char buffer[4096];
-  while (!done(response)) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    pollfd pfd{fd, POLLIN, 0};
-    if (poll(&pfd, 1, static_cast<int>(left.count())) <= 0) break;
-    ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n <= 0) break;
-    response.append(buffer, static_cast<size_t>(n));
-  }
-  return response;
-}
-
-std::string ReadToEof(int fd) {
-  return ReadUntil(fd, [](const std::string&) { return false; });
-}
-
-// One request on a fresh connection (Connection: close), the whole answer.
-std::string Fetch(int port, const std::string& request) {
-  int fd = Connect(port);
-  if (fd < 0) return "connect failed";
-  SendAll(fd, request);
-  std::string response = ReadToEof(fd);
-  close(fd);
-  return response;
-}
-
-std::string Get(int port, const std::string& path) {
-  return Fetch(port, "GET " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
-}
+using http_test::Fetch;
+using http_test::Get;
+using http_test::ReadToEof;
+using http_test::ReadUntil;
+using http_test::SendAll;
 
 HttpResponse Text(std::string body) {
   return HttpResponse{200, "text/plain", std::move(body)};
@@ -183,7 +130,7 @@ TEST(HttpServerTest, KeepAliveServesTwoRequestsOnOneConnection) {
   server.Handle("/b", [](const HttpRequest&) { return Text("second"); });
   auto port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok());
-  int fd = Connect(*port);
+  int fd = http_test::ConnectLoopback(*port);
   ASSERT_GE(fd, 0);
   SendAll(fd, "GET /a HTTP/1.1\r\nHost: t\r\n\r\n");
   std::string one = ReadUntil(fd, [](const std::string& s) { return s.find("first") != s.npos; });
@@ -219,7 +166,7 @@ TEST(HttpServerTest, IdleConnectionsDoNotDelayOthers) {
   auto port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok());
   std::vector<int> idle;
-  for (int i = 0; i < 10; ++i) idle.push_back(Connect(*port));
+  for (int i = 0; i < 10; ++i) idle.push_back(http_test::ConnectLoopback(*port));
   absl::SleepFor(absl::Milliseconds(100));
   auto start = std::chrono::steady_clock::now();
   std::string ok = Get(*port, "/healthz");
@@ -260,7 +207,7 @@ TEST(HttpServerTest, ASlowClientIsCutAfterTheRequestTimeout) {
   server.Handle("/healthz", [](const HttpRequest&) { return Text("ok\n"); });
   auto port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok());
-  int fd = Connect(*port);
+  int fd = http_test::ConnectLoopback(*port);
   ASSERT_GE(fd, 0);
   SendAll(fd, "GET /healthz HTTP/1.1\r\nHo");
   auto start = std::chrono::steady_clock::now();
@@ -310,7 +257,7 @@ TEST(HttpServerTest, EventStreamsSendFramedEventsAndNoticeDepartedClients) {
   EXPECT_THAT(missing, HasSubstr("application/json"));
   EXPECT_THAT(missing, HasSubstr(R"({"error":{"code":"NOT_FOUND","message":"no such job"}})"));
 
-  SseClient client{Connect(*port)};
+  SseClient client{http_test::ConnectLoopback(*port)};
   SendAll(client.fd, "GET /events/x HTTP/1.1\r\nHost: t\r\n\r\n");
   ASSERT_TRUE(client.ReadUntilContains("event: tick\ndata: 2\n\n"));
   EXPECT_THAT(client.buffer, StartsWith("HTTP/1.1 200 OK\r\n"));
@@ -345,7 +292,7 @@ TEST(HttpServerTest, StreamsPastTheCapGet503AndStopEndsOpenStreams) {
   ASSERT_TRUE(port.ok());
   std::vector<SseClient> clients;
   for (int i = 0; i < 2; ++i) {
-    clients.push_back({Connect(*port)});
+    clients.push_back({http_test::ConnectLoopback(*port)});
     SendAll(clients.back().fd, "GET /events HTTP/1.1\r\nHost: t\r\n\r\n");
     ASSERT_TRUE(clients.back().ReadUntilContains("event: open"));
   }

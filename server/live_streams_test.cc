@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/time/clock.h"
+#include "server/http_test_client.h"
 
 namespace bench {
 namespace {
@@ -34,23 +35,10 @@ class FakeChannel : public AgentChannel {
   void Close(const absl::Status&) override {}
 };
 
-int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // An open GET whose answer is read as it comes.
 class Client {
  public:
-  Client(int port, const std::string& path) : fd_(Connect(port)) {
+  Client(int port, const std::string& path) : fd_(http_test::ConnectLoopback(port)) {
     std::string request = "GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n";
     (void)!send(fd_, request.data(), request.size(), MSG_NOSIGNAL);
   }

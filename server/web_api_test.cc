@@ -4,9 +4,7 @@
 // history: web_api_samples_test.cc.
 #include "server/web_api_test_fixture.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
+#include "server/http_test_client.h"
 
 namespace bench::web_api_test {
 namespace {
@@ -181,29 +179,6 @@ TEST_F(WebApiTest, AgentsQueueBaselinesAndVariabilityAreTheResponseMessages) {
   EXPECT_EQ(Field(variability, "threshold_pct").number_value(), 7);
 }
 
-// One GET on a fresh loopback connection (Connection: close): the whole answer.
-std::string FetchOverHttp(int port, const std::string& target) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    close(fd);
-    return "connect failed";
-  }
-  const std::string request = "GET " + target + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
-  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
-    close(fd);
-    return "send failed";
-  }
-  std::string answer;
-  char buffer[4096];
-  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) answer.append(buffer, n);
-  close(fd);
-  return answer;
-}
-
 TEST_F(WebApiTest, RegisteredOnTheWebPortItAnswersOverHttp) {
   StoreJob(1, "resnet50", JobState::kSucceeded, 1, 2.0, {{"team", "a"}});
   StoreJob(2, "resnet50", JobState::kSucceeded, 1, 2.0, {{"team", "b"}});
@@ -213,7 +188,7 @@ TEST_F(WebApiTest, RegisteredOnTheWebPortItAnswersOverHttp) {
   absl::StatusOr<int> port = http.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
   // Percent-encoded query values are decoded before the handlers see them.
-  const std::string jobs = FetchOverHttp(*port, "/api/v1/jobs?label=team%3Da&page_size=5");
+  const std::string jobs = http_test::Get(*port, "/api/v1/jobs?label=team%3Da&page_size=5");
   EXPECT_THAT(jobs, ::testing::StartsWith("HTTP/1.1 200"));
   EXPECT_THAT(jobs, HasSubstr("application/json"));
   const std::string body = jobs.substr(jobs.find("\r\n\r\n") + 4);
@@ -221,8 +196,8 @@ TEST_F(WebApiTest, RegisteredOnTheWebPortItAnswersOverHttp) {
   ASSERT_EQ(Field(page, "jobs").list_value().values_size(), 1);
   EXPECT_EQ(Field(page, "jobs").list_value().values(0).struct_value().fields().at("id").string_value(),
             "job-100001");
-  EXPECT_THAT(FetchOverHttp(*port, "/api/v1/nothing"), ::testing::StartsWith("HTTP/1.1 404"));
-  EXPECT_THAT(FetchOverHttp(*port, "/api/v1/jobs?page_size=0"),
+  EXPECT_THAT(http_test::Get(*port, "/api/v1/nothing"), ::testing::StartsWith("HTTP/1.1 404"));
+  EXPECT_THAT(http_test::Get(*port, "/api/v1/jobs?page_size=0"),
               ::testing::StartsWith("HTTP/1.1 400"));
   http.Stop();
 }

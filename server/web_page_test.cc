@@ -2,45 +2,20 @@
 // is served byte for byte, with its content type, ETag, no-cache and (on the HTML) the CSP.
 #include "server/web_page.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <set>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "server/http_test_client.h"
+
 namespace bench {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-std::string Fetch(int port, const std::string& request) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "connect failed";
-  }
-  (void)!write(fd, request.data(), request.size());
-  std::string response;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
-  close(fd);
-  return response;
-}
-
-std::string Get(int port, const std::string& path, const std::string& extra = "") {
-  return Fetch(port, "GET " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + extra + "\r\n");
-}
+using http_test::Get;
 
 std::string Body(const std::string& response) {
   size_t end = response.find("\r\n\r\n");
