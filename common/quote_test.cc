@@ -1,0 +1,23 @@
+#include "common/quote.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace bench {
+namespace {
+
+TEST(QuotePrefixTest, ShortValuesWhole) { EXPECT_EQ(QuotePrefix("node-a"), "\"node-a\""); }
+
+TEST(QuotePrefixTest, LongValuesCutWithTheirSize) {
+  std::string big(1 << 20, 'x');
+  std::string quoted = QuotePrefix(big, 8);
+  EXPECT_EQ(quoted, "\"xxxxxxxx\xe2\x80\xa6\" (1048576 bytes)");
+}
+
+TEST(QuotePrefixTest, ControlBytesAndQuotesEscaped) {
+  EXPECT_EQ(QuotePrefix(std::string("a\nb\0\"\\", 6)), "\"a\\x0ab\\x00\\\"\\\\\"");
+}
+
+}  // namespace
+}  // namespace bench
