@@ -1,10 +1,17 @@
 #include "server/spec_validation.h"
 
 #include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/names.h"
+#include "common/quote.h"
 #include "common/spec_defaults.h"
+#include "common/status_macros.h"
 
 namespace bench {
 namespace {
@@ -20,14 +27,110 @@ absl::Status FieldError(const char* field, const char* flag, const std::string& 
   return absl::InvalidArgumentError(absl::StrCat(field, " (", flag, "): ", problem));
 }
 
+// Which bytes a text field refuses.
+enum class Bytes {
+  kNoControl,       // every control byte: below 0x20, and 0x7f
+  kNoNulOrNewline,  // NUL, CR and LF only
+};
+
+bool Refused(unsigned char c, Bytes rule) {
+  if (rule == Bytes::kNoNulOrNewline) return c == 0 || c == '\n' || c == '\r';
+  return c < 0x20 || c == 0x7f;
+}
+
+// `what` (e.g. "name", "label key") of `field` is at most `max_bytes` and holds no byte
+// `rule` refuses; the error quotes a short prefix of the value.
+absl::Status CheckText(const char* field, const char* flag, const std::string& what,
+                       std::string_view value, size_t max_bytes, Bytes rule) {
+  if (value.size() > max_bytes) {
+    return FieldError(
+        field, flag,
+        absl::StrCat(what, " ", QuotePrefix(value), " is longer than ", max_bytes, " bytes"));
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(value[i]);
+    if (Refused(c, rule)) {
+      return FieldError(
+          field, flag,
+          absl::StrCat(what, " ", QuotePrefix(value), " contains a control byte (",
+                       QuotePrefix(value.substr(i, 1)), " at byte ", i,
+                       rule == Bytes::kNoControl ? "; none below 0x20 or 0x7f is allowed)"
+                                                 : "; NUL, CR and LF are not allowed)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A label map (job labels, node_labels): at most kMaxLabels entries; keys non-empty,
+// without '=' or control bytes; values without NUL, CR or LF.
+absl::Status CheckLabels(const char* field, const char* flag,
+                         const std::map<std::string, std::string>& labels) {
+  if (labels.size() > kMaxLabels) {
+    return FieldError(
+        field, flag,
+        absl::StrCat(labels.size(), " labels, more than the ", kMaxLabels, " allowed"));
+  }
+  for (const auto& [key, value] : labels) {
+    if (key.empty() || key.find('=') != std::string::npos) {
+      return FieldError(
+          field, flag,
+          absl::StrCat("bad label key ", QuotePrefix(key), " (empty, or contains '=')"));
+    }
+    RETURN_IF_ERROR(CheckText(field, flag, "label key", key, kMaxLabelKeyBytes, Bytes::kNoControl));
+    RETURN_IF_ERROR(CheckText(field, flag, absl::StrCat("value of label ", QuotePrefix(key, 24)),
+                              value, kMaxLabelValueBytes, Bytes::kNoNulOrNewline));
+  }
+  return absl::OkStatus();
+}
+
+// 1-63 bytes of [A-Za-z0-9._-], starting with a letter or a digit.
+bool IsNodeName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxNodeNameBytes) return false;
+  if (!absl::ascii_isalnum(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Status CheckAllowedNodes(const std::vector<std::string>& nodes) {
+  if (nodes.size() > kMaxAllowedNodes) {
+    return FieldError(
+        "allowed_nodes", "--node",
+        absl::StrCat(nodes.size(), " nodes, more than the ", kMaxAllowedNodes, " allowed"));
+  }
+  for (const std::string& node : nodes) {
+    if (node.empty()) return FieldError("allowed_nodes", "--node", "an empty node name");
+    if (!IsNodeName(node)) {
+      return FieldError(
+          "allowed_nodes", "--node",
+          absl::StrCat("bad node name ", QuotePrefix(node), " (1 to ", kMaxNodeNameBytes,
+                       " bytes of A-Z a-z 0-9 . _ -, starting with a letter or "
+                       "a digit)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
   if (spec.data.empty()) spec.data = kDefaultData;
+  RETURN_IF_ERROR(
+      CheckText("name", "--name", "name", spec.name, kMaxJobNameBytes, Bytes::kNoControl));
+  RETURN_IF_ERROR(CheckText("request_id", "--request-id", "request id", spec.request_id,
+                            kMaxRequestIdBytes, Bytes::kNoControl));
+  RETURN_IF_ERROR(CheckLabels("labels", "--label", spec.labels));
+  RETURN_IF_ERROR(
+      CheckText("model", "--model", "model", spec.model, kMaxModelBytes, Bytes::kNoControl));
+  RETURN_IF_ERROR(
+      CheckText("data", "--data", "data source", spec.data, kMaxDataBytes, Bytes::kNoControl));
   if (!IsKnownModel(spec.model)) {
     return FieldError("model", "--model",
-                      absl::StrCat("unknown model \"", spec.model,
-                                   "\" (known: ", JoinNames(kModelNames, ", ", ", "), ")"));
+                      absl::StrCat("unknown model ", QuotePrefix(spec.model),
+                                   " (known: ", JoinNames(kModelNames, ", ", ", "), ")"));
   }
   if (spec.nodes < 0 || spec.devices_per_node < 0) {
     return FieldError(spec.nodes < 0 ? "nodes" : "devices_per_node",
@@ -42,8 +145,7 @@ absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
   }
   if (spec.devices < 1 || spec.devices > kMaxDevices) {
     return FieldError("devices", "--gpus",
-                      absl::StrCat("must be between 1 and ", kMaxDevices, ", got ",
-                                   spec.devices));
+                      absl::StrCat("must be between 1 and ", kMaxDevices, ", got ", spec.devices));
   }
   if (spec.precision == Precision::kUnspecified) {
     return FieldError("precision", "--precision",
@@ -51,28 +153,27 @@ absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
   }
   if (spec.batch_size < 1 || spec.batch_size > kMaxBatch) {
     return FieldError("batch_size", "--bs",
-                      absl::StrCat("must be between 1 and ", kMaxBatch, ", got ",
-                                   spec.batch_size));
+                      absl::StrCat("must be between 1 and ", kMaxBatch, ", got ", spec.batch_size));
   }
   if (spec.iterations < 1 || spec.iterations > kMaxIterations) {
-    return FieldError("iterations", "--iters",
-                      absl::StrCat("must be between 1 and ", kMaxIterations, ", got ",
-                                   spec.iterations));
+    return FieldError(
+        "iterations", "--iters",
+        absl::StrCat("must be between 1 and ", kMaxIterations, ", got ", spec.iterations));
   }
   if (spec.warmup_iterations < 0) {
     return FieldError("warmup_iterations", "--warmup",
                       absl::StrCat("must not be negative, got ", spec.warmup_iterations));
   }
   if (spec.warmup_iterations >= spec.iterations) {
-    return FieldError("warmup_iterations", "--warmup",
-                      absl::StrCat("must be less than iterations (", spec.iterations,
-                                   ") so that some iterations are measured, got ",
-                                   spec.warmup_iterations));
+    return FieldError(
+        "warmup_iterations", "--warmup",
+        absl::StrCat("must be less than iterations (", spec.iterations,
+                     ") so that some iterations are measured, got ", spec.warmup_iterations));
   }
   if (spec.image_size < kMinImageSize || spec.image_size > kMaxImageSize) {
     return FieldError("image_size", "--image-size",
-                      absl::StrCat("must be between ", kMinImageSize, " and ",
-                                   kMaxImageSize, ", got ", spec.image_size));
+                      absl::StrCat("must be between ", kMinImageSize, " and ", kMaxImageSize,
+                                   ", got ", spec.image_size));
   }
   if (spec.nodes > 0 && ShapeDevices(spec.nodes, spec.devices_per_node) != spec.devices) {
     return FieldError("nodes", "--nodes",
@@ -80,24 +181,17 @@ absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
                                    " per node (--gpus-per-node) is not the ", spec.devices,
                                    " devices asked for (--gpus)"));
   }
-  for (const std::string& node : spec.allowed_nodes) {
-    if (node.empty()) return FieldError("allowed_nodes", "--node", "an empty node name");
-  }
-  for (const auto& [key, value] : spec.node_labels) {
-    if (key.empty() || key.find('=') != std::string::npos) {
-      return FieldError("node_labels", "--node-label",
-                        absl::StrCat("bad label key \"", key, "\" (empty, or contains '=')"));
-    }
-  }
+  RETURN_IF_ERROR(CheckAllowedNodes(spec.allowed_nodes));
+  RETURN_IF_ERROR(CheckLabels("node_labels", "--node-label", spec.node_labels));
   if (spec.wall_time_limit_s < 0 || spec.wall_time_limit_s > kMaxLimitSeconds) {
     return FieldError("wall_time_limit_s", "--wall-time",
-                      absl::StrCat("must be between 0 (benchd's default) and ",
-                                   kMaxLimitSeconds, " seconds, got ", spec.wall_time_limit_s));
+                      absl::StrCat("must be between 0 (benchd's default) and ", kMaxLimitSeconds,
+                                   " seconds, got ", spec.wall_time_limit_s));
   }
   if (spec.hang_timeout_s < 0 || spec.hang_timeout_s > kMaxLimitSeconds) {
     return FieldError("hang_timeout_s", "--hang-timeout",
-                      absl::StrCat("must be between 0 (benchd's default) and ",
-                                   kMaxLimitSeconds, " seconds, got ", spec.hang_timeout_s));
+                      absl::StrCat("must be between 0 (benchd's default) and ", kMaxLimitSeconds,
+                                   " seconds, got ", spec.hang_timeout_s));
   }
   // Training-mode BatchNorm needs more than one value per channel: the last stage of a
   // ResNet sees batch × side² values, the side being the input's after five stride-2
@@ -113,8 +207,8 @@ absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
   }
   if (spec.data != kDataSynthetic) {
     return FieldError("data", "--data",
-                      absl::StrCat("unknown data source \"", spec.data,
-                                   "\" (known: ", kDataSynthetic, ")"));
+                      absl::StrCat("unknown data source ", QuotePrefix(spec.data),
+                                   " (known: ", kDataSynthetic, ")"));
   }
   return absl::OkStatus();
 }

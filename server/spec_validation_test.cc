@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace bench {
 namespace {
 
@@ -99,6 +101,132 @@ TEST(SpecValidationTest, ShapeConstraintsAndLimits) {
   s = Valid();
   s.hang_timeout_s = 31 * 24 * 3600;
   ExpectFieldError(s, "hang_timeout_s");
+}
+
+// A refusal for `spec`: INVALID_ARGUMENT, the field first, the limit named, the value
+// quoted as a short prefix; the message stays small whatever the value's size.
+absl::Status Refusal(JobSpec spec, const std::string& field) {
+  absl::Status status = NormalizeAndValidateSpec(spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << field;
+  EXPECT_EQ(status.message().find(field + " ("), 0u) << status.message();
+  EXPECT_LT(status.message().size(), 300u) << status.message();
+  return status;
+}
+
+bool Contains(const absl::Status& status, const std::string& text) {
+  return status.message().find(text) != std::string::npos;
+}
+
+TEST(SpecValidationTest, AFiveMebibyteNameIsRefusedWithAShortMessageNamingTheLimit) {
+  JobSpec s = Valid();
+  s.name = std::string(5 << 20, 'x');
+  absl::Status status = Refusal(s, "name");
+  EXPECT_TRUE(Contains(status, "256 bytes")) << status.message();
+  EXPECT_TRUE(Contains(status, "\"xxxxxxxx")) << status.message();
+  EXPECT_TRUE(Contains(status, "(5242880 bytes)")) << status.message();
+  s.name = std::string(kMaxJobNameBytes, 'x');
+  EXPECT_TRUE(NormalizeAndValidateSpec(s).ok());
+  s.name = "r\xc3\xa9sultats 8\xc3\x97H100";  // UTF-8 is fine
+  EXPECT_TRUE(NormalizeAndValidateSpec(s).ok());
+}
+
+TEST(SpecValidationTest, EveryStringAndListHasALimit) {
+  JobSpec s = Valid();
+  s.request_id = std::string(kMaxRequestIdBytes + 1, 'r');
+  EXPECT_TRUE(Contains(Refusal(s, "request_id"), "128 bytes"));
+  s.request_id = std::string(kMaxRequestIdBytes, 'r');
+  EXPECT_TRUE(NormalizeAndValidateSpec(s).ok());
+
+  s = Valid();
+  s.model = std::string(1 << 20, 'm');
+  EXPECT_TRUE(Contains(Refusal(s, "model"), "64 bytes"));
+  s = Valid();
+  s.model = "resnet" + std::string(40, '5');  // short, unknown: quoted whole
+  EXPECT_TRUE(Contains(Refusal(s, "model"), "unknown model \"resnet555"));
+  s = Valid();
+  s.data = std::string(1 << 20, 'd');
+  EXPECT_TRUE(Contains(Refusal(s, "data"), "64 bytes"));
+
+  s = Valid();
+  for (size_t i = 0; i <= kMaxLabels; ++i) s.labels["k" + std::to_string(i)] = "v";
+  EXPECT_TRUE(Contains(Refusal(s, "labels"), "33 labels, more than the 32"));
+  s.labels.erase("k0");
+  EXPECT_TRUE(NormalizeAndValidateSpec(s).ok());
+  s = Valid();
+  s.labels[std::string(kMaxLabelKeyBytes + 1, 'k')] = "v";
+  EXPECT_TRUE(Contains(Refusal(s, "labels"), "63 bytes"));
+  s = Valid();
+  s.labels["k"] = std::string(1 << 20, 'v');
+  EXPECT_TRUE(Contains(Refusal(s, "labels"), "256 bytes"));
+  s = Valid();
+  s.labels[""] = "v";
+  Refusal(s, "labels").IgnoreError();
+
+  s = Valid();
+  for (size_t i = 0; i <= kMaxAllowedNodes; ++i) s.allowed_nodes.push_back("n" + std::to_string(i));
+  EXPECT_TRUE(Contains(Refusal(s, "allowed_nodes"), "257 nodes, more than the 256"));
+  s.allowed_nodes.pop_back();
+  EXPECT_TRUE(NormalizeAndValidateSpec(s).ok());
+  s = Valid();
+  s.allowed_nodes = {std::string(kMaxNodeNameBytes + 1, 'n')};
+  EXPECT_TRUE(Contains(Refusal(s, "allowed_nodes"), "1 to 63 bytes"));
+  s.allowed_nodes = {std::string(kMaxNodeNameBytes, 'n'), "dgx-01.rack_2", "7b"};
+  EXPECT_TRUE(NormalizeAndValidateSpec(s).ok());
+  for (const char* bad : {"-dgx", ".dgx", "dgx 01", "dgx/01", "dgx\x1f", "n\xc3\xa9ud"}) {
+    s.allowed_nodes = {bad};
+    Refusal(s, "allowed_nodes").IgnoreError();
+  }
+
+  s = Valid();
+  for (size_t i = 0; i <= kMaxLabels; ++i) s.node_labels["k" + std::to_string(i)] = "v";
+  Refusal(s, "node_labels").IgnoreError();
+  s = Valid();
+  s.node_labels["rack"] = std::string(kMaxLabelValueBytes + 1, 'v');
+  EXPECT_TRUE(Contains(Refusal(s, "node_labels"), "256 bytes"));
+}
+
+TEST(SpecValidationTest, ControlBytesThatCouldForgeALogLineAreRefused) {
+  const std::string nul(1, '\0');
+  for (const std::string& bad : {std::string("a\nb"), std::string("a\rb"), "a" + nul + "b",
+                                 std::string("a\x1f"), std::string("a\x7f")}) {
+    JobSpec s = Valid();
+    s.name = bad;
+    absl::Status status = Refusal(s, "name");
+    EXPECT_TRUE(Contains(status, "control byte")) << status.message();
+    EXPECT_EQ(status.message().find('\n'), std::string::npos) << "escaped in the message";
+    s = Valid();
+    s.request_id = bad;
+    Refusal(s, "request_id").IgnoreError();
+    s = Valid();
+    s.labels[bad] = "v";
+    Refusal(s, "labels").IgnoreError();
+    s = Valid();
+    s.node_labels[bad] = "v";
+    Refusal(s, "node_labels").IgnoreError();
+  }
+  for (const std::string& bad : {std::string("a\nb"), std::string("a\rb"), "a" + nul + "b"}) {
+    JobSpec s = Valid();
+    s.labels["k"] = bad;
+    Refusal(s, "labels").IgnoreError();
+    s = Valid();
+    s.node_labels["k"] = bad;
+    Refusal(s, "node_labels").IgnoreError();
+  }
+}
+
+// Label values are data: any byte but NUL, CR and LF is kept as given (the store keeps
+// them too: store_jobs_test.cc).
+TEST(SpecValidationTest, LabelValuesKeepUnitSeparatorsAndEqualsSigns) {
+  JobSpec s = Valid();
+  s.labels["note"] =
+      "a=b\x1f"
+      "c=d\t\xc3\xa9";
+  s.node_labels["rack"] = "r1\x1fgpu=h100";
+  ASSERT_TRUE(NormalizeAndValidateSpec(s).ok());
+  EXPECT_EQ(s.labels["note"],
+            "a=b\x1f"
+            "c=d\t\xc3\xa9");
+  EXPECT_EQ(s.node_labels["rack"], "r1\x1fgpu=h100");
 }
 
 TEST(SpecValidationTest, MessageCarriesTheCliFlag) {
