@@ -121,6 +121,9 @@ struct Job {
   std::string id;   // "job-000042"
   int64_t seq = 0;  // submission order, 1-based
   JobSpec spec;
+  // Who submitted it: the principal's name (server/auth.h); "" when security is off (and
+  // for jobs stored before schema 8).
+  std::string submitted_by;
   JobState state = JobState::kQueued;
   std::string reason;
   std::vector<StateTransition> history;

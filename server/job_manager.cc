@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
+#include "common/quote.h"
 #include "server/environment.h"
 #include "server/job_manager_text.h"
 #include "server/scheduler.h"
@@ -232,15 +233,22 @@ void JobManager::Notify(const Job& job) {
   }
 }
 
-std::optional<absl::StatusOr<SubmitResult>> JobManager::AnswerWithoutStoring(const JobSpec& spec) {
+std::optional<absl::StatusOr<SubmitResult>> JobManager::AnswerWithoutStoring(
+    const JobSpec& spec, const std::string& submitted_by) {
   if (shut_down_) return absl::UnavailableError("benchd is shutting down");
   if (!spec.request_id.empty()) {
     if (const std::string* used_by = jobs_.JobOfRequest(spec.request_id)) {
       Job* existing = FindJob(*used_by);
+      // Another submitter's request id answers nothing about that job but that it is taken.
+      if (existing != nullptr && existing->submitted_by != submitted_by) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("request_id (--request-id): ", QuotePrefix(spec.request_id),
+                         " was already used by another submitter"));
+      }
       if (existing != nullptr && existing->spec == spec) return SubmitResult{existing->id, true};
-      return absl::FailedPreconditionError(absl::StrCat("request_id (--request-id): \"",
-                                                        spec.request_id, "\" was already used for ",
-                                                        *used_by, " with a different spec"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("request_id (--request-id): ", QuotePrefix(spec.request_id),
+                       " was already used for ", *used_by, " with a different spec"));
     }
   }
   std::vector<AgentCapacity> fleet = fleet_.Capacities();
@@ -261,7 +269,7 @@ std::optional<absl::StatusOr<SubmitResult>> JobManager::AnswerWithoutStoring(con
   return std::nullopt;
 }
 
-void JobManager::Submit(JobSpec spec, SubmitDone done) {
+void JobManager::Submit(JobSpec spec, std::string submitted_by, SubmitDone done) {
   absl::Status valid = NormalizeAndValidateSpec(spec);
   if (!valid.ok()) return done(valid);
   std::optional<absl::StatusOr<SubmitResult>> answer;
@@ -269,12 +277,13 @@ void JobManager::Submit(JobSpec spec, SubmitDone done) {
   std::optional<absl::Status> early;
   {
     absl::MutexLock lock(&mu_);
-    answer = AnswerWithoutStoring(spec);
+    answer = AnswerWithoutStoring(spec, submitted_by);
     if (!answer) {
       Job job;
       job.seq = jobs_.NextSeq();
       job.id = absl::StrFormat("job-%06d", job.seq);
       job.spec = std::move(spec);
+      job.submitted_by = std::move(submitted_by);
       job.created = absl::Now();
       job.state = JobState::kQueued;
       job.reason = "waiting for devices";
@@ -309,7 +318,9 @@ void JobManager::OnJobInserted(const std::string& job_id, const absl::Status& st
     } else {
       Job* job = FindJob(job_id);
       runtime_[job_id].persisted = true;
-      Log(job_id, " submitted: ", job->spec.model, " ", job->spec.devices, " devices ",
+      Log(job_id, " submitted",
+          job->submitted_by.empty() ? "" : absl::StrCat(" by ", QuotePrefix(job->submitted_by)),
+          ": ", job->spec.model, " ", job->spec.devices, " devices ",
           PrecisionText(job->spec.precision), " bs ", job->spec.batch_size);
       Schedule();
       result = SubmitResult{job_id, false};

@@ -81,13 +81,16 @@ class JobManager {
 
   // Validates (INVALID_ARGUMENT naming the field), checks the registered fleet can ever
   // hold the job (FAILED_PRECONDITION), stores it durably, then schedules. A request id
-  // seen before returns that job; with a different spec it is FAILED_PRECONDITION; if
-  // the store fails, UNAVAILABLE and the job is forgotten.
+  // seen before returns that job; with a different spec, or from another submitter, it
+  // is FAILED_PRECONDITION; if the store fails, UNAVAILABLE and the job is forgotten.
+  // `submitted_by` is the submitting principal's name ("" when security is off), stored
+  // with the job (Job::submitted_by).
   // `done` gets the answer: once the job is stored (on the store's writer thread, after
   // the commit), or at once on the caller's thread when no new job is stored. It runs
   // outside the manager's lock and must not block.
   using SubmitDone = std::function<void(absl::StatusOr<SubmitResult>)>;
-  void Submit(JobSpec spec, SubmitDone done);
+  void Submit(JobSpec spec, std::string submitted_by, SubmitDone done);
+  void Submit(JobSpec spec, SubmitDone done) { Submit(std::move(spec), "", std::move(done)); }
   absl::StatusOr<JobView> Get(const std::string& job_id);
   std::vector<JobView> List();
   // The web API's job list (server/web_api.h): newest first, the views of at most
@@ -205,8 +208,8 @@ class JobManager {
   Job* FindJob(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Submit's answers that store nothing: shutting down, a request id seen before, a job
   // the registered fleet can never hold. Unset: store the job.
-  std::optional<absl::StatusOr<SubmitResult>> AnswerWithoutStoring(const JobSpec& spec)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<absl::StatusOr<SubmitResult>> AnswerWithoutStoring(
+      const JobSpec& spec, const std::string& submitted_by) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The insert of a submitted job finished: schedule it, or forget it if it failed.
   void OnJobInserted(const std::string& job_id, const absl::Status& status, const SubmitDone& done)
       ABSL_LOCKS_EXCLUDED(mu_);

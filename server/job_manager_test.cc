@@ -74,6 +74,13 @@ class JobManagerTest : public ::testing::Test {
                      [&](absl::StatusOr<SubmitResult> r) { done.set_value(std::move(r)); });
     return done.get_future().get();
   }
+  // Submits `spec` as `submitted_by`; waits for the manager's answer.
+  absl::StatusOr<SubmitResult> SubmitAs(const std::string& submitted_by, JobSpec spec) {
+    std::promise<absl::StatusOr<SubmitResult>> done;
+    manager_->Submit(std::move(spec), submitted_by,
+                     [&](absl::StatusOr<SubmitResult> r) { done.set_value(std::move(r)); });
+    return done.get_future().get();
+  }
   // Sets the baseline; waits for the manager's answer.
   absl::StatusOr<Baseline> SetBaseline(const std::string& job_id, double lower_tolerance_pct,
                                        double upper_tolerance_pct) {
@@ -246,6 +253,32 @@ TEST_F(JobManagerTest, RequestIdMakesSubmitIdempotent) {
   auto different = Submit(spec);
   EXPECT_EQ(different.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(manager_->List().size(), 1u);
+}
+
+// A job records who submitted it, and keeps it across a restart; a request id names one
+// submitter's job: another submitter reusing it gets FAILED_PRECONDITION, not that job.
+TEST_F(JobManagerTest, TheSubmitterIsRecordedAndSurvivesARestart) {
+  FakeChannel a;
+  AddCpuAgent("a", 1, &a);
+  JobSpec spec = Spec(1);
+  spec.request_id = "r1";
+  auto alices = SubmitAs("alice", spec);
+  auto anonymous = Submit(Spec(1));
+  ASSERT_TRUE(alices.ok() && anonymous.ok());
+  EXPECT_EQ(manager_->Get(alices->job_id)->job.submitted_by, "alice");
+  auto again = SubmitAs("alice", spec);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->existing);
+  auto bobs = SubmitAs("bob", spec);
+  EXPECT_EQ(bobs.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(bobs.status().message(), HasSubstr("another submitter"));
+
+  Reopen();
+  auto view = manager_->Get(alices->job_id);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->job.submitted_by, "alice");
+  EXPECT_EQ(manager_->Get(anonymous->job_id)->job.submitted_by, "");
+  EXPECT_EQ(manager_->List().size(), 2u);
 }
 
 TEST_F(JobManagerTest, CancelQueuedAndRunningJobs) {

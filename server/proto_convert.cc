@@ -202,6 +202,7 @@ void ToProto(const JobView& view, v1::JobStatus* proto) {
   const Job& job = view.job;
   proto->set_id(job.id);
   ToProto(job.spec, proto->mutable_spec());
+  proto->set_submitted_by(job.submitted_by);
   proto->set_state(ToProto(job.state));
   proto->set_reason(job.reason);
   for (const StateTransition& t : job.history) {

@@ -27,21 +27,14 @@ inline int64_t ToMs(absl::Time t) { return absl::ToUnixMillis(t); }
 inline absl::Time FromMs(int64_t ms) { return absl::FromUnixMillis(ms); }
 Precision ParsePrecisionText(const std::string& text);  // store_jobs_load.cc
 DeviceKind ParseDeviceKind(const std::string& text);    // store_jobs_load.cc
-// store_jobs.cc: allowed_nodes and node_labels, each a list in one TEXT column.
-std::string EncodeNodes(const std::vector<std::string>& nodes);
-std::vector<std::string> DecodeNodes(const std::string& text);
-std::string EncodeLabels(const std::map<std::string, std::string>& labels);
-std::map<std::string, std::string> DecodeLabels(const std::string& text);
 
 // store_samples.cc
-absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db,
-                                                           const std::string& job_id,
-                                                           int attempt,
-                                                           int from_iteration = 0);
+absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db, const std::string& job_id,
+                                                           int attempt, int from_iteration = 0);
 
 // store_telemetry.cc
 absl::StatusOr<std::vector<GpuSample>> SelectGpuSamples(Database& db, const std::string& job_id,
-                                                         int attempt);
+                                                        int attempt);
 // INSERT OR IGNORE; counts into result->gpu_stored / gpu_duplicates.
 absl::Status InsertGpuSamples(Database& db, const std::vector<GpuSample>& samples,
                               AppendResult* result);

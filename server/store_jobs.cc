@@ -1,47 +1,19 @@
 // Store operations that write jobs: a new job's rows, and each update's mutable state,
-// one writer per table (jobs, job_history, job_ranks, job_versions, rank_summaries,
-// gpu_telemetry), all on the writer thread. Store::LoadJobs reads them back
+// one writer per table (jobs, job_labels, job_allowed_nodes, job_node_labels,
+// job_history, job_ranks, job_versions, rank_summaries, gpu_telemetry), all on the writer
+// thread. Store::LoadJobs reads them back
 // (store_jobs_load.cc).
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "server/sqlite_db.h"
 #include "server/store.h"
 #include "server/store_internal.h"
 
 namespace bench {
-
-// allowed_nodes and node_labels in one TEXT column each: items separated by the ASCII
-// unit separator, a label as KEY=VALUE (keys never contain '=': spec_validation.cc).
-constexpr char kItemSeparator = '\x1f';
-
-std::string EncodeNodes(const std::vector<std::string>& nodes) {
-  return absl::StrJoin(nodes, std::string(1, kItemSeparator));
-}
-
-std::vector<std::string> DecodeNodes(const std::string& text) {
-  if (text.empty()) return {};
-  return absl::StrSplit(text, kItemSeparator);
-}
-
-std::string EncodeLabels(const std::map<std::string, std::string>& labels) {
-  return absl::StrJoin(labels, std::string(1, kItemSeparator), absl::PairFormatter("="));
-}
-
-std::map<std::string, std::string> DecodeLabels(const std::string& text) {
-  std::map<std::string, std::string> labels;
-  if (text.empty()) return labels;
-  for (absl::string_view item : absl::StrSplit(text, kItemSeparator)) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-    labels.insert(std::move(kv));
-  }
-  return labels;
-}
 
 namespace {
 
@@ -179,12 +151,16 @@ absl::Status WriteMutableJobState(Database& db, const Job& job) {
   return WriteGpuTelemetryRows(db, job);
 }
 
-// The job's row, its labels, and everything WriteMutableJobState writes.
+// The job's row, its labels and constraints, and everything WriteMutableJobState writes.
 absl::Status InsertJobRows(Database& db, const Job& job) {
   ASSIGN_OR_RETURN(
       Statement * insert,
-      db.Prepare("INSERT INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                 "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18, '', ?19, ?20, ?21, ?22, ?23, ?24, ?25)"));
+      db.Prepare("INSERT INTO jobs (id, seq, request_id, model, devices, precision, batch_size, "
+                 "iterations, warmup_iterations, image_size, data, name, state, reason, "
+                 "attempt, device_kind, parameters, created_ms, updated_ms, telemetry_note, "
+                 "nodes, devices_per_node, wall_time_limit_s, hang_timeout_s, requeues, "
+                 "submitted_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+                 "?13, ?14, ?15, ?16, ?17, ?18, ?18, '', ?19, ?20, ?21, ?22, ?23, ?24)"));
   const JobSpec& spec = job.spec;
   insert->Bind(1, job.id);
   insert->Bind(2, job.seq);
@@ -210,12 +186,12 @@ absl::Status InsertJobRows(Database& db, const Job& job) {
   insert->Bind(18, ToMs(job.created));
   insert->Bind(19, int64_t{spec.nodes});
   insert->Bind(20, int64_t{spec.devices_per_node});
-  insert->Bind(21, EncodeNodes(spec.allowed_nodes));
-  insert->Bind(22, EncodeLabels(spec.node_labels));
-  insert->Bind(23, int64_t{spec.wall_time_limit_s});
-  insert->Bind(24, int64_t{spec.hang_timeout_s});
-  insert->Bind(25, int64_t{job.requeues});
+  insert->Bind(21, int64_t{spec.wall_time_limit_s});
+  insert->Bind(22, int64_t{spec.hang_timeout_s});
+  insert->Bind(23, int64_t{job.requeues});
+  insert->Bind(24, job.submitted_by);
   RETURN_IF_ERROR(insert->Run());
+  // Labels and constraints, one row per item: any bytes round-trip.
   ASSIGN_OR_RETURN(Statement * label, db.Prepare("INSERT INTO job_labels VALUES (?1, ?2, ?3)"));
   for (const auto& [key, value] : spec.labels) {
     label->Reset();
@@ -223,6 +199,26 @@ absl::Status InsertJobRows(Database& db, const Job& job) {
     label->Bind(2, key);
     label->Bind(3, value);
     RETURN_IF_ERROR(label->Run());
+  }
+  ASSIGN_OR_RETURN(Statement * node,
+                   db.Prepare("INSERT INTO job_allowed_nodes (job_id, position, node) VALUES "
+                              "(?1, ?2, ?3)"));
+  for (size_t i = 0; i < spec.allowed_nodes.size(); ++i) {
+    node->Reset();
+    node->Bind(1, job.id);
+    node->Bind(2, static_cast<int64_t>(i));
+    node->Bind(3, spec.allowed_nodes[i]);
+    RETURN_IF_ERROR(node->Run());
+  }
+  ASSIGN_OR_RETURN(Statement * node_label,
+                   db.Prepare("INSERT INTO job_node_labels (job_id, key, value) VALUES (?1, "
+                              "?2, ?3)"));
+  for (const auto& [key, value] : spec.node_labels) {
+    node_label->Reset();
+    node_label->Bind(1, job.id);
+    node_label->Bind(2, key);
+    node_label->Bind(3, value);
+    RETURN_IF_ERROR(node_label->Run());
   }
   return WriteMutableJobState(db, job);
 }

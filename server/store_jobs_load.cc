@@ -1,7 +1,7 @@
 // Store::LoadJobs: every job rebuilt from its tables at startup, one loader per table
-// (jobs, job_labels, job_history, job_ranks, job_versions, rank_summaries,
-// gpu_telemetry), on the reader connection. Rows of a job's earlier attempts are kept
-// in the tables but not loaded. The writers are in store_jobs.cc.
+// (jobs, job_labels, job_allowed_nodes and job_node_labels, job_history, job_ranks, job_versions,
+// rank_summaries, gpu_telemetry), on the reader connection. Rows of a job's earlier attempts are
+// kept in the tables but not loaded. The writers are in store_jobs.cc.
 #include <algorithm>
 #include <map>
 #include <string>
@@ -58,8 +58,8 @@ absl::Status LoadJobRows(Database& db, LoadedJobs& loaded) {
                               "batch_size, iterations, warmup_iterations, image_size, data, "
                               "name, state, reason, attempt, device_kind, parameters, "
                               "created_ms, telemetry_note, nodes, devices_per_node, "
-                              "allowed_nodes, node_labels, wall_time_limit_s, "
-                              "hang_timeout_s, requeues FROM jobs ORDER BY seq"));
+                              "wall_time_limit_s, hang_timeout_s, requeues, submitted_by "
+                              "FROM jobs ORDER BY seq"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, select->Step());
     if (!row) break;
@@ -85,11 +85,10 @@ absl::Status LoadJobRows(Database& db, LoadedJobs& loaded) {
     job.telemetry_note = select->Text(18);
     job.spec.nodes = static_cast<int>(select->Int(19));
     job.spec.devices_per_node = static_cast<int>(select->Int(20));
-    job.spec.allowed_nodes = DecodeNodes(select->Text(21));
-    job.spec.node_labels = DecodeLabels(select->Text(22));
-    job.spec.wall_time_limit_s = static_cast<int>(select->Int(23));
-    job.spec.hang_timeout_s = static_cast<int>(select->Int(24));
-    job.requeues = static_cast<int>(select->Int(25));
+    job.spec.wall_time_limit_s = static_cast<int>(select->Int(21));
+    job.spec.hang_timeout_s = static_cast<int>(select->Int(22));
+    job.requeues = static_cast<int>(select->Int(23));
+    job.submitted_by = select->Text(24);
     loaded.index[job.id] = loaded.jobs.size();
     loaded.jobs.push_back(std::move(job));
   }
@@ -104,6 +103,27 @@ absl::Status LoadLabels(Database& db, LoadedJobs& loaded) {
     if (!row) break;
     if (Job* job = loaded.Find(labels->Text(0))) {
       job->spec.labels[labels->Text(1)] = labels->Text(2);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// `job_allowed_nodes` and `job_node_labels`: each job's placement constraints.
+absl::Status LoadConstraints(Database& db, LoadedJobs& loaded) {
+  ASSIGN_OR_RETURN(Statement * nodes, db.Prepare("SELECT job_id, node FROM job_allowed_nodes "
+                                                 "ORDER BY job_id, position"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, nodes->Step());
+    if (!row) break;
+    if (Job* job = loaded.Find(nodes->Text(0))) job->spec.allowed_nodes.push_back(nodes->Text(1));
+  }
+  ASSIGN_OR_RETURN(Statement * labels,
+                   db.Prepare("SELECT job_id, key, value FROM job_node_labels"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, labels->Step());
+    if (!row) break;
+    if (Job* job = loaded.Find(labels->Text(0))) {
+      job->spec.node_labels[labels->Text(1)] = labels->Text(2);
     }
   }
   return absl::OkStatus();
@@ -212,6 +232,7 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
   LoadedJobs loaded;
   RETURN_IF_ERROR(LoadJobRows(db, loaded));
   RETURN_IF_ERROR(LoadLabels(db, loaded));
+  RETURN_IF_ERROR(LoadConstraints(db, loaded));
   RETURN_IF_ERROR(LoadHistory(db, loaded));
   RETURN_IF_ERROR(LoadRanks(db, loaded));
   RETURN_IF_ERROR(LoadVersions(db, loaded));

@@ -76,6 +76,58 @@ TEST_F(StoreTest, ShapeConstraintsLimitsAndRequeuesSurviveReopen) {
   EXPECT_EQ(jobs->front().requeues, 1);
 }
 
+// Constraints, labels and free text are stored so that any bytes come back as given: the
+// unit separator and '=' (which schema 4's joined columns used as delimiters), NUL,
+// newlines and bytes that are not UTF-8, through a real file closed and reopened.
+TEST_F(StoreTest, AnyBytesInConstraintsLabelsAndSubmitterRoundTripAcrossAReopen) {
+  const std::string nul(1, '\0');
+  Job job = MakeJob(1);
+  job.spec.name =
+      "name\x1f"
+      "a=b" +
+      nul + "\n\xff";
+  job.spec.allowed_nodes = {
+      "a\x1f"
+      "b",
+      "c=d",
+      "",
+      "e" + nul + "f",
+      "a\x1f"
+      "b",
+      "\xc3\xa9\xff"};
+  job.spec.node_labels = {{"rack", "r1\x1fgpu=h100"},
+                          {"k\x1f"
+                           "k",
+                           "=" + nul + "="},
+                          {"", ""},
+                          {"n" + nul, "\r\n"}};
+  job.spec.labels = {{"note", "x=y\x1fz"}, {"k" + nul + "=", nul + "\x1f"}};
+  job.submitted_by = "alice\x1f=" + nul;
+  Job plain = MakeJob(2);
+  plain.submitted_by = "bob";
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(job).ok());
+    ASSERT_TRUE((*store)->InsertJob(plain).ok());
+  }
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u);
+  const Job& loaded = jobs->front();
+  EXPECT_EQ(loaded.spec.name, job.spec.name);
+  EXPECT_EQ(loaded.spec.allowed_nodes, job.spec.allowed_nodes) << "order and duplicates kept";
+  EXPECT_EQ(loaded.spec.node_labels, job.spec.node_labels);
+  EXPECT_EQ(loaded.spec.labels, job.spec.labels);
+  EXPECT_TRUE(loaded.spec == job.spec);
+  EXPECT_EQ(loaded.submitted_by, job.submitted_by);
+  EXPECT_EQ(jobs->back().submitted_by, "bob");
+  EXPECT_TRUE(jobs->back().spec.allowed_nodes.empty());
+  EXPECT_TRUE(jobs->back().spec.node_labels.empty());
+}
+
 TEST_F(StoreTest, DuplicateRequestIdIsRefusedAndOthersUnaffected) {
   auto store = Store::Open(path_);
   ASSERT_TRUE(store.ok());

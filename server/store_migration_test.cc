@@ -1,4 +1,4 @@
-// Store's migrations: a database written by an older schema (1, 2, 5, 6), made here with
+// Store's migrations: a database written by an older schema (1, 2, 5, 6, 7), made here with
 // that schema's own SQL, opens, migrates to Store::kSchemaVersion and loses nothing.
 #include "server/store.h"
 
@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -17,6 +18,22 @@ namespace {
 
 // A database written by schema 1 (before GPU telemetry) opens, migrates, and keeps its
 // jobs and samples.
+// The jobs table as schemas 4 to 7 had it (empty): every database of those schemas has one.
+constexpr const char* kJobsTableOfSchemas4To7 = R"sql(
+CREATE TABLE jobs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, request_id TEXT UNIQUE,
+  model TEXT NOT NULL, devices INTEGER NOT NULL, precision TEXT NOT NULL,
+  batch_size INTEGER NOT NULL, iterations INTEGER NOT NULL, warmup_iterations INTEGER NOT NULL,
+  image_size INTEGER NOT NULL, data TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,
+  reason TEXT NOT NULL, attempt INTEGER NOT NULL, device_kind TEXT NOT NULL,
+  parameters INTEGER NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
+  telemetry_note TEXT NOT NULL DEFAULT '', nodes INTEGER NOT NULL DEFAULT 0,
+  devices_per_node INTEGER NOT NULL DEFAULT 0, allowed_nodes TEXT NOT NULL DEFAULT '',
+  node_labels TEXT NOT NULL DEFAULT '', wall_time_limit_s INTEGER NOT NULL DEFAULT 0,
+  hang_timeout_s INTEGER NOT NULL DEFAULT 0, requeues INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE job_labels (job_id TEXT NOT NULL REFERENCES jobs(id), key TEXT NOT NULL,
+  value TEXT NOT NULL, PRIMARY KEY (job_id, key)) WITHOUT ROWID;
+)sql";
+
 TEST_F(StoreTest, ASchemaOneDatabaseIsMigratedWithNothingLost) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
@@ -187,6 +204,8 @@ INSERT INTO samples VALUES
   ('job-000001', 2, 0, 1, 2.5, 8, 5.0, 0.0, 1.0, 0, 14, NULL, NULL),
   ('job-000002', 1, 0, 1, 3.5, 2, 4.0, 0.0, 1.0, 1, 15, NULL, NULL);
 )sql";
+  ASSERT_EQ(sqlite3_exec(db, kJobsTableOfSchemas4To7, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, v5, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   sqlite3_close(db);
 
@@ -228,9 +247,8 @@ INSERT INTO samples VALUES
   ASSERT_TRUE(appended.ok()) << appended.status();
   EXPECT_EQ(appended->stored, 2);
   EXPECT_EQ(appended->duplicates, 1);
-  EXPECT_EQ(appended->stored_by_rank,
-            (std::map<std::tuple<std::string, int, int>, int>{{{"job-000001", 1, 0}, 1},
-                                                              {{"job-000003", 1, 2}, 1}}));
+  EXPECT_EQ(appended->stored_by_rank, (std::map<std::tuple<std::string, int, int>, int>{
+                                          {{"job-000001", 1, 0}, 1}, {{"job-000003", 1, 2}, 1}}));
   EXPECT_EQ(*store.CountSamples("job-000001", 1), 4);
 
   // Ad-hoc SQL against `samples` still works.
@@ -288,6 +306,8 @@ CREATE VIEW samples AS
   FROM sample_series r JOIN sample_rows s
     ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32;
 )sql";
+  ASSERT_EQ(sqlite3_exec(db, kJobsTableOfSchemas4To7, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, v6, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   sqlite3_close(db);
 
@@ -337,9 +357,68 @@ CREATE VIEW samples AS
   EXPECT_EQ(sqlite3_column_int64(stmt, 0), 1);
   EXPECT_EQ(sqlite3_column_int64(stmt, 1), 0);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 2))), "");
-  EXPECT_EQ(sqlite3_column_int64(stmt, 3), 7);
+  EXPECT_EQ(sqlite3_column_int64(stmt, 3), Store::kSchemaVersion);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
+}
+
+// Schema 7 kept allowed_nodes and node_labels in one TEXT column each, items joined with
+// 0x1f, a label as KEY=VALUE. Migrating to 8 splits them into rows as schema 7's reader
+// did (a label at its first '='), keeps an empty column empty, and leaves submitted_by ''.
+TEST_F(StoreTest, ASchemaSevenDatabaseKeepsItsConstraintsAsRows) {
+  Job constrained = MakeJob(1);
+  Job unconstrained = MakeJob(2);
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(constrained).ok());
+    ASSERT_TRUE((*store)->InsertJob(unconstrained).ok());
+  }
+  // The jobs table back in schema 7's shape, holding schema 7's encoding.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* to_v7 = R"sql(
+DROP TABLE job_allowed_nodes;
+DROP TABLE job_node_labels;
+ALTER TABLE jobs DROP COLUMN submitted_by;
+ALTER TABLE jobs ADD COLUMN allowed_nodes TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN node_labels TEXT NOT NULL DEFAULT '';
+UPDATE jobs SET allowed_nodes = 'dgx-01' || char(31) || 'dgx-02' || char(31) || 'n' || x'c3a9',
+                node_labels = 'rack=r2' || char(31) || 'fabric=ib=hdr' || char(31) || 'bare'
+  WHERE id = 'job-1';
+DELETE FROM schema_version WHERE version > 7;
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, to_v7, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u);
+  const Job& job = jobs->front();
+  EXPECT_EQ(job.spec.allowed_nodes, (std::vector<std::string>{"dgx-01", "dgx-02", "n\xc3\xa9"}));
+  EXPECT_EQ(job.spec.node_labels, (std::map<std::string, std::string>{
+                                      {"rack", "r2"}, {"fabric", "ib=hdr"}, {"bare", ""}}));
+  EXPECT_EQ(job.spec.labels, constrained.spec.labels);
+  EXPECT_EQ(job.submitted_by, "");
+  EXPECT_TRUE(jobs->back().spec.allowed_nodes.empty());
+  EXPECT_TRUE(jobs->back().spec.node_labels.empty());
+
+  // The old columns are gone; a new job's constraints go in beside the migrated ones.
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  EXPECT_NE(sqlite3_exec(db, "SELECT allowed_nodes FROM jobs", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  Job later = MakeJob(3);
+  later.spec.allowed_nodes = {"dgx-03"};
+  later.submitted_by = "alice";
+  ASSERT_TRUE((*store)->InsertJob(later).ok());
+  jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 3u);
+  EXPECT_EQ(jobs->back().spec.allowed_nodes, std::vector<std::string>{"dgx-03"});
+  EXPECT_EQ(jobs->back().submitted_by, "alice");
 }
 
 }  // namespace

@@ -250,6 +250,55 @@ ALTER TABLE rank_summaries ADD COLUMN skipped_steps INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE rank_summaries ADD COLUMN nonfinite_losses INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE job_ranks ADD COLUMN precision TEXT NOT NULL DEFAULT '';
 )sql",
+    // 8: constraints stored so that any bytes round-trip (issue 15). Schema 4 kept
+    // allowed_nodes and node_labels in one TEXT column each, items joined with 0x1f and a
+    // label as KEY=VALUE, so a value holding 0x1f or '=' came back as another constraint.
+    // They move to rows of their own, like job_labels: existing rows are split here
+    // byte-wise (as BLOBs) exactly as schema 4's reader split them (a label at its first
+    // '='; the first of two equal keys wins), then the old columns are dropped. Jobs also
+    // record who submitted them (the principal's name, '' with security off).
+    R"sql(
+CREATE TABLE job_allowed_nodes (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  position INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  PRIMARY KEY (job_id, position)
+) WITHOUT ROWID;
+CREATE TABLE job_node_labels (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (job_id, key)
+) WITHOUT ROWID;
+INSERT INTO job_allowed_nodes (job_id, position, node)
+  WITH RECURSIVE split(job_id, position, item, rest) AS (
+    SELECT id, -1, NULL, CAST(allowed_nodes AS BLOB) FROM jobs WHERE allowed_nodes <> ''
+    UNION ALL
+    SELECT job_id, position + 1,
+           CASE WHEN instr(rest, x'1f') > 0 THEN substr(rest, 1, instr(rest, x'1f') - 1)
+                ELSE rest END,
+           CASE WHEN instr(rest, x'1f') > 0 THEN substr(rest, instr(rest, x'1f') + 1) END
+    FROM split WHERE rest IS NOT NULL)
+  SELECT job_id, position, CAST(item AS TEXT) FROM split WHERE position >= 0;
+INSERT OR IGNORE INTO job_node_labels (job_id, key, value)
+  WITH RECURSIVE split(job_id, position, item, rest) AS (
+    SELECT id, -1, NULL, CAST(node_labels AS BLOB) FROM jobs WHERE node_labels <> ''
+    UNION ALL
+    SELECT job_id, position + 1,
+           CASE WHEN instr(rest, x'1f') > 0 THEN substr(rest, 1, instr(rest, x'1f') - 1)
+                ELSE rest END,
+           CASE WHEN instr(rest, x'1f') > 0 THEN substr(rest, instr(rest, x'1f') + 1) END
+    FROM split WHERE rest IS NOT NULL)
+  SELECT job_id,
+         CAST(CASE WHEN instr(item, x'3d') > 0 THEN substr(item, 1, instr(item, x'3d') - 1)
+                   ELSE item END AS TEXT),
+         CAST(CASE WHEN instr(item, x'3d') > 0 THEN substr(item, instr(item, x'3d') + 1)
+                   ELSE x'' END AS TEXT)
+  FROM split WHERE position >= 0 ORDER BY job_id, position;
+ALTER TABLE jobs DROP COLUMN allowed_nodes;
+ALTER TABLE jobs DROP COLUMN node_labels;
+ALTER TABLE jobs ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);
