@@ -234,6 +234,7 @@ std::string FormatJobText(const JobStatus& job) {
   };
   line("id", job.id());
   line("name", spec.name().empty() ? "-" : spec.name());
+  if (!job.submitted_by().empty()) line("submitted by", job.submitted_by());
   line("state", StateWithReason(job));
   if (job.state() == benchfleet::v1::JOB_STATE_QUEUED && job.queue_position() > 0) {
     line("queue", absl::StrCat("position ", job.queue_position(),

@@ -87,6 +87,13 @@ TEST(ViewsTest, JobText) {
   EXPECT_THAT(FormatJobText(done), HasSubstr("images/s:   9500.5\n"));
 }
 
+TEST(ViewsTest, JobTextNamesTheSubmitterWhenBenchdRecordedOne) {
+  EXPECT_THAT(FormatJobText(RunningJob()), Not(HasSubstr("submitted by")));
+  JobStatus job = RunningJob();
+  job.set_submitted_by("alice");
+  EXPECT_THAT(FormatJobText(job), HasSubstr("\nsubmitted by: alice\n"));
+}
+
 TEST(ViewsTest, JobTextShowsShapeConstraintsLimitsQueueAndRequeues) {
   const std::string plain = FormatJobText(RunningJob());
   for (const char* key : {"queue:", "requeues:", "shape:", "constraints:", "limits:"}) {
