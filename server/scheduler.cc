@@ -1,6 +1,7 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -75,15 +76,29 @@ void Give(const std::vector<Placement>& placements, std::vector<AgentCapacity>& 
   }
 }
 
+// The first few items of a constraint list, and how many there are in all when there are
+// more: a reason (stored with each state change, sent in every status) stays short even for
+// a spec at spec_validation.h's limits (256 nodes, 32 labels).
+constexpr size_t kConstraintsListed = 8;
+
+template <typename Container, typename Formatter>
+std::string FirstItems(const Container& items, Formatter formatter) {
+  if (items.size() <= kConstraintsListed) return absl::StrJoin(items, ", ", formatter);
+  auto end = items.begin();
+  std::advance(end, kConstraintsListed);
+  return absl::StrCat(absl::StrJoin(items.begin(), end, ", ", formatter), ", \xe2\x80\xa6 (",
+                      items.size(), " in all)");
+}
+
 std::string DescribeConstraints(const PlacementRequest& request) {
   std::vector<std::string> parts;
   if (!request.allowed_nodes.empty()) {
-    parts.push_back(absl::StrCat("nodes ", absl::StrJoin(request.allowed_nodes, ", ")));
+    parts.push_back(
+        absl::StrCat("nodes ", FirstItems(request.allowed_nodes, absl::AlphaNumFormatter())));
   }
   if (!request.node_labels.empty()) {
-    parts.push_back(absl::StrCat("labels ",
-                                 absl::StrJoin(request.node_labels, ", ",
-                                               absl::PairFormatter("="))));
+    parts.push_back(
+        absl::StrCat("labels ", FirstItems(request.node_labels, absl::PairFormatter("="))));
   }
   if (Shaped(request)) {
     parts.push_back(absl::StrCat(request.nodes, " nodes × ", request.devices_per_node));

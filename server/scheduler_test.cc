@@ -144,6 +144,24 @@ TEST(SchedulerTest, NodeAndLabelConstraintsRestrictTheAgents) {
   EXPECT_EQ(ChooseDeviceKind(request, fleet), DeviceKind::kNone);
 }
 
+// A spec at the input limits (256 allowed nodes, 32 labels of 256-byte values) still gets
+// a short reason: the first few of each list and how many there are.
+TEST(SchedulerTest, TheReasonListsAFewConstraintsOfALongList) {
+  std::vector<AgentCapacity> fleet = {Cpu("a", 4, Range(4))};
+  PlacementRequest request = Devices(2);
+  for (int i = 0; i < 256; ++i) request.allowed_nodes.push_back("node-" + std::to_string(i));
+  for (int i = 0; i < 32; ++i) request.node_labels["k" + std::to_string(i)] = std::string(256, 'v');
+  std::string reason = NeverFitsReason(request, fleet);
+  EXPECT_LT(reason.size(), 4096u) << reason.size();
+  EXPECT_NE(reason.find("nodes node-0, node-1"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("(256 in all)"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("(32 in all)"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find("node-8,"), std::string::npos) << reason;
+  request.allowed_nodes = {"x", "y"};
+  request.node_labels.clear();
+  EXPECT_NE(NeverFitsReason(request, fleet).find("(nodes x, y)"), std::string::npos);
+}
+
 TEST(SchedulerTest, NothingIsPlacedOnADisconnectedAgent) {
   std::vector<AgentCapacity> fleet = {Cpu("a", 4, Range(4))};
   fleet[0].connected = false;
