@@ -332,7 +332,7 @@ void JobManager::OnJobInserted(const std::string& job_id, const absl::Status& st
 absl::StatusOr<JobView> JobManager::Get(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   Job* job = FindJob(job_id);
-  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", QuotePrefix(job_id)));
   return ViewOf(*job);
 }
 
@@ -397,7 +397,7 @@ Baselines JobManager::VisitJobs(const std::function<void(const Job&)>& visit) {
 absl::StatusOr<JobView> JobManager::Cancel(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   Job* job = FindJob(job_id);
-  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", QuotePrefix(job_id)));
   if (IsTerminal(job->state)) {
     return absl::FailedPreconditionError(
         absl::StrCat(job_id, " has already ended (", JobStateText(job->state), ")"));
@@ -416,7 +416,7 @@ absl::StatusOr<Baseline> JobManager::BaselineOf(const std::string& job_id,
                                                 double upper_tolerance_pct) {
   if (shut_down_) return absl::UnavailableError("benchd is shutting down");
   Job* job = FindJob(job_id);
-  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", QuotePrefix(job_id)));
   if (job->state != JobState::kSucceeded) {
     return absl::FailedPreconditionError(absl::StrCat(job_id, " is ", JobStateText(job->state),
                                                       "; only a SUCCEEDED job can be a baseline"));
@@ -488,7 +488,7 @@ absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id, WatchCallba
   absl::MutexLock lock(&mu_);
   if (shut_down_) return absl::UnavailableError("benchd is shutting down");
   Job* job = FindJob(job_id);
-  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", QuotePrefix(job_id)));
   bool final = IsTerminal(job->state);
   on_update(ViewOf(*job), final);
   int64_t handle = next_watch_handle_++;
