@@ -281,6 +281,16 @@ TEST_F(JobManagerTest, TheSubmitterIsRecordedAndSurvivesARestart) {
   EXPECT_EQ(manager_->List().size(), 2u);
 }
 
+TEST_F(JobManagerTest, AnUnknownJobIdIsQuotedAsAShortPrefix) {
+  const std::string huge(1 << 20, 'j');
+  for (absl::Status status : {manager_->Get(huge).status(), manager_->Cancel(huge).status()}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+    EXPECT_LT(status.message().size(), 200u);
+    EXPECT_THAT(std::string(status.message()), HasSubstr("(1048576 bytes)"));
+  }
+  EXPECT_EQ(manager_->Get("job-000042").status().message(), "no job \"job-000042\"");
+}
+
 TEST_F(JobManagerTest, CancelQueuedAndRunningJobs) {
   FakeChannel a;
   AddCpuAgent("a", 1, &a);
