@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/quote.h"
+#include "server/inventory_validation.h"
 
 namespace bench {
 
@@ -10,9 +12,10 @@ absl::Status Fleet::NormalizeInventory(AgentInventory& inventory) {
   if (inventory.name.empty()) {
     return absl::InvalidArgumentError("inventory.name: an agent needs a name");
   }
+  if (absl::Status valid = ValidateInventory(inventory); !valid.ok()) return valid;
   if (inventory.gpus.empty() && inventory.cpu_slots < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("inventory: agent ", inventory.name, " offers no GPUs and no CPU slots"));
+    return absl::InvalidArgumentError(absl::StrCat("inventory: agent ", QuotePrefix(inventory.name),
+                                                   " offers no GPUs and no CPU slots"));
   }
   return absl::OkStatus();
 }

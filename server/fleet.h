@@ -41,8 +41,9 @@ class Fleet {
     std::set<Attempt> held;        // what held its devices (now freed)
   };
 
-  // Names an unnamed inventory after its host; INVALID_ARGUMENT without a name or
-  // without any GPU or CPU slot.
+  // Names an unnamed inventory after its host; INVALID_ARGUMENT without a name, without
+  // any GPU or CPU slot, or past a bound of inventory_validation.h (name charset and
+  // length, unique GPU indexes and UUIDs, at most 4096 CPU slots and 64 GPUs, labels).
   static absl::Status NormalizeInventory(AgentInventory& inventory);
 
   // Registers (or re-registers: a lost agent returns, a placeholder reconnects) the

@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "absl/time/clock.h"
+
 namespace bench {
 namespace {
 
@@ -47,6 +51,100 @@ TEST(FleetTest, AnInventoryNeedsANameAndDevices) {
   EXPECT_EQ(Fleet::NormalizeInventory(empty).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The refusal names the field and the limit and quotes at most a short prefix.
+void ExpectRefused(AgentInventory inventory, const std::string& names) {
+  absl::Status status = Fleet::NormalizeInventory(inventory);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << names;
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr(names));
+  EXPECT_LT(status.message().size(), 300u) << status.message();
+}
+
+AgentInventory FourGpus() {
+  AgentInventory inventory;
+  inventory.name = "dgx-01";
+  for (int i = 0; i < 4; ++i) {
+    inventory.gpus.push_back({i, "Fake GPU", "GPU-" + std::to_string(i), 1 << 30});
+  }
+  return inventory;
+}
+
+TEST(FleetTest, NodeNamesAreShortAndPlain) {
+  for (const char* good : {"a", "dgx-01", "node_7.rack-2", "0node"}) {
+    AgentInventory inventory = CpuAgent(good, 2);
+    EXPECT_TRUE(Fleet::NormalizeInventory(inventory).ok()) << good;
+  }
+  AgentInventory longest = CpuAgent(std::string(63, 'n'), 2);
+  EXPECT_TRUE(Fleet::NormalizeInventory(longest).ok());
+  ExpectRefused(CpuAgent(std::string(64, 'n'), 2), "inventory.name must be 1-63 bytes");
+  ExpectRefused(CpuAgent(std::string(5 << 20, 'n'), 2), "(5242880 bytes)");
+  ExpectRefused(CpuAgent(std::string("a\nINFO forged"), 2), "a\\x0aINFO forged");
+  ExpectRefused(CpuAgent(std::string("a\0b", 3), 2), "[A-Za-z0-9._-]");
+  ExpectRefused(CpuAgent("-lead", 2), "starting with a letter or digit");
+  ExpectRefused(CpuAgent(".hidden", 2), "starting with a letter or digit");
+  ExpectRefused(CpuAgent("sp ace", 2), "\"sp ace\"");
+  AgentInventory by_host = CpuAgent("", 2);
+  by_host.hostname = "bad host";
+  ExpectRefused(by_host, "inventory.name");
+}
+
+TEST(FleetTest, SlotAndGpuCountsAreBounded) {
+  AgentInventory most = CpuAgent("big", 4096);
+  EXPECT_TRUE(Fleet::NormalizeInventory(most).ok());
+  absl::Time start = absl::Now();
+  ExpectRefused(CpuAgent("huge", 20'000'000), "inventory.cpu_slots is 20000000; it must be 0-4096");
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(100));
+  ExpectRefused(CpuAgent("negative", -3), "inventory.cpu_slots is -3");
+  AgentInventory many = CpuAgent("many", 0);
+  for (int i = 0; i < 65; ++i) many.gpus.push_back({i, "g", "GPU-" + std::to_string(i), 0});
+  ExpectRefused(many, "lists 65 GPUs; the limit is 64");
+}
+
+TEST(FleetTest, GpuIndexesAndUuidsAreUnique) {
+  AgentInventory good = FourGpus();
+  EXPECT_TRUE(Fleet::NormalizeInventory(good).ok());
+  AgentInventory twice = FourGpus();
+  twice.gpus[3].index = 1;
+  ExpectRefused(twice, "inventory.gpus[3].index 1 is listed twice");
+  AgentInventory negative = FourGpus();
+  negative.gpus[0].index = -1;
+  ExpectRefused(negative, "inventory.gpus[0].index is -1");
+  AgentInventory same_uuid = FourGpus();
+  same_uuid.gpus[2].uuid = "GPU-0";
+  ExpectRefused(same_uuid, "inventory.gpus[2].uuid is listed twice");
+  AgentInventory no_uuid = FourGpus();
+  no_uuid.gpus[1].uuid = "";
+  ExpectRefused(no_uuid, "inventory.gpus[1].uuid is empty");
+  AgentInventory long_uuid = FourGpus();
+  long_uuid.gpus[1].uuid = std::string(1 << 20, 'u');
+  ExpectRefused(long_uuid, "inventory.gpus[1].uuid is 1048576 bytes; the limit is 128");
+}
+
+TEST(FleetTest, LabelsAndOtherStringsAreBounded) {
+  AgentInventory labelled = CpuAgent("a", 2);
+  labelled.labels = {{"zone", "eu-1"}, {"rack", "7"}};
+  EXPECT_TRUE(Fleet::NormalizeInventory(labelled).ok());
+  AgentInventory many = CpuAgent("a", 2);
+  for (int i = 0; i < 65; ++i) many.labels["k" + std::to_string(i)] = "v";
+  ExpectRefused(many, "holds 65 labels; the limit is 64");
+  AgentInventory long_value = CpuAgent("a", 2);
+  long_value.labels["zone"] = std::string(257, 'v');
+  ExpectRefused(long_value, "inventory.labels[\"zone\"] is 257 bytes; the limit is 256");
+  AgentInventory control = CpuAgent("a", 2);
+  control.labels["zone"] =
+      "eu\x1f"
+      "1";
+  ExpectRefused(control, "must not hold control bytes");
+  AgentInventory long_key = CpuAgent("a", 2);
+  long_key.labels[std::string(64, 'k')] = "v";
+  ExpectRefused(long_key, "inventory.labels key is 64 bytes; the limit is 63");
+  AgentInventory address = CpuAgent("a", 2);
+  address.address = std::string(1 << 20, 'x');
+  ExpectRefused(address, "inventory.address is 1048576 bytes; the limit is 256");
+  AgentInventory versions = CpuAgent("a", 2);
+  versions.versions["driver"] = std::string(300, '5');
+  ExpectRefused(versions, "inventory.versions[\"driver\"] is 300 bytes");
+}
+
 TEST(FleetTest, CapacitiesCountFreeDevicesAndOnlyConnectedAgentsTakeWork) {
   Fleet fleet;
   fleet.Register(CpuAgent("cpu", 4));
@@ -72,9 +170,10 @@ TEST(FleetTest, CapacitiesCountFreeDevicesAndOnlyConnectedAgentsTakeWork) {
   EXPECT_EQ(fleet.Capacities()[1].free_devices.size(), 4);
 }
 
-TEST(FleetTest, AnAgentWithTwentyMillionSlotsRegistersAndAJobIsPlacedOnIt) {
+// The most CPU slots an inventory may offer (20,000,000 are refused at Register).
+TEST(FleetTest, AnAgentWithTheMostSlotsRegistersAndAJobIsPlacedOnIt) {
   Fleet fleet;
-  AgentInventory huge = CpuAgent("huge", 20'000'000);
+  AgentInventory huge = CpuAgent("huge", 4096);
   ASSERT_TRUE(Fleet::NormalizeInventory(huge).ok());
   fleet.Register(huge);
   RecordingChannel channel;
@@ -83,8 +182,8 @@ TEST(FleetTest, AnAgentWithTwentyMillionSlotsRegistersAndAJobIsPlacedOnIt) {
 
   std::vector<AgentCapacity> capacities = fleet.Capacities();
   ASSERT_EQ(capacities.size(), 1u);
-  EXPECT_EQ(capacities[0].total_devices, 20'000'000);
-  EXPECT_EQ(capacities[0].free_devices.size(), 19'999'999);
+  EXPECT_EQ(capacities[0].total_devices, 4096);
+  EXPECT_EQ(capacities[0].free_devices.size(), 4095);
   PlacementRequest request;
   request.devices = 4;
   std::optional<PlacementPlan> plan = PlaceJob(request, DeviceKind::kCpu, capacities);

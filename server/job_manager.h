@@ -187,6 +187,7 @@ class JobManager {
   struct JobRuntime {
     bool persisted = false;  // the insert committed; only then is it scheduled
     std::map<int, int> iterations_by_rank;
+    std::map<int, double> fastest_step_by_rank;  // accepted measured samples' fastest step_time_s
     int64_t samples_stored = 0;
     int64_t nonfinite_losses = 0;  // of the stored samples
     std::map<std::string, std::set<int>> running_ranks;  // agent → ranks not ended

@@ -2,9 +2,13 @@
 // reports, sample uploads, lost agents and nodes, and telling ranks to stop.
 #include "server/job_manager.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -15,6 +19,7 @@
 #include "common/log.h"
 #include "server/environment.h"
 #include "server/job_manager_text.h"
+#include "server/sample_validation.h"
 
 namespace bench {
 namespace {
@@ -185,7 +190,24 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
     runtime.running_ranks[agent_name].erase(report.rank);
     if (report.outcome == RankOutcome::kSucceeded) {
       runtime.succeeded_ranks.insert(report.rank);
-      if (report.summary) job->summaries[report.rank] = *report.summary;
+      if (report.summary) {
+        auto fastest = runtime.fastest_step_by_rank.find(report.rank);
+        std::optional<std::string_view> rejected = SummaryRejection(
+            *report.summary, job->spec,
+            fastest == runtime.fastest_step_by_rank.end() ? std::nullopt
+                                                          : std::optional<double>(fastest->second));
+        if (rejected) {
+          // The rank finished, but its figures are not believable: the job gets no
+          // throughput from it rather than a forged one.
+          if (metrics_ != nullptr) metrics_->CountRankReportRejected(std::string(*rejected));
+          Log("refused the summary of rank ", report.rank, " of ", job_id, " from ", agent_name,
+              " (", std::string(*rejected), "): ", report.summary->measured_images, " images in ",
+              report.summary->window_s, " s, median step ", report.summary->step_time_median_s,
+              " s");
+        } else {
+          job->summaries[report.rank] = *report.summary;
+        }
+      }
       changed = true;
     } else if (report.outcome == RankOutcome::kFailed && job->state == JobState::kRunning &&
                absl::StartsWith(report.message, kAgentRestartedPrefix)) {
@@ -259,6 +281,7 @@ void JobManager::NodeLost(Job& job, const std::string& agent, std::string reason
   StopRanks(job);
   JobRuntime& runtime = runtime_[job.id];
   runtime.iterations_by_rank.clear();
+  runtime.fastest_step_by_rank.clear();
   runtime.samples_stored = 0;
   runtime.nonfinite_losses = 0;
   Transition(job, JobState::kQueued, std::move(reason));
@@ -306,48 +329,63 @@ void JobManager::UploadSamples(const std::string& agent_name, std::vector<Iterat
     absl::MutexLock lock(&mu_);
     fleet_.Touch(agent_name);
     known.reserve(samples.size());
-    int64_t dropped = 0;
-    int64_t malformed = 0;
+    // Every sample not stored is counted by reason (bench_ingest_errors_total).
+    std::map<std::string_view, int64_t> rejected;
+    auto placed = [&](const std::string& job_id, int attempt, int rank) -> Job* {
+      Job* job = FindJob(job_id);
+      if (job == nullptr) {
+        ++rejected[kUnknownJob];
+      } else if (job->attempt < 1 || attempt != job->attempt) {
+        ++rejected[kStaleAttempt];
+      } else if (!RankPlacedOn(*job, agent_name, rank)) {
+        ++rejected[kRankNotOnAgent];
+      } else if (Fenced(agent_name, job_id, attempt)) {
+        ++rejected[kFencedAgent];
+      } else {
+        return job;
+      }
+      return nullptr;
+    };
     for (IterationSample& sample : samples) {
-      Job* job = FindJob(sample.job_id);
-      if (job == nullptr || job->attempt < 1 || sample.attempt != job->attempt ||
-          sample.iteration < 1 || sample.iteration > job->spec.iterations ||
-          !RankPlacedOn(*job, agent_name, sample.rank) ||
-          Fenced(agent_name, sample.job_id, sample.attempt)) {
-        ++dropped;
+      Job* job = placed(sample.job_id, sample.attempt, sample.rank);
+      if (job == nullptr) continue;
+      if (std::optional<std::string_view> why = IterationSampleRejection(sample, job->spec)) {
+        ++rejected[*why];
         continue;
       }
-      // A NaN loss is data and is stored; a NaN time cannot be (the agent's parser
-      // never makes one), so such a sample is refused and counted, not stored.
-      if (std::isnan(sample.step_time_s) || std::isnan(sample.data_time_s) ||
-          std::isnan(sample.elapsed_s)) {
-        ++malformed;
-        continue;
+      if (!sample.warmup && sample.step_time_s > 0) {
+        auto [fastest, added] =
+            runtime_[job->id].fastest_step_by_rank.try_emplace(sample.rank, sample.step_time_s);
+        if (!added) fastest->second = std::min(fastest->second, sample.step_time_s);
       }
       known.push_back(std::move(sample));
     }
-    if (malformed > 0) {
-      if (metrics_ != nullptr) metrics_->CountIngestErrors("malformed", malformed);
-      Log("refused ", malformed, " samples from ", agent_name,
-          " with a NaN step, data or elapsed time");
-    }
     if (metrics_ != nullptr) metrics_->RecordIterations(agent_name, known);
     for (GpuSample& sample : gpu_samples) {
-      Job* job = FindJob(sample.job_id);
-      if (job == nullptr || job->attempt < 1 || sample.attempt != job->attempt || sample.seq < 1 ||
-          !RankPlacedOn(*job, agent_name, sample.rank) ||
-          Fenced(agent_name, sample.job_id, sample.attempt)) {
-        ++dropped;
+      Job* job = placed(sample.job_id, sample.attempt, sample.rank);
+      if (job == nullptr) continue;
+      if (sample.seq < 1) {
+        ++rejected[kBadSequence];
+        continue;
+      }
+      if (std::optional<std::string_view> why = GpuSampleRejection(sample, job->device_kind)) {
+        ++rejected[*why];
         continue;
       }
       if (metrics_ != nullptr) metrics_->RecordGpuSample(sample.job_id, agent_name, sample);
       known_gpu.push_back(std::move(sample));
     }
+    int64_t dropped = 0;
+    std::string reasons;
+    for (const auto& [reason, count] : rejected) {
+      if (metrics_ != nullptr) metrics_->CountIngestErrors(std::string(reason), count);
+      absl::StrAppend(&reasons, reasons.empty() ? "" : ", ", std::string(reason), " ", count);
+      dropped += count;
+    }
     if (dropped > 0) {
-      if (metrics_ != nullptr) metrics_->CountIngestErrors("unknown_rank", dropped);
       dropped_samples_ += dropped;
-      Log("dropped ", dropped, " samples from ", agent_name, " that match no rank placed there (",
-          dropped_samples_, " in all)");
+      Log("refused ", dropped, " samples from ", agent_name, " (", reasons, "; ", dropped_samples_,
+          " in all)");
     }
   }
   if (known.empty() && known_gpu.empty()) {

@@ -142,6 +142,11 @@ void LiveMetrics::CountIngestErrors(const std::string& reason, int64_t count) {
   counters_.ingest_errors[reason] += count;
 }
 
+void LiveMetrics::CountRankReportRejected(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  counters_.rank_reports_rejected[reason] += 1;
+}
+
 LiveMetrics::Snapshot LiveMetrics::Take(absl::Time now) {
   absl::MutexLock lock(&mu_);
   Snapshot snapshot;

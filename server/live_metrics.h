@@ -52,6 +52,7 @@ class LiveMetrics {
     int64_t gpu_samples_ingested = 0;
     int64_t duplicates = 0;
     std::map<std::string, int64_t> ingest_errors;  // by reason
+    std::map<std::string, int64_t> rank_reports_rejected;  // summaries refused, by reason
   };
   struct Snapshot {
     std::map<std::string, JobState> jobs;  // by job id
@@ -75,7 +76,9 @@ class LiveMetrics {
   void SetEnergyPerImage(const std::string& job_id, double joules);
 
   void CountStored(int64_t samples, int64_t gpu_samples, int64_t duplicates);
+  // `reason`: one of a bounded set (sample_validation.h), never free text.
   void CountIngestErrors(const std::string& reason, int64_t count);
+  void CountRankReportRejected(const std::string& reason);
 
   // Drops jobs that ended more than `retention` before `now`, then copies the rest.
   Snapshot Take(absl::Time now);

@@ -111,7 +111,10 @@ class LiveStreamsTest : public ::testing::Test {
     AgentInventory inventory;
     inventory.name = "agent-a";
     inventory.address = "127.0.0.1";
-    inventory.cpu_slots = 64;
+    // GPUs: a job's GPU readings are stored only for ranks on a CUDA device.
+    for (int i = 0; i < 64; ++i) {
+      inventory.gpus.push_back({i, "Fake GPU", "GPU-fake-" + std::to_string(i), 1 << 30});
+    }
     ASSERT_TRUE(manager_->RegisterAgent(inventory).ok());
     ASSERT_TRUE(manager_->AttachChannel("agent-a", &channel_).ok());
     http_ = std::make_unique<HttpServer>();

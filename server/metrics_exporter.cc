@@ -84,6 +84,12 @@ void AddCounters(const LiveMetrics::Counters& counters, Families& out) {
   for (const auto& [reason, count] : counters.ingest_errors) {
     Families::Set(errors, {{"reason", reason}}, static_cast<double>(count));
   }
+  MetricFamily& reports = out.Counter(
+      "bench_rank_reports_rejected_total",
+      "Rank summaries refused as implausible for their job (the rank still ends), by reason.");
+  for (const auto& [reason, count] : counters.rank_reports_rejected) {
+    Families::Set(reports, {{"reason", reason}}, static_cast<double>(count));
+  }
 }
 
 void AddJobs(const LiveMetrics::Snapshot& live, Families& out) {
