@@ -51,7 +51,7 @@ class LiveMetrics {
     int64_t samples_ingested = 0;
     int64_t gpu_samples_ingested = 0;
     int64_t duplicates = 0;
-    std::map<std::string, int64_t> ingest_errors;  // by reason
+    std::map<std::string, int64_t> ingest_errors;          // by reason
     std::map<std::string, int64_t> rank_reports_rejected;  // summaries refused, by reason
   };
   struct Snapshot {
@@ -66,13 +66,11 @@ class LiveMetrics {
                        const IterationSample& sample);
   // The same as RecordIteration for each sample in turn, under one lock.
   void RecordIterations(const std::string& node, const std::vector<IterationSample>& samples);
-  void RecordGpuSample(const std::string& job_id, const std::string& node,
-                       const GpuSample& sample);
+  void RecordGpuSample(const std::string& job_id, const std::string& node, const GpuSample& sample);
   // The rank's process ended: its GPU series go.
   void RankEnded(const std::string& job_id, int rank);
   // `images_per_second`: the measured throughput, if any.
-  void JobEnded(const std::string& job_id, std::optional<double> images_per_second,
-                absl::Time now);
+  void JobEnded(const std::string& job_id, std::optional<double> images_per_second, absl::Time now);
   void SetEnergyPerImage(const std::string& job_id, double joules);
 
   void CountStored(int64_t samples, int64_t gpu_samples, int64_t duplicates);

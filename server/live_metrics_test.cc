@@ -124,7 +124,11 @@ TEST(MetricsExporter, NamesUnitsAndLabelsFollowPrometheusRules) {
   g.job_id = "job-7";
   live.RecordGpuSample("job-7", "dgx-1", g);
   live.CountStored(10, 4, 1);
-  live.CountIngestErrors("unknown_rank", 3);
+  live.CountIngestErrors("rank_not_on_agent", 3);
+  live.CountIngestErrors("bad_time", 2);
+  live.CountIngestErrors("bad_time", 1);
+  live.CountRankReportRejected("bad_summary");
+  live.CountRankReportRejected("bad_summary");
   FleetCounts fleet;
   fleet.queued = 2;
   fleet.running = 1;
@@ -138,7 +142,10 @@ TEST(MetricsExporter, NamesUnitsAndLabelsFollowPrometheusRules) {
   EXPECT_THAT(text, HasSubstr("bench_devices{node=\"dgx-1\",kind=\"cuda\"} 8"));
   EXPECT_THAT(text, HasSubstr("# TYPE bench_samples_ingested_total counter"));
   EXPECT_THAT(text, HasSubstr("bench_samples_ingested_total 10"));
-  EXPECT_THAT(text, HasSubstr("bench_ingest_errors_total{reason=\"unknown_rank\"} 3"));
+  EXPECT_THAT(text, HasSubstr("bench_ingest_errors_total{reason=\"rank_not_on_agent\"} 3"));
+  EXPECT_THAT(text, HasSubstr("bench_ingest_errors_total{reason=\"bad_time\"} 3"));
+  EXPECT_THAT(text, HasSubstr("# TYPE bench_rank_reports_rejected_total counter"));
+  EXPECT_THAT(text, HasSubstr("bench_rank_reports_rejected_total{reason=\"bad_summary\"} 2"));
   EXPECT_THAT(text, HasSubstr("bench_job_images_per_second{bench_job=\"job-7\",model=\"resnet50\","
                               "precision=\"amp\",batch_size=\"256\",devices=\"1\"} 512"));
   EXPECT_THAT(text, HasSubstr("bench_gpu_power_watts{node=\"dgx-1\",gpu=\"0\",uuid=\"GPU-fake-0\","
