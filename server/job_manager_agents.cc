@@ -158,6 +158,7 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
   bool changed = false;
   for (const RankReport& report : ranks) {
     if (!RankPlacedOn(*job, agent_name, report.rank)) {
+      if (metrics_ != nullptr) metrics_->CountRankReportRejected(std::string(kRankNotOnAgent));
       Log("ignored a report from ", agent_name, " for rank ", report.rank, " of ", job_id,
           ", which is not placed there");
       continue;

@@ -165,6 +165,13 @@ TEST_F(JobManagerValidationTest, ForgedSamplesAreRefusedAndCountedBesideRealOnes
   EXPECT_EQ(result->duplicates, 0);
   EXPECT_EQ(manager_->Get(id)->samples_stored, 5);
 
+  // Nor may the agent report a rank it does not host: refused and counted.
+  RankReport elsewhere = Succeeded({3, 4, 8, 2.0, 0.5});
+  elsewhere.rank = 3;
+  ASSERT_TRUE(manager_->ReportStatus("cpu-1", id, 1, 0, {elsewhere}).ok());
+  EXPECT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
+  EXPECT_EQ(metrics_.Take(absl::Now()).counters.rank_reports_rejected["rank_not_on_agent"], 1);
+
   // 4 measured iterations of 2 images in 2 s: 4 img/s, and the job succeeds with it.
   ASSERT_TRUE(manager_->ReportStatus("cpu-1", id, 1, 0, {Succeeded({0, 4, 8, 2.0, 0.5})}).ok());
   absl::StatusOr<JobView> view = manager_->Get(id);
