@@ -110,6 +110,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::UploadSamples(
                               response->set_duplicates(result->duplicates);
                               response->set_gpu_stored(result->gpu_stored);
                               response->set_gpu_duplicates(result->gpu_duplicates);
+                              response->set_rejected(result->rejected);
                             }
                             reactor->Finish(ToGrpcStatus(result.status()));
                           });

@@ -326,6 +326,7 @@ void JobManager::UploadSamples(const std::string& agent_name, std::vector<Iterat
                                std::vector<GpuSample> gpu_samples, UploadDone done) {
   std::vector<IterationSample> known;
   std::vector<GpuSample> known_gpu;
+  int64_t rejected_count = 0;
   {
     absl::MutexLock lock(&mu_);
     fleet_.Touch(agent_name);
@@ -383,6 +384,7 @@ void JobManager::UploadSamples(const std::string& agent_name, std::vector<Iterat
       absl::StrAppend(&reasons, reasons.empty() ? "" : ", ", std::string(reason), " ", count);
       dropped += count;
     }
+    rejected_count = dropped;
     if (dropped > 0) {
       dropped_samples_ += dropped;
       Log("refused ", dropped, " samples from ", agent_name, " (", reasons, "; ", dropped_samples_,
@@ -390,13 +392,17 @@ void JobManager::UploadSamples(const std::string& agent_name, std::vector<Iterat
     }
   }
   if (known.empty() && known_gpu.empty()) {
-    done(AppendResult{});
+    AppendResult nothing;
+    nothing.rejected = static_cast<int>(rejected_count);
+    done(nothing);
     return;
   }
   int64_t received = static_cast<int64_t>(known.size() + known_gpu.size());
   store_->AppendSamples(
       std::move(known), std::move(known_gpu),
-      [this, received, done = std::move(done)](absl::StatusOr<AppendResult> result) {
+      [this, received, rejected_count,
+       done = std::move(done)](absl::StatusOr<AppendResult> result) {
+        if (result.ok()) result->rejected = static_cast<int>(rejected_count);
         if (metrics_ != nullptr) {
           if (result.ok()) {
             metrics_->CountStored(result->stored, result->gpu_stored,

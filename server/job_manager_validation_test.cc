@@ -143,6 +143,7 @@ TEST_F(JobManagerValidationTest, ForgedSamplesAreRefusedAndCountedBesideRealOnes
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->stored, 0);
   EXPECT_EQ(result->gpu_stored, 0);
+  EXPECT_EQ(result->rejected, 9);  // 8 iteration samples and the reading
   EXPECT_EQ(*store_->CountSamples(id, 1), 0);
   EXPECT_EQ(Rejected("bad_time"), 2);
   EXPECT_EQ(Rejected("bad_images"), 2);
@@ -163,6 +164,7 @@ TEST_F(JobManagerValidationTest, ForgedSamplesAreRefusedAndCountedBesideRealOnes
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->stored, 5);
   EXPECT_EQ(result->duplicates, 0);
+  EXPECT_EQ(result->rejected, 0);
   EXPECT_EQ(manager_->Get(id)->samples_stored, 5);
 
   // Nor may the agent report a rank it does not host: refused and counted.

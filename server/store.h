@@ -52,6 +52,7 @@ struct AppendResult {
   int duplicates = 0;
   int gpu_stored = 0;
   int gpu_duplicates = 0;
+  int rejected = 0;  // set by JobManager::UploadSamples: refused before the store saw them
   // Newly stored samples by (job id, attempt, rank).
   std::map<std::tuple<std::string, int, int>, int> stored_by_rank;
   // Of the newly stored samples, those whose loss is NaN or infinite.
