@@ -33,9 +33,20 @@ class AssignmentStream final : public AgentChannel {
 
 }  // namespace
 
+absl::Status AgentServiceImpl::AllowFor(const grpc::CallbackServerContext* context,
+                                        std::string_view node) const {
+  std::optional<Principal> who = auth_.PrincipalOf(*context);
+  absl::Status allowed = Authorize(who, Action::kAgent);
+  if (!allowed.ok()) return allowed;
+  return CheckAgentNode(*who, node);
+}
+
 grpc::ServerUnaryReactor* AgentServiceImpl::Register(grpc::CallbackServerContext* context,
                                                      const v1::RegisterRequest* request,
                                                      v1::RegisterResponse* response) {
+  if (absl::Status allowed = AllowFor(context, request->inventory().name()); !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   absl::StatusOr<std::string> name = manager_->RegisterAgent(FromProto(request->inventory()));
   if (name.ok()) {
     response->set_agent(*name);
@@ -49,11 +60,14 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Register(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* AgentServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
                                                       const v1::HeartbeatRequest* request,
                                                       v1::HeartbeatResponse*) {
+  if (absl::Status allowed = AllowFor(context, request->agent()); !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   std::vector<RunningOnAgent> running;
   if (request->running_size() > 0) {
     for (const v1::RunningJob& job : request->running()) {
-      running.push_back(RunningOnAgent{job.job_id(), job.attempt(),
-                                       {job.ranks().begin(), job.ranks().end()}});
+      running.push_back(
+          RunningOnAgent{job.job_id(), job.attempt(), {job.ranks().begin(), job.ranks().end()}});
     }
   } else {
     for (const std::string& job_id : request->running_jobs()) {
@@ -64,8 +78,12 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Heartbeat(grpc::CallbackServerContex
 }
 
 grpc::ServerWriteReactor<v1::AssignmentEvent>* AgentServiceImpl::StreamAssignments(
-    grpc::CallbackServerContext*, const v1::StreamAssignmentsRequest* request) {
+    grpc::CallbackServerContext* context, const v1::StreamAssignmentsRequest* request) {
   auto* writer = new QueuedWriter<v1::AssignmentEvent>();
+  if (absl::Status allowed = AllowFor(context, request->agent()); !allowed.ok()) {
+    writer->Close(ToGrpcStatus(allowed));
+    return writer;
+  }
   auto* channel = new AssignmentStream(writer);
   std::string agent = request->agent();
   JobManager* manager = manager_;
@@ -81,16 +99,22 @@ grpc::ServerWriteReactor<v1::AssignmentEvent>* AgentServiceImpl::StreamAssignmen
 grpc::ServerUnaryReactor* AgentServiceImpl::ReportStatus(grpc::CallbackServerContext* context,
                                                          const v1::ReportStatusRequest* request,
                                                          v1::ReportStatusResponse*) {
+  if (absl::Status allowed = AllowFor(context, request->agent()); !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   std::vector<RankReport> ranks;
   for (const v1::RankReport& report : request->ranks()) ranks.push_back(FromProto(report));
-  return FinishNow(context, manager_->ReportStatus(request->agent(), request->job_id(),
-                                              request->attempt(), request->master_port(),
-                                              ranks));
+  return FinishNow(context,
+                   manager_->ReportStatus(request->agent(), request->job_id(), request->attempt(),
+                                          request->master_port(), ranks));
 }
 
-grpc::ServerUnaryReactor* AgentServiceImpl::UploadSamples(
-    grpc::CallbackServerContext* context, const v1::UploadSamplesRequest* request,
-    v1::UploadSamplesResponse* response) {
+grpc::ServerUnaryReactor* AgentServiceImpl::UploadSamples(grpc::CallbackServerContext* context,
+                                                          const v1::UploadSamplesRequest* request,
+                                                          v1::UploadSamplesResponse* response) {
+  if (absl::Status allowed = AllowFor(context, request->agent()); !allowed.ok()) {
+    return FinishNow(context, allowed);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::vector<IterationSample> samples;
   samples.reserve(request->samples_size());

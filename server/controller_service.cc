@@ -9,11 +9,25 @@
 
 namespace bench {
 namespace v1 = benchfleet::v1;
+
+absl::Status ControllerService::Allow(const grpc::CallbackServerContext* context, Action action,
+                                      std::string_view job_owner, Principal* who) const {
+  std::optional<Principal> principal = auth_.PrincipalOf(*context);
+  absl::Status allowed = Authorize(principal, action, job_owner);
+  if (allowed.ok() && who != nullptr) *who = *principal;
+  return allowed;
+}
+
+#define BENCH_ALLOW_OR_FINISH(...)                                       \
+  if (absl::Status allowed = Allow(context, __VA_ARGS__); !allowed.ok()) \
+  return FinishNow(context, allowed)
 grpc::ServerUnaryReactor* ControllerService::SubmitJob(grpc::CallbackServerContext* context,
                                                        const v1::SubmitJobRequest* request,
                                                        v1::SubmitJobResponse* response) {
+  Principal who;
+  BENCH_ALLOW_OR_FINISH(Action::kSubmit, "", &who);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  manager_->Submit(FromProto(request->spec()),
+  manager_->Submit(FromProto(request->spec()), who.name,
                    [reactor, response](absl::StatusOr<SubmitResult> result) {
                      if (result.ok()) {
                        response->set_job_id(result->job_id);
@@ -27,6 +41,7 @@ grpc::ServerUnaryReactor* ControllerService::SubmitJob(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ControllerService::GetJob(grpc::CallbackServerContext* context,
                                                     const v1::GetJobRequest* request,
                                                     v1::JobStatus* response) {
+  BENCH_ALLOW_OR_FINISH(Action::kRead);
   absl::StatusOr<JobView> view = manager_->Get(request->job_id());
   if (view.ok()) ToProto(*view, response);
   return FinishNow(context, view.status());
@@ -35,6 +50,7 @@ grpc::ServerUnaryReactor* ControllerService::GetJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* ControllerService::ListJobs(grpc::CallbackServerContext* context,
                                                       const v1::ListJobsRequest*,
                                                       v1::ListJobsResponse* response) {
+  BENCH_ALLOW_OR_FINISH(Action::kRead);
   for (const JobView& view : manager_->List()) ToProto(view, response->add_jobs());
   return FinishNow(context, absl::OkStatus());
 }
@@ -42,14 +58,22 @@ grpc::ServerUnaryReactor* ControllerService::ListJobs(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* ControllerService::CancelJob(grpc::CallbackServerContext* context,
                                                        const v1::CancelJobRequest* request,
                                                        v1::JobStatus* response) {
+  BENCH_ALLOW_OR_FINISH(Action::kRead);
+  absl::StatusOr<JobView> job = manager_->Get(request->job_id());
+  if (!job.ok()) return FinishNow(context, job.status());
+  BENCH_ALLOW_OR_FINISH(Action::kCancel, job->job.submitted_by);
   absl::StatusOr<JobView> view = manager_->Cancel(request->job_id());
   if (view.ok()) ToProto(*view, response);
   return FinishNow(context, view.status());
 }
 
 grpc::ServerWriteReactor<v1::JobStatus>* ControllerService::WatchJob(
-    grpc::CallbackServerContext*, const v1::WatchJobRequest* request) {
+    grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
   auto* writer = new QueuedWriter<v1::JobStatus>(/*latest_only=*/true);
+  if (absl::Status allowed = Allow(context, Action::kRead); !allowed.ok()) {
+    writer->Close(ToGrpcStatus(allowed));
+    return writer;
+  }
   absl::StatusOr<int64_t> handle = manager_->Watch(
       request->job_id(),
       [writer](const JobView& view, bool final) {
@@ -72,6 +96,7 @@ grpc::ServerWriteReactor<v1::JobStatus>* ControllerService::WatchJob(
 grpc::ServerUnaryReactor* ControllerService::Results(grpc::CallbackServerContext* context,
                                                      const v1::ResultsRequest* request,
                                                      v1::ResultsResponse* response) {
+  BENCH_ALLOW_OR_FINISH(Action::kRead);
   for (const ResultCell& cell : reads_->Results(FromProto(*request))) {
     ToProto(cell, response->add_cells());
   }
@@ -81,6 +106,7 @@ grpc::ServerUnaryReactor* ControllerService::Results(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* ControllerService::ListAgents(grpc::CallbackServerContext* context,
                                                         const v1::ListAgentsRequest*,
                                                         v1::ListAgentsResponse* response) {
+  BENCH_ALLOW_OR_FINISH(Action::kRead);
   for (const AgentView& view : manager_->ListAgents()) ToProto(view, response->add_agents());
   return FinishNow(context, absl::OkStatus());
 }
@@ -88,6 +114,7 @@ grpc::ServerUnaryReactor* ControllerService::ListAgents(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* ControllerService::ListQueue(grpc::CallbackServerContext* context,
                                                        const v1::ListQueueRequest*,
                                                        v1::ListQueueResponse* response) {
+  BENCH_ALLOW_OR_FINISH(Action::kRead);
   for (const JobView& view : manager_->Queue()) ToProto(view, response->add_jobs());
   return FinishNow(context, absl::OkStatus());
 }
@@ -95,6 +122,7 @@ grpc::ServerUnaryReactor* ControllerService::ListQueue(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ControllerService::SetBaseline(grpc::CallbackServerContext* context,
                                                          const v1::SetBaselineRequest* request,
                                                          v1::Baseline* response) {
+  BENCH_ALLOW_OR_FINISH(Action::kSetBaseline);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   manager_->SetBaseline(
       request->job_id(),
@@ -107,9 +135,10 @@ grpc::ServerUnaryReactor* ControllerService::SetBaseline(grpc::CallbackServerCon
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ControllerService::ListBaselines(
-    grpc::CallbackServerContext* context, const v1::ListBaselinesRequest*,
-    v1::ListBaselinesResponse* response) {
+grpc::ServerUnaryReactor* ControllerService::ListBaselines(grpc::CallbackServerContext* context,
+                                                           const v1::ListBaselinesRequest*,
+                                                           v1::ListBaselinesResponse* response) {
+  BENCH_ALLOW_OR_FINISH(Action::kRead);
   for (const Baseline& baseline : reads_->ListBaselines()) {
     ToProto(baseline, response->add_baselines());
   }
@@ -119,6 +148,7 @@ grpc::ServerUnaryReactor* ControllerService::ListBaselines(
 grpc::ServerUnaryReactor* ControllerService::GpuVariability(
     grpc::CallbackServerContext* context, const v1::GpuVariabilityRequest* request,
     v1::GpuVariabilityResponse* response) {
+  BENCH_ALLOW_OR_FINISH(Action::kRead);
   absl::StatusOr<VariabilityReport> report =
       reads_->Variability(request->threshold_pct(), request->model());
   if (report.ok()) {
@@ -131,10 +161,10 @@ grpc::ServerUnaryReactor* ControllerService::GpuVariability(
 grpc::ServerUnaryReactor* ControllerService::GetSamples(grpc::CallbackServerContext* context,
                                                         const v1::GetSamplesRequest* request,
                                                         v1::GetSamplesResponse* response) {
+  BENCH_ALLOW_OR_FINISH(Action::kRead);
   absl::StatusOr<SamplesView> samples =
       reads_->GetSamples(request->job_id(), request->from_iteration(),
-                         request->has_rank() ? std::optional<int>(request->rank())
-                                             : std::nullopt);
+                         request->has_rank() ? std::optional<int>(request->rank()) : std::nullopt);
   if (samples.ok()) {
     ToProto(samples->view, response->mutable_job());
     for (const IterationSample& sample : samples->samples) {
@@ -143,5 +173,7 @@ grpc::ServerUnaryReactor* ControllerService::GetSamples(grpc::CallbackServerCont
   }
   return FinishNow(context, samples.status());
 }
+
+#undef BENCH_ALLOW_OR_FINISH
 
 }  // namespace bench

@@ -1,9 +1,13 @@
 // The gRPC adapter for benchfleet.v1.Controller (benchctl's API): proto ⇄ domain and
 // status mapping around JobManager (jobs, agents, baselines set) and ReadService (results,
-// baselines, variability, samples); no logic of its own. Thread-safe.
+// baselines, variability, samples); no logic of its own. Every RPC first asks the injected
+// GrpcAuthenticator who calls and server/auth.h's Authorize whether it may (reads: view;
+// SubmitJob: submit; CancelJob: submit for its own jobs, admin any; SetBaseline: admin).
+// Thread-safe.
 #pragma once
 
 #include "benchfleet/v1/controller.grpc.pb.h"
+#include "server/grpc_auth.h"
 #include "server/job_manager.h"
 #include "server/read_service.h"
 
@@ -11,9 +15,10 @@ namespace bench {
 
 class ControllerService final : public benchfleet::v1::Controller::CallbackService {
  public:
-  // Neither is owned.
-  ControllerService(JobManager* manager, ReadService* reads)
-      : manager_(manager), reads_(reads) {}
+  // Neither is owned. `auth` defaults to security off (every caller an anonymous admin).
+  ControllerService(JobManager* manager, ReadService* reads,
+                    GrpcAuthenticator auth = GrpcAuthenticator::Off())
+      : manager_(manager), reads_(reads), auth_(auth) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const benchfleet::v1::SubmitJobRequest* request,
@@ -53,8 +58,13 @@ class ControllerService final : public benchfleet::v1::Controller::CallbackServi
                                        benchfleet::v1::GetSamplesResponse* response) override;
 
  private:
+  // OK or the refusal; `who` (optional) receives the principal.
+  absl::Status Allow(const grpc::CallbackServerContext* context, Action action,
+                     std::string_view job_owner = "", Principal* who = nullptr) const;
+
   JobManager* const manager_;
   ReadService* const reads_;
+  const GrpcAuthenticator auth_;
 };
 
 }  // namespace bench
