@@ -1,13 +1,17 @@
 #include "server/benchd.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "server/agent_service.h"
 #include "server/controller_service.h"
+#include "server/grpc_auth.h"
 #include "server/http_server.h"
 #include "server/job_manager.h"
 #include "server/live_metrics.h"
@@ -15,6 +19,7 @@
 #include "server/metrics_exporter.h"
 #include "server/read_service.h"
 #include "server/store.h"
+#include "server/token_file.h"
 #include "server/web_api.h"
 #include "server/web_page.h"
 
@@ -24,8 +29,8 @@ namespace {
 absl::Status SplitHostPort(const std::string& flag, const std::string& value, std::string* host,
                            int* port) {
   size_t colon = value.rfind(':');
-  if (colon == std::string::npos || !absl::SimpleAtoi(value.substr(colon + 1), port) ||
-      *port < 0 || *port > 65535) {
+  if (colon == std::string::npos || !absl::SimpleAtoi(value.substr(colon + 1), port) || *port < 0 ||
+      *port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, ": expected HOST:PORT, got \"", value, "\""));
   }
@@ -36,7 +41,40 @@ absl::Status SplitHostPort(const std::string& flag, const std::string& value, st
   return absl::OkStatus();
 }
 
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
 }  // namespace
+
+absl::Status CheckSecurityOptions(const BenchdOptions& options) {
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together: give both");
+  }
+  if (!options.client_ca.empty() && options.tls_cert.empty()) {
+    return absl::InvalidArgumentError(
+        "--client-ca needs --tls-cert and --tls-key (client certificates need TLS)");
+  }
+  if (options.cert_refresh < absl::Seconds(1)) {
+    return absl::InvalidArgumentError("--cert-refresh must be at least 1s");
+  }
+  if (!options.tls_cert.empty() || options.insecure) return absl::OkStatus();
+  for (const auto& [flag, value] :
+       {std::pair<const char*, const std::string*>{"--listen", &options.listen},
+        {"--http", &options.http}}) {
+    if (value->empty()) continue;
+    std::string host;
+    int port = 0;
+    RETURN_IF_ERROR(SplitHostPort(flag, *value, &host, &port));
+    if (!IsLoopback(host)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " ", *value,
+          " is not a loopback address: serving it without TLS needs --tls-cert and --tls-key "
+          "(or --insecure to serve it in the clear anyway)"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& options) {
   std::string grpc_host, http_host;
@@ -45,6 +83,13 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
   if (!options.http.empty()) {
     RETURN_IF_ERROR(SplitHostPort("--http", options.http, &http_host, &http_port));
   }
+  RETURN_IF_ERROR(CheckSecurityOptions(options));
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options.tls_cert.empty()) {
+    ASSIGN_OR_RETURN(credentials,
+                     MakeTlsServerCredentials(options.tls_cert, options.tls_key, options.client_ca,
+                                              options.cert_refresh));
+  }
   auto benchd = std::unique_ptr<Benchd>(new Benchd());
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options.db);
   if (!store.ok()) {
@@ -52,6 +97,18 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
                         absl::StrCat("--db ", options.db, ": ", store.status().message()));
   }
   benchd->store_ = std::move(*store);
+  if (!options.tokens.empty()) {
+    absl::StatusOr<std::unique_ptr<TokenFile>> tokens =
+        TokenFile::Open(options.tokens, options.cert_refresh);
+    if (!tokens.ok()) {
+      return absl::Status(tokens.status().code(),
+                          absl::StrCat("--tokens: ", tokens.status().message()));
+    }
+    benchd->tokens_ = std::move(*tokens);
+  }
+  const bool security_on = !options.client_ca.empty() || !options.tokens.empty();
+  const GrpcAuthenticator auth =
+      security_on ? GrpcAuthenticator::On(benchd->tokens_.get()) : GrpcAuthenticator::Off();
   JobManagerOptions manager_options;
   manager_options.agent_lease = options.agent_lease;
   manager_options.heartbeat_interval = options.heartbeat_interval;
@@ -62,8 +119,8 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
   manager_options.default_wall_time = options.default_wall_time;
   manager_options.default_hang_timeout = options.default_hang_timeout;
   benchd->metrics_ = std::make_unique<LiveMetrics>(options.metrics_retention);
-  benchd->manager_ = std::make_unique<JobManager>(benchd->store_.get(), manager_options,
-                                                  benchd->metrics_.get());
+  benchd->manager_ =
+      std::make_unique<JobManager>(benchd->store_.get(), manager_options, benchd->metrics_.get());
   benchd->reads_ = std::make_unique<ReadService>(benchd->store_.get(), benchd->manager_.get());
   // The web port opens before recovery, so /healthz answers and /readyz says
   // "recovering" while a large database loads.
@@ -74,14 +131,19 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
   benchd->ready_ = true;
 
   benchd->controller_service_ =
-      std::make_unique<ControllerService>(benchd->manager_.get(), benchd->reads_.get());
-  benchd->agent_service_ = std::make_unique<AgentServiceImpl>(benchd->manager_.get());
+      std::make_unique<ControllerService>(benchd->manager_.get(), benchd->reads_.get(), auth);
+  benchd->agent_service_ = std::make_unique<AgentServiceImpl>(benchd->manager_.get(), auth);
+  // grpc.health.v1.Health, always, and without credentials (it is not ours to guard).
+  grpc::EnableDefaultHealthCheckService(true);
+  if (options.grpc_reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
-                           &benchd->grpc_port_);
+  builder.AddListeningPort(options.listen, credentials, &benchd->grpc_port_);
   builder.RegisterService(benchd->controller_service_.get());
   builder.RegisterService(benchd->agent_service_.get());
-  builder.SetMaxReceiveMessageSize(64 << 20);
+  // gRPC's default, 4 MiB: every request is bounded well below it (a spec's limits, an
+  // inventory's, an upload batch of 2,000 samples), and a larger one is refused
+  // RESOURCE_EXHAUSTED before it is parsed. It was 64 MiB, which let a 63 MiB job name in.
+  builder.SetMaxReceiveMessageSize(4 << 20);
   benchd->server_ = builder.BuildAndStart();
   if (benchd->server_ == nullptr || benchd->grpc_port_ == 0) {
     return absl::UnavailableError(
@@ -101,8 +163,8 @@ absl::StatusOr<int> Benchd::StartHttp(const std::string& host, int port) {
   Store* store = store_.get();
   http_->Handle("/healthz", [store](const HttpRequest&) {
     absl::Status database = store->Check(absl::Seconds(2));
-    if (!database.ok()) return HttpResponse{503, "text/plain; charset=utf-8",
-                                            absl::StrCat(database.message(), "\n")};
+    if (!database.ok())
+      return HttpResponse{503, "text/plain; charset=utf-8", absl::StrCat(database.message(), "\n")};
     return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
   });
   http_->Handle("/readyz", [this](const HttpRequest&) {

@@ -24,6 +24,7 @@ class ControllerService;
 class AgentServiceImpl;
 class HttpServer;
 class LiveMetrics;
+class TokenFile;
 
 struct BenchdOptions {
   std::string listen = "127.0.0.1:7600";  // gRPC, HOST:PORT (port 0 picks one)
@@ -31,13 +32,29 @@ struct BenchdOptions {
   std::string db = "benchfleet.db";
   absl::Duration agent_lease = absl::Seconds(30);
   absl::Duration heartbeat_interval = absl::Seconds(5);
-  int max_requeues = 1;                                // --requeue_on_node_lost
+  int max_requeues = 1;                                   // --requeue_on_node_lost
   absl::Duration reconcile_grace = absl::ZeroDuration();  // zero: the agent lease
   absl::Duration default_wall_time = absl::Hours(24);
   absl::Duration default_hang_timeout = absl::Minutes(10);
   // How long a finished job's series stay on /metrics.
   absl::Duration metrics_retention = absl::Minutes(10);
+  // Transport security (docs/security.md). TLS on the gRPC port when tls_cert is set;
+  // client certificates verified against client_ca; bearer tokens from `tokens`.
+  // Security (authentication and roles) is on when client_ca or tokens is set.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string client_ca;
+  std::string tokens;
+  absl::Duration cert_refresh = absl::Seconds(60);  // how often those files are re-read
+  bool insecure = false;                            // allow a non-loopback address without TLS
+  bool grpc_reflection = false;                     // serve gRPC server reflection
 };
+
+// INVALID_ARGUMENT naming the flag when the security options do not fit together: a
+// non-loopback --listen or --http without --tls-cert and without --insecure, --tls-key
+// without --tls-cert (or the reverse), --client-ca without --tls-cert, a cert refresh
+// under 1 s. main.cc exits 2 on it; Start() checks it too.
+absl::Status CheckSecurityOptions(const BenchdOptions& options);
 
 class Benchd {
  public:
@@ -58,6 +75,7 @@ class Benchd {
 
   std::unique_ptr<Store> store_;
   std::unique_ptr<LiveMetrics> metrics_;
+  std::unique_ptr<TokenFile> tokens_;  // null without --tokens
   std::unique_ptr<JobManager> manager_;
   std::unique_ptr<ReadService> reads_;
   std::unique_ptr<ControllerService> controller_service_;

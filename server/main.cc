@@ -35,6 +35,13 @@ struct Flags {
   std::string default_wall_time = "24h";
   std::string default_hang_timeout = "10m";
   std::string metrics_retention = "10m";
+  std::string tls_cert;
+  std::string tls_key;
+  std::string client_ca;
+  std::string tokens;
+  std::string cert_refresh = "60s";
+  bool insecure = false;
+  bool grpc_reflection = false;
 };
 
 // `--dashed-name` in the help, and `--dashed_name` as a hidden alias writing the same value.
@@ -98,6 +105,19 @@ int main(int argc, char** argv) {
           "DURATION");
   AddFlag(app, "metrics-retention", &flags.metrics_retention,
           "how long a finished job's series stay on /metrics", "DURATION");
+  AddFlag(app, "tls-cert", &flags.tls_cert,
+          "TLS certificate chain (PEM) for the gRPC and web ports; re-read when it changes",
+          "FILE");
+  AddFlag(app, "tls-key", &flags.tls_key, "TLS private key (PEM) for --tls-cert", "FILE");
+  AddFlag(app, "client-ca", &flags.client_ca,
+          "verify client certificates against this CA (PEM); turns authentication on", "FILE");
+  AddFlag(app, "tokens", &flags.tokens,
+          "hashed bearer tokens, lines 'sha256:<hex> <role> <name>'; turns authentication on",
+          "FILE");
+  AddFlag(app, "cert-refresh", &flags.cert_refresh,
+          "how often certificate, key, CA and token files are checked for changes", "DURATION");
+  app.add_flag("--insecure", flags.insecure, "allow serving a non-loopback address without TLS");
+  app.add_flag("--grpc-reflection", flags.grpc_reflection, "serve gRPC server reflection");
   // CLI11 reads "--flag=" (an empty value after the '=', e.g. --http= to turn the web
   // port off) as a missing value, so that one is handed over as "--flag" "". CLI11
   // wants the arguments in reverse.
@@ -125,6 +145,12 @@ int main(int argc, char** argv) {
   options.listen = flags.listen;
   options.http = flags.http;
   options.db = flags.db;
+  options.tls_cert = flags.tls_cert;
+  options.tls_key = flags.tls_key;
+  options.client_ca = flags.client_ca;
+  options.tokens = flags.tokens;
+  options.insecure = flags.insecure;
+  options.grpc_reflection = flags.grpc_reflection;
   if (!ParseDurationFlag("agent-lease", flags.agent_lease, &options.agent_lease) ||
       !ParseDurationFlag("heartbeat-interval", flags.heartbeat_interval,
                          &options.heartbeat_interval) ||
@@ -134,7 +160,8 @@ int main(int argc, char** argv) {
       !ParseDurationFlag("default-wall-time", flags.default_wall_time,
                          &options.default_wall_time) ||
       !ParseDurationFlag("default-hang-timeout", flags.default_hang_timeout,
-                         &options.default_hang_timeout)) {
+                         &options.default_hang_timeout) ||
+      !ParseDurationFlag("cert-refresh", flags.cert_refresh, &options.cert_refresh)) {
     return 2;
   }
   if (!absl::SimpleAtoi(flags.requeue_on_node_lost, &options.max_requeues)) {
@@ -148,6 +175,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "benchd: --requeue-on-node-lost must be >= 0, --default-wall-time and "
                  "--default-hang-timeout > 0, --reconcile-grace >= 0\n");
+    return 2;
+  }
+
+  if (absl::Status security = bench::CheckSecurityOptions(options); !security.ok()) {
+    std::fprintf(stderr, "benchd: %s\n", std::string(security.message()).c_str());
     return 2;
   }
 
