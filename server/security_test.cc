@@ -1,0 +1,278 @@
+// benchd in-process on 127.0.0.1:0 with real TLS, client certificates and bearer tokens,
+// driven over real gRPC: who may do what (server/auth.h), and what the TLS layer refuses.
+// The PKI is made at test time with openssl (ECDSA P-256, URI SANs as deploy/pki makes).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <gtest/gtest.h>
+
+#include "benchfleet/v1/agent.grpc.pb.h"
+#include "benchfleet/v1/controller.grpc.pb.h"
+#include "server/auth.h"
+#include "server/benchd.h"
+
+namespace bench {
+namespace {
+
+namespace v1 = benchfleet::v1;
+using ::testing::HasSubstr;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void Sh(const std::string& script) {
+  std::string command = "set -e; " + script + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << script;
+}
+
+// A CA in dir/<ca>.pem/.key; a leaf signed by it with the given SAN extension.
+void MakeCa(const std::string& dir, const std::string& ca) {
+  Sh("cd " + dir + " && openssl ecparam -name prime256v1 -genkey -noout -out " + ca +
+     ".key && openssl req -x509 -new -key " + ca + ".key -subj /CN=" + ca + " -days 2 -out " + ca +
+     ".pem");
+}
+void MakeLeaf(const std::string& dir, const std::string& ca, const std::string& name,
+              const std::string& san) {
+  Sh("cd " + dir + " && openssl ecparam -name prime256v1 -genkey -noout -out " + name +
+     ".key && openssl req -new -key " + name + ".key -subj /CN=" + name + " -out " + name +
+     ".csr && printf 'subjectAltName=" + san + "\\n' > " + name + ".ext && openssl x509 -req -in " +
+     name + ".csr -CA " + ca + ".pem -CAkey " + ca + ".key -CAcreateserial -days 2 -extfile " +
+     name + ".ext -out " + name + ".pem");
+}
+
+class SecurityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/bench_security_test_XXXXXX";
+    dir_ = mkdtemp(pattern);
+    MakeCa(dir_, "ca");
+    MakeCa(dir_, "foreign");
+    MakeLeaf(dir_, "ca", "server", "DNS:localhost,IP:127.0.0.1");
+    MakeLeaf(dir_, "ca", "node-a", "URI:spiffe://benchfleet/agent/node-a");
+    MakeLeaf(dir_, "ca", "ops", "URI:spiffe://benchfleet/admin/ops");
+    MakeLeaf(dir_, "foreign", "intruder", "URI:spiffe://benchfleet/admin/ops");
+    std::ofstream tokens(dir_ + "/tokens");
+    tokens << TokenTable::Hash("view-token") << " view grafana\n"
+           << TokenTable::Hash("alice-token") << " submit alice\n"
+           << TokenTable::Hash("bob-token") << " submit bob\n"
+           << TokenTable::Hash("admin-token") << " admin root\n";
+    tokens.close();
+    BenchdOptions options;
+    options.listen = "127.0.0.1:0";
+    options.http = "";
+    options.db = dir_ + "/bench.db";
+    options.tls_cert = dir_ + "/server.pem";
+    options.tls_key = dir_ + "/server.key";
+    options.client_ca = dir_ + "/ca.pem";
+    options.tokens = dir_ + "/tokens";
+    options.cert_refresh = absl::Seconds(1);
+    auto benchd = Benchd::Start(options);
+    ASSERT_TRUE(benchd.ok()) << benchd.status();
+    benchd_ = std::move(*benchd);
+  }
+  void TearDown() override {
+    benchd_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // A channel trusting `ca`, with the client cert `cert` when not empty.
+  std::shared_ptr<grpc::Channel> Channel(const std::string& cert = "",
+                                         const std::string& ca = "ca") {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ReadFile(dir_ + "/" + ca + ".pem");
+    if (!cert.empty()) {
+      ssl.pem_cert_chain = ReadFile(dir_ + "/" + cert + ".pem");
+      ssl.pem_private_key = ReadFile(dir_ + "/" + cert + ".key");
+    }
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("localhost");
+    return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(benchd_->grpc_port()),
+                                     grpc::SslCredentials(ssl), args);
+  }
+  static void Bearer(grpc::ClientContext* context, const std::string& token) {
+    context->AddMetadata("authorization", "Bearer " + token);
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  }
+  grpc::Status RegisterAs(const std::string& cert, const std::string& node) {
+    auto agents = v1::AgentService::NewStub(Channel(cert));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::RegisterRequest request;
+    request.mutable_inventory()->set_name(node);
+    request.mutable_inventory()->set_address("127.0.0.1");
+    request.mutable_inventory()->set_cpu_slots(4);
+    v1::RegisterResponse response;
+    return agents->Register(&context, request, &response);
+  }
+  grpc::Status SubmitAs(const std::string& token, std::string* job_id) {
+    auto controller = v1::Controller::NewStub(Channel());
+    grpc::ClientContext context;
+    Bearer(&context, token);
+    v1::SubmitJobRequest request;
+    v1::JobSpec* spec = request.mutable_spec();
+    spec->set_model("resnet50");
+    spec->set_devices(1);
+    spec->set_precision(v1::PRECISION_FP32);
+    spec->set_batch_size(2);
+    spec->set_iterations(5);
+    spec->set_warmup_iterations(1);
+    spec->set_image_size(64);
+    v1::SubmitJobResponse response;
+    grpc::Status status = controller->SubmitJob(&context, request, &response);
+    *job_id = response.job_id();
+    return status;
+  }
+  grpc::Status CancelAs(const std::string& token, const std::string& job_id) {
+    auto controller = v1::Controller::NewStub(Channel());
+    grpc::ClientContext context;
+    Bearer(&context, token);
+    v1::CancelJobRequest request;
+    request.set_job_id(job_id);
+    v1::JobStatus response;
+    return controller->CancelJob(&context, request, &response);
+  }
+
+  std::string dir_;
+  std::unique_ptr<Benchd> benchd_;
+};
+
+TEST_F(SecurityTest, NoCredentialIsUnauthenticated) {
+  auto controller = v1::Controller::NewStub(Channel());
+  grpc::ClientContext context;
+  v1::ListJobsResponse response;
+  grpc::Status status = controller->ListJobs(&context, v1::ListJobsRequest(), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(status.error_message(), HasSubstr("no credentials"));
+  grpc::ClientContext unknown;
+  Bearer(&unknown, "not-a-token");
+  EXPECT_EQ(controller->ListJobs(&unknown, v1::ListJobsRequest(), &response).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_F(SecurityTest, RolesDecideWhoCancels) {
+  ASSERT_TRUE(RegisterAs("node-a", "node-a").ok());
+  std::string alice_job, bob_job, view_job;
+  ASSERT_TRUE(SubmitAs("alice-token", &alice_job).ok());
+  ASSERT_TRUE(SubmitAs("bob-token", &bob_job).ok());
+  grpc::Status view_submit = SubmitAs("view-token", &view_job);
+  EXPECT_EQ(view_submit.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  grpc::Status view_cancel = CancelAs("view-token", alice_job);
+  EXPECT_EQ(view_cancel.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(view_cancel.error_message(), HasSubstr("grafana"));
+  EXPECT_EQ(CancelAs("alice-token", bob_job).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(CancelAs("alice-token", alice_job).ok());
+  EXPECT_TRUE(CancelAs("admin-token", bob_job).ok());
+  // Reads with a view token; the job records its submitter.
+  auto controller = v1::Controller::NewStub(Channel());
+  grpc::ClientContext context;
+  Bearer(&context, "view-token");
+  v1::GetJobRequest get;
+  get.set_job_id(alice_job);
+  v1::JobStatus job;
+  ASSERT_TRUE(controller->GetJob(&context, get, &job).ok());
+  EXPECT_EQ(job.submitted_by(), "alice");
+}
+
+TEST_F(SecurityTest, AgentCertActsOnlyForItsNode) {
+  grpc::Status other = RegisterAs("node-a", "node-b");
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(other.error_message(), HasSubstr("node-b"));
+  EXPECT_TRUE(RegisterAs("node-a", "node-a").ok());
+  // An admin certificate is not an agent's.
+  EXPECT_EQ(RegisterAs("ops", "ops").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // A token cannot act as an agent either.
+  auto agents = v1::AgentService::NewStub(Channel());
+  grpc::ClientContext context;
+  Bearer(&context, "admin-token");
+  v1::HeartbeatRequest heartbeat;
+  heartbeat.set_agent("node-a");
+  v1::HeartbeatResponse response;
+  EXPECT_EQ(agents->Heartbeat(&context, heartbeat, &response).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // The agent cannot submit.
+  auto controller = v1::Controller::NewStub(Channel("node-a"));
+  grpc::ClientContext submit;
+  submit.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::SubmitJobRequest request;
+  v1::SubmitJobResponse submitted;
+  EXPECT_EQ(controller->SubmitJob(&submit, request, &submitted).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(SecurityTest, ForeignCaCertIsRefusedByTheHandshake) {
+  // TLS refuses it before any RPC runs: the client sees UNAVAILABLE, not UNAUTHENTICATED.
+  auto controller = v1::Controller::NewStub(Channel("intruder"));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::ListJobsResponse response;
+  EXPECT_EQ(controller->ListJobs(&context, v1::ListJobsRequest(), &response).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(SecurityTest, HealthAnswersWithoutCredentials) {
+  grpc::GenericStub stub(Channel());
+  // grpc.health.v1.HealthCheckRequest{service: ""} is the empty message.
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::ByteBuffer request, response;
+  grpc::Slice empty("");
+  request = grpc::ByteBuffer(&empty, 1);
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&done](grpc::Status status) { done.set_value(status); });
+  grpc::Status status = done.get_future().get();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const grpc::Slice& s : slices)
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  // HealthCheckResponse{status: SERVING (1)}: field 1, varint 1.
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+}
+
+TEST_F(SecurityTest, RotatedServerCertIsServedWithoutRestart) {
+  auto peer_cert = [this] {
+    auto channel = Channel("", "ca");
+    auto controller = v1::Controller::NewStub(channel);
+    grpc::ClientContext context;
+    Bearer(&context, "view-token");
+    v1::ListJobsResponse response;
+    EXPECT_TRUE(controller->ListJobs(&context, v1::ListJobsRequest(), &response).ok());
+    auto auth = context.auth_context();
+    auto pem = auth->FindPropertyValues("x509_pem_cert");
+    return pem.empty() ? std::string() : std::string(pem[0].data(), pem[0].size());
+  };
+  std::string before = peer_cert();
+  ASSERT_FALSE(before.empty());
+  MakeLeaf(dir_, "ca", "server2", "DNS:localhost,IP:127.0.0.1");
+  std::filesystem::copy_file(dir_ + "/server2.key", dir_ + "/server.key",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(dir_ + "/server2.pem", dir_ + "/server.pem",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::string after;
+  for (int i = 0; i < 50 && (after.empty() || after == before); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    after = peer_cert();
+  }
+  EXPECT_NE(after, before);
+  EXPECT_EQ(after, ReadFile(dir_ + "/server2.pem"));
+}
+
+}  // namespace
+}  // namespace bench
