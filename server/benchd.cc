@@ -58,6 +58,19 @@ absl::Status CheckSecurityOptions(const BenchdOptions& options) {
   if (options.cert_refresh < absl::Seconds(1)) {
     return absl::InvalidArgumentError("--cert-refresh must be at least 1s");
   }
+  // The web port has no TLS yet (server/http_server.h): --tls-cert secures gRPC only,
+  // so a non-loopback --http still needs --insecure.
+  if (!options.http.empty() && !options.insecure) {
+    std::string host;
+    int port = 0;
+    RETURN_IF_ERROR(SplitHostPort("--http", options.http, &host, &port));
+    if (!IsLoopback(host)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--http ", options.http,
+          " is not a loopback address and the web port serves no TLS yet: use a loopback "
+          "--http, --http= to turn it off, or --insecure to serve it in the clear anyway"));
+    }
+  }
   if (!options.tls_cert.empty() || options.insecure) return absl::OkStatus();
   for (const auto& [flag, value] :
        {std::pair<const char*, const std::string*>{"--listen", &options.listen},
@@ -150,6 +163,10 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
         absl::StrCat("--listen ", options.listen, ": cannot listen (address in use?)"));
   }
 
+  if (security_on && !options.http.empty()) {
+    Log("warning: the web port (", options.http,
+        ") does not check credentials yet; it is served on loopback only");
+  }
   benchd->manager_->BeginReconcileGrace();
   benchd->liveness_ = std::thread([b = benchd.get()] { b->LivenessLoop(); });
   Log("serving gRPC on ", grpc_host, ":", benchd->grpc_port_,
