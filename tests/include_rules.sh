@@ -4,10 +4,12 @@
 #   (a)  server/: generated headers (*.pb.h, *.grpc.pb.h) and the protobuf runtime
 #        (google/protobuf/) only in the proto seam and the adapters: proto_convert*,
 #        agent_service*, controller_service* (the gRPC adapters and their service test),
+#        security_test.cc (the adapters' authorization over real TLS),
 #        web_api*, live_streams* (the HTTP adapters, which answer in the proto's JSON
 #        mapping), main.cc.
 #   (a2) server/: the gRPC runtime (grpc/, grpcpp/, common/grpc_status.h) only in the RPC
-#        layer: those files plus queued_writer.h, rpc_finish.h and benchd.cc. The domain
+#        layer: those files plus queued_writer.h, rpc_finish.h, benchd.cc and grpc_auth*
+#        (a call's principal, benchd's TLS credentials). The domain
 #        (job manager, scheduler, store, results, ...) knows nothing of gRPC.
 #   (b)  worker/train/: nothing from gRPC, protobuf, Abseil, the generated API
 #        (benchfleet/, *.pb.h, proto/), server/, ctl/, worker/agent/ or common/ -- except
@@ -136,9 +138,9 @@ while IFS=: read -r file n path open; do
     server/*)
       base=${file#server/}
       seam=false
-      case "$base" in proto_convert* | agent_service* | controller_service* | web_api* | live_streams* | main.cc) seam=true ;; esac
+      case "$base" in proto_convert* | agent_service* | controller_service* | security_test.cc | web_api* | live_streams* | main.cc) seam=true ;; esac
       rpc_layer=$seam
-      case "$base" in queued_writer.h | rpc_finish.h | benchd.cc) rpc_layer=true ;; esac
+      case "$base" in queued_writer.h | rpc_finish.h | benchd.cc | grpc_auth*) rpc_layer=true ;; esac
       if ! $seam && is_generated "$path"; then
         report "$file" "$n" a "in server/ only proto_convert*, the gRPC adapters (agent_service*, controller_service*), the HTTP adapters (web_api*, live_streams*) and main.cc include generated or protobuf headers" "$path"
       fi
