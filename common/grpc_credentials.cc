@@ -19,15 +19,19 @@ namespace bench {
 
 namespace {
 
+// A path is the operator's own input: shown whole up to this length.
+constexpr size_t kMaxPathShown = 256;
+
 absl::StatusOr<std::string> ReadWhole(const std::string& path, const std::string& flag) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": cannot read ", QuotePrefix(path), " (missing or unreadable)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, ": cannot read ", QuotePrefix(path, kMaxPathShown), " (missing or unreadable)"));
   }
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (data.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", QuotePrefix(path), " is empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": ", QuotePrefix(path, kMaxPathShown), " is empty"));
   }
   return data;
 }
@@ -69,8 +73,8 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path, const std::st
   std::string first = data->substr(0, data->find('\n'));
   std::string token(absl::StripAsciiWhitespace(first));
   if (token.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": ", QuotePrefix(path), " has no token on its first line"));
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", QuotePrefix(path, kMaxPathShown),
+                                                   " has no token on its first line"));
   }
   return token;
 }

@@ -62,13 +62,13 @@ absl::StatusOr<CliOptions> Parse(const std::vector<std::string>& args,
   app.set_help_flag();
   app.allow_extras();
   app.require_subcommand(0, 1);  // after the command, "list" is an argument, not a command
-  AddFlag(&app, ServerFlag(), &state);
+  for (const FlagSpec& flag : GlobalFlags()) AddFlag(&app, flag, &state);
   std::vector<std::pair<const CommandSpec*, CLI::App*>> commands;
   for (const CommandSpec& spec : CommandTable()) {
     CLI::App* sub = app.add_subcommand(spec.name);
     sub->set_help_flag();
     sub->allow_extras();
-    AddFlag(sub, ServerFlag(), &state);
+    for (const FlagSpec& flag : GlobalFlags()) AddFlag(sub, flag, &state);
     for (const FlagSpec& flag : spec.flags) AddFlag(sub, flag, &state);
     for (const std::string& name : spec.positionals) {
       sub->add_option(name)->each(
@@ -231,7 +231,15 @@ std::string UsageText() {
       "] COMMAND [ARGS]\n"
       "\n"
       "The server is --server (before or after the command), else $BENCH_SERVER,\nelse ",
-      kDefaultServer, ".\n\ncommands:\n");
+      kDefaultServer,
+      ".\n\n"
+      "Credentials (before or after the command; a flag wins over the environment):\n"
+      "  --tls-ca FILE      verify benchd against this CA (turns TLS on) [$BENCH_TLS_CA]\n"
+      "  --tls-cert FILE    client certificate, with --tls-key FILE [$BENCH_TLS_CERT,\n"
+      "                     $BENCH_TLS_KEY]\n"
+      "  --token-file FILE  bearer token, the file's first line [$BENCH_TOKEN_FILE, or the\n"
+      "                     token itself in $BENCH_TOKEN]\n"
+      "\ncommands:\n");
   for (const CommandSpec& command : CommandTable()) absl::StrAppend(&out, CommandUsage(command));
   absl::StrAppend(&out,
                   "\nexit status: 0 ok, 1 error (or a --wait job that did not succeed), "

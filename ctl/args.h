@@ -78,9 +78,19 @@ struct ResultsFilter {
   std::map<std::string, std::string> labels;  // --label k=v (repeatable)
 };
 
+// --tls-ca, --tls-cert, --tls-key, --token-file as given ("" when not); main.cc fills
+// what is missing from the environment (ctl/client.h ResolveCredentials).
+struct ConnectionFlags {
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string token_file;
+};
+
 struct CliOptions {
   Command command = Command::kHelp;
   std::string server = kDefaultServer;  // --server, else BENCH_SERVER, else the default
+  ConnectionFlags connection;           // global: before or after the command
   SubmitOptions submit;                 // kSubmit
   SweepOptions sweep;                   // kSweep
   std::string job_id;                   // kStatus, kCancel, kBaseline, kLogs; kCompare: A

@@ -118,6 +118,23 @@ TEST(ArgsTest, ServerFromFlagEnvOrDefault) {
   EXPECT_EQ(Parse({"list", "--server", "after:3"}, "env:1")->server, "after:3");
 }
 
+TEST(ArgsTest, CredentialFlagsBeforeOrAfterTheCommand) {
+  auto parsed = Parse({"--tls-ca", "ca.pem", "--token-file=t", "cancel", "j-1", "--tls-cert",
+                       "me.pem", "--tls-key=me.key"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->command, Command::kCancel);
+  EXPECT_EQ(parsed->job_id, "j-1");
+  EXPECT_EQ(parsed->connection.tls_ca, "ca.pem");
+  EXPECT_EQ(parsed->connection.tls_cert, "me.pem");
+  EXPECT_EQ(parsed->connection.tls_key, "me.key");
+  EXPECT_EQ(parsed->connection.token_file, "t");
+  EXPECT_EQ(Parse({"list"})->connection.tls_ca, "");
+  EXPECT_THAT(Error({"list", "--tls-ca="}), HasSubstr("--tls-ca: empty path"));
+  EXPECT_THAT(Error({"list", "--token-file"}), HasSubstr("--token-file"));
+  EXPECT_THAT(UsageText(), HasSubstr("--token-file FILE"));
+  EXPECT_THAT(UsageText(), HasSubstr("$BENCH_TOKEN"));
+}
+
 TEST(ArgsTest, Help) {
   EXPECT_EQ(Parse({"--help"})->command, Command::kHelp);
   EXPECT_EQ(Parse({"help"})->command, Command::kHelp);

@@ -2,12 +2,13 @@
 
 #include <utility>
 
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 
 namespace bench::ctl {
 namespace {
@@ -35,6 +36,16 @@ absl::Status RpcError(const grpc::Status& status, const std::string& server) {
     return absl::UnavailableError(absl::StrCat("benchd at ", server, " answered UNAVAILABLE: ",
                                                status.error_message()));
   }
+  if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "benchd at ", server, " wants credentials (UNAUTHENTICATED): ", status.error_message(),
+        " (give a token with --token-file or $BENCH_TOKEN, or a client certificate with "
+        "--tls-cert/--tls-key)"));
+  }
+  if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "benchd at ", server, " refused (PERMISSION_DENIED): ", status.error_message()));
+  }
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
@@ -50,13 +61,52 @@ absl::Status RpcError(const grpc::Status& status, const std::string& server) {
 }
 
 std::unique_ptr<Client> Client::Dial(const std::string& server) {
+  return *Dial(server, ClientCredentialOptions());  // plain: cannot fail
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Dial(const std::string& server,
+                                                     const ClientCredentialOptions& credentials) {
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(512 << 20);
-  std::shared_ptr<v1::Controller::Stub> stub = v1::Controller::NewStub(
-      grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), channel_args));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      DialChannel(server, credentials, channel_args);
+  if (!channel.ok()) return channel.status();
+  std::shared_ptr<v1::Controller::Stub> stub = v1::Controller::NewStub(*std::move(channel));
   auto client = std::make_unique<Client>(stub.get(), server);
   client->owned_ = std::move(stub);
   return client;
+}
+
+absl::StatusOr<ClientCredentialOptions> ResolveCredentials(const ConnectionFlags& flags,
+                                                           const CredentialEnv& env) {
+  ClientCredentialOptions options;
+  auto pick = [](const std::string& flag_value, const char* flag, const std::string& env_value,
+                 const char* env_name, std::string* value, std::string* name) {
+    if (!flag_value.empty()) {
+      *value = flag_value;
+      *name = flag;
+    } else if (!env_value.empty()) {
+      *value = env_value;
+      *name = env_name;
+    }
+  };
+  pick(flags.tls_ca, "--tls-ca", env.tls_ca, "BENCH_TLS_CA", &options.tls_ca, &options.ca_flag);
+  pick(flags.tls_cert, "--tls-cert", env.tls_cert, "BENCH_TLS_CERT", &options.tls_cert,
+       &options.cert_flag);
+  pick(flags.tls_key, "--tls-key", env.tls_key, "BENCH_TLS_KEY", &options.tls_key,
+       &options.key_flag);
+  if (!flags.token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(flags.token_file, "--token-file");
+    if (!token.ok()) return token.status();
+    options.token = *std::move(token);
+  } else if (!env.token.empty()) {
+    options.token = std::string(absl::StripAsciiWhitespace(env.token));
+  } else if (!env.token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(env.token_file, "BENCH_TOKEN_FILE");
+    if (!token.ok()) return token.status();
+    options.token = *std::move(token);
+  }
+  return options;
 }
 
 Client::Client(Stub* stub, std::string server, absl::Duration rpc_timeout)

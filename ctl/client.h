@@ -11,19 +11,40 @@
 #include <memory>
 #include <string>
 
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "benchfleet/v1/controller.grpc.pb.h"
-#include <grpcpp/client_context.h>
-#include <grpcpp/support/status.h>
+#include "common/grpc_credentials.h"
+#include "ctl/args.h"
 
 namespace bench::ctl {
 
 // A failed RPC as benchctl reports it: UNAVAILABLE and DEADLINE_EXCEEDED become
-// "cannot reach benchd at <server>: <detail>" (code kept); anything else keeps the
-// server's code and message (the code's name, e.g. "UNIMPLEMENTED", where it sent none).
+// "cannot reach benchd at <server>: <detail>" (code kept); UNAUTHENTICATED becomes
+// "benchd at <server> wants credentials (UNAUTHENTICATED): <detail> (how to give them)"
+// and PERMISSION_DENIED "benchd at <server> refused (PERMISSION_DENIED): <detail>";
+// anything else keeps the server's code and message (the code's name, e.g.
+// "UNIMPLEMENTED", where it sent none).
 absl::Status RpcError(const grpc::Status& status, const std::string& server);
+
+// The credential environment variables ("" when unset): BENCH_TOKEN, BENCH_TOKEN_FILE,
+// BENCH_TLS_CA, BENCH_TLS_CERT, BENCH_TLS_KEY.
+struct CredentialEnv {
+  std::string token;
+  std::string token_file;
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+};
+
+// What to dial with: each flag wins over its variable; the token is --token-file's, else
+// $BENCH_TOKEN, else $BENCH_TOKEN_FILE's (reads that file). Errors (INVALID_ARGUMENT) name
+// the flag or variable and the file.
+absl::StatusOr<ClientCredentialOptions> ResolveCredentials(const ConnectionFlags& flags,
+                                                           const CredentialEnv& env);
 
 class Client {
  public:
@@ -33,6 +54,10 @@ class Client {
   // Dials `server` (HOST:PORT, insecure; a whole job's log may come in one answer, so
   // the receive limit is 512 MiB). The channel and stub are the Client's.
   static std::unique_ptr<Client> Dial(const std::string& server);
+  // The same with credentials (TLS, client certificate, bearer token); errors name the
+  // flag or variable and the file that could not be read.
+  static absl::StatusOr<std::unique_ptr<Client>> Dial(const std::string& server,
+                                                      const ClientCredentialOptions& credentials);
   // Over a stub owned by the caller (an in-process server or a mock in tests).
   Client(Stub* stub, std::string server, absl::Duration rpc_timeout = kDefaultRpcTimeout);
 

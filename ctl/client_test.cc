@@ -2,6 +2,7 @@
 // against an in-process Controller on 127.0.0.1:0.
 #include "ctl/client.h"
 
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -110,6 +111,80 @@ TEST(RpcErrorTest, Mapping) {
       RpcError(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "devices: too many"), "h:1");
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(refused.message(), "devices: too many");
+}
+
+TEST(RpcErrorTest, CredentialRefusalsSayWhatToDo) {
+  absl::Status none =
+      RpcError(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                            "no credentials: present a client certificate or a bearer token"),
+               "h:1");
+  EXPECT_EQ(none.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(std::string(none.message()),
+              HasSubstr("benchd at h:1 wants credentials (UNAUTHENTICATED): no credentials"));
+  EXPECT_THAT(std::string(none.message()), HasSubstr("--token-file"));
+  absl::Status denied = RpcError(
+      grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "view:grafana (view) may not cancel"),
+      "h:1");
+  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(denied.message(),
+            "benchd at h:1 refused (PERMISSION_DENIED): view:grafana (view) may not cancel");
+}
+
+std::string WriteFile(const std::string& name, const std::string& content) {
+  std::string path = testing::TempDir() + "/" + name;
+  std::ofstream(path) << content;
+  return path;
+}
+
+TEST(ResolveCredentialsTest, FlagsWinOverTheEnvironment) {
+  CredentialEnv env{"env-token", "", "env-ca.pem", "env.pem", "env.key"};
+  absl::StatusOr<ClientCredentialOptions> from_env = ResolveCredentials(ConnectionFlags(), env);
+  ASSERT_TRUE(from_env.ok()) << from_env.status();
+  EXPECT_EQ(from_env->token, "env-token");
+  EXPECT_EQ(from_env->tls_ca, "env-ca.pem");
+  EXPECT_EQ(from_env->ca_flag, "BENCH_TLS_CA");
+  EXPECT_EQ(from_env->tls_cert, "env.pem");
+  EXPECT_EQ(from_env->tls_key, "env.key");
+
+  ConnectionFlags flags{"flag-ca.pem", "flag.pem", "flag.key",
+                        WriteFile("flag-token", "from-flag-file\n")};
+  absl::StatusOr<ClientCredentialOptions> from_flags = ResolveCredentials(flags, env);
+  ASSERT_TRUE(from_flags.ok()) << from_flags.status();
+  EXPECT_EQ(from_flags->token, "from-flag-file");
+  EXPECT_EQ(from_flags->tls_ca, "flag-ca.pem");
+  EXPECT_EQ(from_flags->ca_flag, "--tls-ca");
+  EXPECT_EQ(from_flags->tls_cert, "flag.pem");
+  EXPECT_EQ(from_flags->key_flag, "--tls-key");
+}
+
+TEST(ResolveCredentialsTest, TokenFromEnvironmentFileAndErrorsNameTheSource) {
+  CredentialEnv env;
+  env.token_file = WriteFile("env-token-file", "tok-from-file\n");
+  EXPECT_EQ(ResolveCredentials(ConnectionFlags(), env)->token, "tok-from-file");
+  env.token = "direct";  // BENCH_TOKEN wins over BENCH_TOKEN_FILE
+  EXPECT_EQ(ResolveCredentials(ConnectionFlags(), env)->token, "direct");
+
+  env = CredentialEnv();
+  env.token_file = testing::TempDir() + "/missing-token";
+  absl::Status missing = ResolveCredentials(ConnectionFlags(), env).status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(missing.message()), HasSubstr("BENCH_TOKEN_FILE"));
+  EXPECT_THAT(std::string(missing.message()), HasSubstr("missing-token"));
+  ConnectionFlags flags;
+  flags.token_file = testing::TempDir() + "/absent-flag-token";
+  absl::Status flag_missing = ResolveCredentials(flags, CredentialEnv()).status();
+  EXPECT_THAT(std::string(flag_missing.message()), HasSubstr("--token-file"));
+  EXPECT_THAT(std::string(flag_missing.message()), HasSubstr("absent-flag-token"));
+}
+
+TEST(ClientDialTest, UnreadableCaNamesTheVariable) {
+  ClientCredentialOptions options;
+  options.tls_ca = testing::TempDir() + "/no-ca.pem";
+  options.ca_flag = "BENCH_TLS_CA";
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Dial("127.0.0.1:1", options);
+  ASSERT_FALSE(client.ok());
+  EXPECT_THAT(std::string(client.status().message()), HasSubstr("BENCH_TLS_CA"));
+  EXPECT_THAT(std::string(client.status().message()), HasSubstr("no-ca.pem"));
 }
 
 }  // namespace

@@ -580,6 +580,25 @@ const FlagSpec& ServerFlag() {
   return *flag;
 }
 
+const std::vector<FlagSpec>& GlobalFlags() {
+  static const std::vector<FlagSpec>* const flags = [] {
+    auto* all = new std::vector<FlagSpec>{ServerFlag()};
+    auto file_flag = [](std::string name, std::string ConnectionFlags::*field) {
+      return Value(name, "FILE", [name, field](ParseState& state, const std::string& v) {
+        if (v.empty()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": empty path"));
+        state.options.connection.*field = v;
+        return absl::OkStatus();
+      });
+    };
+    all->push_back(file_flag("tls-ca", &ConnectionFlags::tls_ca));
+    all->push_back(file_flag("tls-cert", &ConnectionFlags::tls_cert));
+    all->push_back(file_flag("tls-key", &ConnectionFlags::tls_key));
+    all->push_back(file_flag("token-file", &ConnectionFlags::token_file));
+    return all;
+  }();
+  return *flags;
+}
+
 const CommandSpec& CommandSpecFor(Command command) {
   for (const CommandSpec& spec : CommandTable()) {
     if (spec.command == command) return spec;

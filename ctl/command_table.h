@@ -63,6 +63,9 @@ struct CommandSpec {
 const std::vector<CommandSpec>& CommandTable();
 // --server, accepted before or after every command.
 const FlagSpec& ServerFlag();
+// --server and the credential flags (--tls-ca, --tls-cert, --tls-key, --token-file), all
+// accepted before or after every command.
+const std::vector<FlagSpec>& GlobalFlags();
 // The entry for `command` (every Command has one).
 const CommandSpec& CommandSpecFor(Command command);
 

@@ -1,4 +1,5 @@
-// benchctl: the command line for benchd. Reads argv and $BENCH_SERVER, dials the
+// benchctl: the command line for benchd. Reads argv, $BENCH_SERVER and the credential
+// variables (BENCH_TOKEN, BENCH_TOKEN_FILE, BENCH_TLS_CA/CERT/KEY), dials the
 // controller and hands everything else to bench_ctl_lib.
 #include <unistd.h>
 
@@ -30,9 +31,24 @@ int main(int argc, char** argv) {
     std::cout << bench::ctl::UsageText();
     return 0;
   }
-  std::unique_ptr<bench::ctl::Client> client = bench::ctl::Client::Dial(options->server);
+  auto env = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value ? value : "");
+  };
+  bench::ctl::CredentialEnv credential_env{env("BENCH_TOKEN"), env("BENCH_TOKEN_FILE"),
+                                           env("BENCH_TLS_CA"), env("BENCH_TLS_CERT"),
+                                           env("BENCH_TLS_KEY")};
+  absl::StatusOr<bench::ClientCredentialOptions> credentials =
+      bench::ctl::ResolveCredentials(options->connection, credential_env);
+  absl::StatusOr<std::unique_ptr<bench::ctl::Client>> client =
+      credentials.ok() ? bench::ctl::Client::Dial(options->server, *credentials)
+                       : absl::StatusOr<std::unique_ptr<bench::ctl::Client>>(credentials.status());
+  if (!client.ok()) {  // a credential file named but unreadable: a usage error
+    std::cerr << "benchctl: " << client.status().message() << "\n";
+    return 2;
+  }
   bench::ctl::CommandContext context;
-  context.client = client.get();
+  context.client = client->get();
   context.out = &std::cout;
   context.err = &std::cerr;
   context.err_is_terminal = isatty(STDERR_FILENO) != 0;
