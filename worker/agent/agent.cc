@@ -70,7 +70,13 @@ absl::Status Agent::Start() {
     cpu_threads_ = std::max(1, hardware / std::max(1, inventory_.gpus_size()));
   }
 
-  client_ = std::make_unique<ControllerClient>(ControllerClientOptions{options_.controller});
+  ControllerClientOptions client_options;
+  client_options.target = options_.controller;
+  client_options.credentials = options_.credentials;
+  absl::StatusOr<std::unique_ptr<ControllerClient>> client =
+      ControllerClient::Create(std::move(client_options));
+  if (!client.ok()) return client.status();
+  client_ = *std::move(client);
   if (!options_.state_dir.empty()) {
     absl::Status writable = MakeWritableDirectory(options_.state_dir);
     if (!writable.ok()) return writable;

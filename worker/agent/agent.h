@@ -55,6 +55,9 @@ namespace bench::agent {
 
 struct AgentOptions {
   std::string controller;                   // HOST:PORT of benchd
+  // TLS to benchd with this node's certificate (--tls-ca/--tls-cert/--tls-key; the
+  // certificate names the node, so `name` must match it); empty: plain.
+  ClientCredentialOptions credentials;
   std::string name;                         // empty: the host name
   int cpu_slots = 0;                        // > 0: offer CPU slots, no GPU
   std::string address;                      // empty: DefaultAdvertisedAddress(controller)

@@ -531,6 +531,21 @@ TEST_F(AgentTest, LabelsAreInTheInventory) {
   EXPECT_EQ(controller_.inventory_.labels().at("rack"), "7");
 }
 
+TEST_F(AgentTest, AnUnreadableTlsFileStopsStartNamingTheFlag) {
+  AgentOptions options;
+  options.controller = "127.0.0.1:1";
+  options.name = "node-1";
+  options.cpu_slots = 1;
+  options.credentials.tls_ca = dir_ + "/no-such-ca.pem";
+  options.credentials.tls_cert = dir_ + "/node-1.pem";
+  options.credentials.tls_key = dir_ + "/node-1.key";
+  Agent agent(options);
+  absl::Status started = agent.Start();
+  EXPECT_EQ(started.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(started.message().find("--tls-ca"), std::string::npos) << started;
+  EXPECT_NE(started.message().find("no-such-ca.pem"), std::string::npos) << started;
+}
+
 TEST_F(AgentTest, KillsAndReportsTheRanksAPreviousAgentLeftRunning) {
   const std::string state = dir_ + "/state";
   std::unique_ptr<Subprocess> sleeper = LeftoverRank(state, "job-old", 2, 1);

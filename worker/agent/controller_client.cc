@@ -17,17 +17,25 @@ namespace {
 // benchd's reconcile grace. The agent retries on its own schedule; the channel may try
 // again within a second. (GRPC_ARG_MIN_RECONNECT_BACKOFF_MS is left alone: it is the
 // connect timeout, and a short one cuts off handshakes with a benchd still starting.)
-std::shared_ptr<grpc::Channel> ControllerChannel(const std::string& target) {
+absl::StatusOr<std::shared_ptr<grpc::Channel>> ControllerChannel(
+    const ControllerClientOptions& options) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  return DialChannel(options.target, options.credentials, args);
 }
 
 }  // namespace
 
 ControllerClient::ControllerClient(ControllerClientOptions options)
-    : ControllerClient(ControllerChannel(options.target), options) {}
+    : ControllerClient(*ControllerChannel(options), options) {}
+
+absl::StatusOr<std::unique_ptr<ControllerClient>> ControllerClient::Create(
+    ControllerClientOptions options) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = ControllerChannel(options);
+  if (!channel.ok()) return channel.status();
+  return std::make_unique<ControllerClient>(*std::move(channel), std::move(options));
+}
 
 ControllerClient::ControllerClient(std::shared_ptr<grpc::Channel> channel,
                                    ControllerClientOptions options)

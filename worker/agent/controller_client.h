@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "benchfleet/v1/agent.grpc.pb.h"
+#include "common/grpc_credentials.h"
 #include "worker/agent/sample_uploader.h"
 #include "worker/agent/status_reporter.h"
 
@@ -23,12 +24,18 @@ namespace bench::agent {
 struct ControllerClientOptions {
   std::string target;  // HOST:PORT (any gRPC target)
   absl::Duration rpc_timeout = absl::Seconds(10);
+  // Plain by default; TLS with the node's certificate (--tls-ca/--tls-cert/--tls-key),
+  // the certificate and key re-read when they change.
+  ClientCredentialOptions credentials;
 };
 
 // Thread-safe: any method may be called from any thread, concurrently.
 class ControllerClient : public SampleUploadRpc, public StatusReportRpc {
  public:
+  // Plain channels only (options.credentials must be empty; use Create for TLS).
   explicit ControllerClient(ControllerClientOptions options);
+  // Any credentials; an unreadable CA/cert/key file is an error naming its flag.
+  static absl::StatusOr<std::unique_ptr<ControllerClient>> Create(ControllerClientOptions options);
   // For tests: over an existing channel.
   ControllerClient(std::shared_ptr<grpc::Channel> channel, ControllerClientOptions options);
 

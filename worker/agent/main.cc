@@ -18,6 +18,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc_credentials.h"
 #include "common/log.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/labels.h"
@@ -26,6 +27,12 @@
 
 ABSL_FLAG(std::string, controller, "", "HOST:PORT of benchd (required)");
 ABSL_FLAG(std::string, name, "", "agent name (default: the host name)");
+ABSL_FLAG(std::string, tls_ca, "",
+          "CA file verifying benchd: turns TLS on (with --tls-cert/--tls-key: mutual TLS)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "this node's certificate (PEM; its URI SAN spiffe://benchfleet/agent/NAME must "
+          "name --name); re-read when it changes");
+ABSL_FLAG(std::string, tls_key, "", "the key of --tls-cert (PEM); re-read when it changes");
 ABSL_FLAG(int, cpu_slots, 0,
           "offer N CPU slots and no GPU (default: the GPUs NVML finds, else 1 CPU slot)");
 ABSL_FLAG(std::string, address, "",
@@ -101,7 +108,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "bench-agent --controller HOST:PORT [--name NAME] [--cpu-slots N] [--address HOST] "
       "[--bench-train PATH] [--nvml-library PATH] [--gpu-sample-hz HZ] [--gpu-ranks-on-cpu] "
-      "[--label KEY=VALUE]... [--state-dir DIR] [--spool-max-bytes N]");
+      "[--label KEY=VALUE]... [--state-dir DIR] [--spool-max-bytes N] "
+      "[--tls-ca FILE --tls-cert FILE --tls-key FILE]");
   absl::FlagsUsageConfig usage_config;
   usage_config.contains_help_flags = [](absl::string_view path) {
     return absl::EndsWith(path, "worker/agent/main.cc");
@@ -131,6 +139,9 @@ int main(int argc, char** argv) {
   bench::agent::AgentOptions options;
   options.controller = absl::GetFlag(FLAGS_controller);
   options.name = absl::GetFlag(FLAGS_name);
+  options.credentials.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  options.credentials.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  options.credentials.tls_key = absl::GetFlag(FLAGS_tls_key);
   options.cpu_slots = absl::GetFlag(FLAGS_cpu_slots);
   options.address = absl::GetFlag(FLAGS_address);
   options.bench_train = FromFlagOrEnv(absl::GetFlag(FLAGS_bench_train), "BENCH_TRAIN",
@@ -161,6 +172,16 @@ int main(int argc, char** argv) {
   if (options.cpu_slots < 0) {
     std::fprintf(stderr, "bench-agent: --cpu-slots must be >= 0\n");
     return 2;
+  }
+  if (!options.credentials.tls_ca.empty() || !options.credentials.tls_cert.empty() ||
+      !options.credentials.tls_key.empty()) {
+    // Checked here, before anything starts, so a bad path is a usage error (exit 2).
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> probe =
+        bench::DialChannel(options.controller, options.credentials, grpc::ChannelArguments());
+    if (!probe.ok()) {
+      std::fprintf(stderr, "bench-agent: %s\n", std::string(probe.status().message()).c_str());
+      return 2;
+    }
   }
 
   // Handlers, not a blocked mask: a blocked mask would be inherited by the trainers
