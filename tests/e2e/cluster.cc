@@ -221,10 +221,17 @@ absl::Status LoopbackCluster::WaitForAgents(int count, int timeout_s) {
 }
 
 CommandResult LoopbackCluster::Benchctl(const std::vector<std::string>& args, int timeout_s) {
+  return BenchctlAs(benchctl_env_, args, timeout_s);
+}
+
+CommandResult LoopbackCluster::BenchctlAs(
+    const std::vector<std::pair<std::string, std::string>>& env,
+    const std::vector<std::string>& args, int timeout_s) {
   SubprocessOptions options;
   options.argv = {BENCHCTL_PATH};
   options.argv.insert(options.argv.end(), args.begin(), args.end());
   options.env = {{"BENCH_SERVER", server()}};
+  options.env.insert(options.env.end(), env.begin(), env.end());
   CommandResult result;
   auto process = Subprocess::Start(options);
   if (!process.ok()) {

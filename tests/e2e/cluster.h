@@ -75,8 +75,17 @@ class LoopbackCluster {
   // Pids of the live processes whose parent is the agent (its ranks).
   std::vector<pid_t> AgentChildren(const std::string& name);
 
-  // Runs benchctl against this cluster's benchd.
+  // Runs benchctl against this cluster's benchd, with benchctl_env() in its environment.
   CommandResult Benchctl(const std::vector<std::string>& args, int timeout_s = 600);
+  // The same with `env` (and BENCH_SERVER) instead of benchctl_env(): another caller, or
+  // none, when benchd runs with security on.
+  CommandResult BenchctlAs(const std::vector<std::pair<std::string, std::string>>& env,
+                           const std::vector<std::string>& args, int timeout_s = 60);
+  // Added to every Benchctl run's environment (BENCH_TOKEN, BENCH_TLS_CA, ...), so that
+  // StartBenchd's readiness check and WaitForAgents work against a secured benchd.
+  void set_benchctl_env(std::vector<std::pair<std::string, std::string>> env) {
+    benchctl_env_ = std::move(env);
+  }
 
   const std::string& db_path() const { return db_path_; }
   const std::string& dir() const { return dir_; }
@@ -95,6 +104,7 @@ class LoopbackCluster {
   int http_port_ = 0;
   std::vector<std::string> benchd_flags_;
   bool agent_state_dirs_ = true;
+  std::vector<std::pair<std::string, std::string>> benchctl_env_;
   std::unique_ptr<Subprocess> benchd_;
   std::vector<std::pair<std::string, std::unique_ptr<Subprocess>>> agents_;
   // Ranks left behind by KillAgent: (pid, its executable) so a reused pid is not killed.
