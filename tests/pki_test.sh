@@ -78,6 +78,9 @@ openssl verify -CAfile ca/ca.pem -purpose sslserver ca/node-a.pem >/dev/null 2>&
 expect 0 "wrote ca/alice.pem" bash "$PKI/make-client-cert.sh" ca submit alice 7
 [ "$(ext ca/alice.pem subjectAltName)" = "URI:spiffe://benchfleet/submit/alice" ] ||
   fail "alice SAN: $(ext ca/alice.pem subjectAltName)"
+BENCH_PKI_DAYS=2 bash "$PKI/make-client-cert.sh" ca view short 2>/dev/null || fail "a 2-day certificate"
+openssl x509 -in ca/short.pem -noout -checkend $((3 * 86400)) >/dev/null &&
+  fail "BENCH_PKI_DAYS=2 made a certificate valid for 3 days or more"
 ls -a ca | grep -q '\.new$' && fail "temporary files left behind: $(ls -a ca)"
 
 # benchd's certificate: every SAN given, serverAuth only.

@@ -3,8 +3,7 @@
 # re-read their certificates when the files change) never sees half of a new pair.
 # Offline: openssl only. Keys are ECDSA P-256, written 0600.
 
-# Defaults of the scripts that take no DAYS argument of their own (make-server-cert.sh).
-: "${BENCH_PKI_DAYS:=365}"
+# $BENCH_PKI_DAYS, when set, is the validity of a certificate whose DAYS is not given.
 
 die() {
   echo "${0##*/}: $*" >&2

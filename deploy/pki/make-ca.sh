@@ -3,7 +3,8 @@
 # to agents and benchctl as --tls-ca) and DIR/ca.key (0600; keep it off the fleet's
 # machines: it signs every identity). ECDSA P-256, offline, openssl only.
 #
-# Usage: make-ca.sh DIR [DAYS]     DAYS: how long the CA is valid (default 3650)
+# Usage: make-ca.sh DIR [DAYS]     DAYS: how long the CA is valid (default $BENCH_PKI_DAYS,
+#                                  else 3650)
 #
 # Refuses a DIR that already holds ca.key: a new CA means new certificates for everyone.
 # To rotate a CA, make the new one in another DIR (docs/security.md, "Rotation").
@@ -13,7 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 USAGE="${0##*/} DIR [DAYS]"
 [ $# -ge 1 ] && [ $# -le 2 ] && [ -n "$1" ] || usage_error "$USAGE"
 DIR=$1
-DAYS=${2:-3650}
+DAYS=${2:-${BENCH_PKI_DAYS:-3650}}
 [[ $DAYS =~ ^[0-9]{1,5}$ ]] && [ "$DAYS" -gt 0 ] ||
   usage_error "$USAGE   (DAYS: a positive number of days, got '$DAYS')"
 

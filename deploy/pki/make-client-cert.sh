@@ -7,7 +7,8 @@
 #   ROLE: agent (a node's bench-agent: NAME is the node, its --name), view, submit or admin
 #         (a person or a program using benchctl, the web port or /metrics)
 #   NAME: 1-63 of [A-Za-z0-9._-], starting with a letter or digit (the node-name rule)
-#   DAYS: how long it is valid (default 365; below 0: already expired, for tests)
+#   DAYS: how long it is valid (default $BENCH_PKI_DAYS, else 365; below 0: already
+#         expired, for tests)
 #
 # Run it again to renew; bench-agent and benchctl re-read their certificate files.
 set -euo pipefail
@@ -18,7 +19,7 @@ USAGE="${0##*/} DIR agent|view|submit|admin NAME [DAYS]"
 DIR=$1
 ROLE=$2
 NAME=$3
-DAYS=${4:-365}
+DAYS=${4:-${BENCH_PKI_DAYS:-365}}
 case $ROLE in
   agent | view | submit | admin) ;;
   *) usage_error "$USAGE   (unknown role '$ROLE')" ;;

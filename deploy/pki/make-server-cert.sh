@@ -20,7 +20,8 @@ DIR=$1
 NAME=$2
 shift 2
 valid_name "$NAME" || usage_error "$USAGE   (NAME: 1-63 of [A-Za-z0-9._-], got '$NAME')"
-valid_days "$BENCH_PKI_DAYS" || usage_error "$USAGE   (BENCH_PKI_DAYS: a number of days, got '$BENCH_PKI_DAYS')"
+DAYS=${BENCH_PKI_DAYS:-365}
+valid_days "$DAYS" || usage_error "$USAGE   (BENCH_PKI_DAYS: a number of days, got '$DAYS')"
 
 sans=()
 for arg in "$@"; do
@@ -34,7 +35,7 @@ for arg in "$@"; do
 done
 SAN_LIST=$(IFS=,; echo "${sans[*]}")
 
-make_leaf "$DIR" "$NAME" "/CN=$NAME" "$BENCH_PKI_DAYS" "basicConstraints = critical, CA:FALSE
+make_leaf "$DIR" "$NAME" "/CN=$NAME" "$DAYS" "basicConstraints = critical, CA:FALSE
 keyUsage = critical, digitalSignature
 extendedKeyUsage = serverAuth
 subjectAltName = $SAN_LIST
