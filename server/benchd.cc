@@ -12,6 +12,7 @@
 #include "server/agent_service.h"
 #include "server/controller_service.h"
 #include "server/grpc_auth.h"
+#include "server/http_auth.h"
 #include "server/http_server.h"
 #include "server/job_manager.h"
 #include "server/live_metrics.h"
@@ -19,6 +20,7 @@
 #include "server/metrics_exporter.h"
 #include "server/read_service.h"
 #include "server/store.h"
+#include "server/tls_front.h"
 #include "server/token_file.h"
 #include "server/web_api.h"
 #include "server/web_page.h"
@@ -57,19 +59,6 @@ absl::Status CheckSecurityOptions(const BenchdOptions& options) {
   }
   if (options.cert_refresh < absl::Seconds(1)) {
     return absl::InvalidArgumentError("--cert-refresh must be at least 1s");
-  }
-  // The web port has no TLS yet (server/http_server.h): --tls-cert secures gRPC only,
-  // so a non-loopback --http still needs --insecure.
-  if (!options.http.empty() && !options.insecure) {
-    std::string host;
-    int port = 0;
-    RETURN_IF_ERROR(SplitHostPort("--http", options.http, &host, &port));
-    if (!IsLoopback(host)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--http ", options.http,
-          " is not a loopback address and the web port serves no TLS yet: use a loopback "
-          "--http, --http= to turn it off, or --insecure to serve it in the clear anyway"));
-    }
   }
   if (!options.tls_cert.empty() || options.insecure) return absl::OkStatus();
   for (const auto& [flag, value] :
@@ -119,9 +108,9 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
     }
     benchd->tokens_ = std::move(*tokens);
   }
-  const bool security_on = !options.client_ca.empty() || !options.tokens.empty();
-  const GrpcAuthenticator auth =
-      security_on ? GrpcAuthenticator::On(benchd->tokens_.get()) : GrpcAuthenticator::Off();
+  benchd->security_on_ = !options.client_ca.empty() || !options.tokens.empty();
+  const GrpcAuthenticator auth = benchd->security_on_ ? GrpcAuthenticator::On(benchd->tokens_.get())
+                                                      : GrpcAuthenticator::Off();
   JobManagerOptions manager_options;
   manager_options.agent_lease = options.agent_lease;
   manager_options.heartbeat_interval = options.heartbeat_interval;
@@ -138,7 +127,7 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
   // The web port opens before recovery, so /healthz answers and /readyz says
   // "recovering" while a large database loads.
   if (!options.http.empty()) {
-    ASSIGN_OR_RETURN(benchd->http_port_, benchd->StartHttp(http_host, http_port));
+    ASSIGN_OR_RETURN(benchd->http_port_, benchd->StartHttp(options, http_host, http_port));
   }
   RETURN_IF_ERROR(benchd->manager_->Recover());
   benchd->ready_ = true;
@@ -163,19 +152,18 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
         absl::StrCat("--listen ", options.listen, ": cannot listen (address in use?)"));
   }
 
-  if (security_on && !options.http.empty()) {
-    Log("warning: the web port (", options.http,
-        ") does not check credentials yet; it is served on loopback only");
-  }
   benchd->manager_->BeginReconcileGrace();
   benchd->liveness_ = std::thread([b = benchd.get()] { b->LivenessLoop(); });
   Log("serving gRPC on ", grpc_host, ":", benchd->grpc_port_,
-      options.http.empty() ? "" : absl::StrCat(", HTTP on ", http_host, ":", benchd->http_port_),
+      options.http.empty() ? ""
+                           : absl::StrCat(benchd->tls_front_ ? ", HTTPS on " : ", HTTP on ",
+                                          http_host, ":", benchd->http_port_),
       ", database ", options.db);
   return benchd;
 }
 
-absl::StatusOr<int> Benchd::StartHttp(const std::string& host, int port) {
+absl::StatusOr<int> Benchd::StartHttp(const BenchdOptions& options, const std::string& host,
+                                      int port) {
   http_ = std::make_unique<HttpServer>();
   Store* store = store_.get();
   http_->Handle("/healthz", [store](const HttpRequest&) {
@@ -197,12 +185,33 @@ absl::StatusOr<int> Benchd::StartHttp(const std::string& host, int port) {
   RegisterWebApi(*http_, manager, reads_.get(), store);
   RegisterLiveStreams(*http_, manager, store, metrics);
   RegisterWebPage(*http_);
+  // HTTPS: the web server listens on a loopback port of its own behind the TLS front.
+  if (!options.tls_cert.empty()) {
+    TlsFrontOptions tls;
+    tls.cert_file = options.tls_cert;
+    tls.key_file = options.tls_key;
+    tls.client_ca = options.client_ca;
+    tls.refresh = options.cert_refresh;
+    ASSIGN_OR_RETURN(tls_front_, TlsFront::Listen(tls, host, port));
+  }
+  // With security on, the data needs a credential allowed to read; the page's own files
+  // (it asks for a token), /healthz and /readyz do not.
+  if (security_on_) {
+    const HttpAuthenticator auth = HttpAuthenticator::On(tokens_.get(), tls_front_.get());
+    for (const char* prefix : {"/api/", "/metrics"}) {
+      http_->SetGate(prefix,
+                     [auth](const HttpRequest& request) { return auth.AuthorizeRead(request); });
+    }
+  }
   // Until recovery has loaded every job, the API would answer from a partial fleet.
   http_->SetGate("/api/", [this] {
     return ready_ ? absl::OkStatus()
                   : absl::UnavailableError("benchd is recovering its jobs; retry shortly");
   });
-  return http_->Start(host, port);
+  if (!tls_front_) return http_->Start(host, port);
+  ASSIGN_OR_RETURN(int backend_port, http_->Start("127.0.0.1", 0));
+  tls_front_->Serve(backend_port);
+  return tls_front_->port();
 }
 
 void Benchd::LivenessLoop() {
@@ -217,6 +226,7 @@ void Benchd::Shutdown() {
   shut_down_ = true;
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (liveness_.joinable()) liveness_.join();
+  if (tls_front_) tls_front_->Stop();
   if (http_) http_->Stop();  // ends the event streams before the manager they watch
   if (manager_) manager_->Shutdown();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));

@@ -23,6 +23,7 @@ class ReadService;
 class ControllerService;
 class AgentServiceImpl;
 class HttpServer;
+class TlsFront;
 class LiveMetrics;
 class TokenFile;
 
@@ -38,8 +39,8 @@ struct BenchdOptions {
   absl::Duration default_hang_timeout = absl::Minutes(10);
   // How long a finished job's series stay on /metrics.
   absl::Duration metrics_retention = absl::Minutes(10);
-  // Transport security (docs/security.md). TLS on the gRPC port when tls_cert is set;
-  // client certificates verified against client_ca; bearer tokens from `tokens`.
+  // Transport security (docs/security.md). TLS on the gRPC and web ports when tls_cert
+  // is set; client certificates verified against client_ca; bearer tokens from `tokens`.
   // Security (authentication and roles) is on when client_ca or tokens is set.
   std::string tls_cert;
   std::string tls_key;
@@ -70,8 +71,10 @@ class Benchd {
  private:
   Benchd() = default;
   void LivenessLoop();
-  // Serves /healthz, /readyz, /metrics, the JSON API, the live streams and the page.
-  absl::StatusOr<int> StartHttp(const std::string& host, int port);
+  // Serves /healthz, /readyz, /metrics, the JSON API, the live streams and the page;
+  // over TLS (a TlsFront) when options.tls_cert is set. With security on, /api/ and
+  // /metrics need a credential that may read. Returns the port.
+  absl::StatusOr<int> StartHttp(const BenchdOptions& options, const std::string& host, int port);
 
   std::unique_ptr<Store> store_;
   std::unique_ptr<LiveMetrics> metrics_;
@@ -82,6 +85,8 @@ class Benchd {
   std::unique_ptr<AgentServiceImpl> agent_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<TlsFront> tls_front_;  // null unless --tls-cert (then HTTPS)
+  bool security_on_ = false;             // --client-ca or --tokens
   int grpc_port_ = 0;
   int http_port_ = 0;
   absl::Notification stop_;

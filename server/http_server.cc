@@ -161,6 +161,11 @@ HttpResponse JsonErrorResponse(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument: response.status = 400; break;
     case absl::StatusCode::kNotFound: response.status = 404; break;
+    case absl::StatusCode::kUnauthenticated:
+      response.status = 401;
+      response.headers.push_back({"WWW-Authenticate", "Bearer realm=\"benchfleet\""});
+      break;
+    case absl::StatusCode::kPermissionDenied: response.status = 403; break;
     case absl::StatusCode::kResourceExhausted:
       response.status = 503;
       response.headers.push_back({"Retry-After", "5"});
@@ -252,6 +257,8 @@ struct HttpServer::Impl {
     HttpRequest request;
     request.method = info->request_method;
     request.path = info->local_uri != nullptr ? info->local_uri : "";
+    request.remote_addr = info->remote_addr;
+    request.remote_port = info->remote_port;
     if (info->query_string != nullptr) {
       for (absl::string_view pair : absl::StrSplit(info->query_string, '&', absl::SkipEmpty())) {
         size_t eq = pair.find('=');
@@ -279,7 +286,7 @@ struct HttpServer::Impl {
   std::vector<Route> routes;
   struct Gate {
     std::string prefix;
-    std::function<absl::Status()> check;
+    std::function<absl::Status(const HttpRequest&)> check;
   };
   std::vector<Gate> gates;
   mg_context* context = nullptr;
@@ -382,19 +389,19 @@ int HttpServer::Impl::Serve(mg_connection* conn) {
   }
   HttpRequest request = Parse(conn);
   const bool head = method == "HEAD";
-  const Route* route = Find(request.path);
-  if (route == nullptr) {
-    Write(conn, HttpResponse{404, "text/plain; charset=utf-8", "not found\n"}, head, keep_alive);
-    return 404;
-  }
   for (const Gate& gate : gates) {
     if (request.path.compare(0, gate.prefix.size(), gate.prefix) != 0) continue;
-    absl::Status open = gate.check();
+    absl::Status open = gate.check(request);
     if (!open.ok()) {
       HttpResponse refused = JsonErrorResponse(open);
       Write(conn, refused, head, keep_alive);
       return refused.status;
     }
+  }
+  const Route* route = Find(request.path);
+  if (route == nullptr) {
+    Write(conn, HttpResponse{404, "text/plain; charset=utf-8", "not found\n"}, head, keep_alive);
+    return 404;
   }
   if (route->stream) {
     ServeStream(conn, request, *route, keep_alive);
@@ -447,6 +454,12 @@ void HttpServer::Handle(const std::string& path, Handler handler) {
 }
 
 void HttpServer::SetGate(const std::string& prefix, std::function<absl::Status()> check) {
+  impl_->gates.push_back(
+      {prefix, [check = std::move(check)](const HttpRequest&) { return check(); }});
+}
+
+void HttpServer::SetGate(const std::string& prefix,
+                         std::function<absl::Status(const HttpRequest&)> check) {
   impl_->gates.push_back({prefix, std::move(check)});
 }
 

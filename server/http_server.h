@@ -31,6 +31,8 @@ struct HttpRequest {
   std::string path;    // percent-decoded, without the query
   std::multimap<std::string, std::string> query;    // decoded query parameters
   std::map<std::string, std::string> headers;       // names lower-cased
+  std::string remote_addr;  // the peer's address and port (for a TLS front: its relay's)
+  int remote_port = 0;
 
   // The first value of query parameter `name`, if present.
   std::optional<std::string> Query(const std::string& name) const;
@@ -44,8 +46,9 @@ struct HttpResponse {
 };
 
 // An error as the JSON API answers it: {"error":{"code":"NOT_FOUND","message":"..."}}
-// with the HTTP status of the code (INVALID_ARGUMENT 400, NOT_FOUND 404,
-// RESOURCE_EXHAUSTED 503 with Retry-After, UNAVAILABLE 503, anything else 500).
+// with the HTTP status of the code (INVALID_ARGUMENT 400, UNAUTHENTICATED 401 with
+// WWW-Authenticate: Bearer, PERMISSION_DENIED 403, NOT_FOUND 404, RESOURCE_EXHAUSTED 503
+// with Retry-After, UNAVAILABLE 503, anything else 500).
 HttpResponse JsonErrorResponse(const absl::Status& status);
 
 // One client's open event stream (text/event-stream). Send blocks until the event is
@@ -97,9 +100,12 @@ class HttpServer {
   // under it.
   void HandleEvents(const std::string& path, StreamHandler handler);
 
-  // Before any route under `prefix` (plain or stream) `check` is asked; a non-OK status
-  // is answered as JsonErrorResponse instead (benchd: 503 on /api/ while it recovers).
+  // Before any request whose path starts with `prefix` is routed, `check` is asked; a
+  // non-OK status is answered as JsonErrorResponse instead (benchd: 503 on /api/ while
+  // it recovers; 401 or 403 without a credential allowed to read). Gates are asked in
+  // the order they were set.
   void SetGate(const std::string& prefix, std::function<absl::Status()> check);
+  void SetGate(const std::string& prefix, std::function<absl::Status(const HttpRequest&)> check);
 
   // Binds host:port (port 0 picks one) and starts serving. Returns the bound port;
   // INVALID_ARGUMENT or UNAVAILABLE naming the address when it cannot listen.

@@ -1,4 +1,5 @@
 // benchd's JSON API (docs/web-api.md) and its event streams, as the page uses them.
+import { h } from './dom.js';
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -36,6 +37,7 @@ export async function getJson(path, params = {}, options = {}) {
   }
   if (!response.ok) {
     const e = body && body.error ? body.error : {};
+    if (response.status === 401) askForToken(e.message || 'benchd wants a credential');
     throw new ApiError(response.status, e.code || String(response.status), e.message || response.statusText);
   }
   return body;
@@ -59,4 +61,24 @@ export function followEvents(path, handlers, onError) {
   }
   if (onError) source.onerror = () => onError(source.readyState);
   return () => source.close();
+}
+
+// With security on, benchd answers the API with 401 until the page presents a credential
+// that may read (docs/security.md). The page asks for a token once and keeps it in the
+// bench_token cookie, which benchd reads: a browser's EventSource cannot send an
+// Authorization header. (A client certificate the browser holds works without this.)
+export function askForToken(message) {
+  if (document.getElementById('token-form')) return;
+  const input = h('input', { type: 'password', id: 'token-input', autocomplete: 'off', size: 40 });
+  const form = h('form', { id: 'token-form', class: 'error', role: 'alert' },
+    `${message}. `,
+    h('label', { for: 'token-input' }, 'Token (view role or above): '), input, ' ',
+    h('button', { type: 'submit' }, 'Use token'));
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const secure = location.protocol === 'https:' ? '; Secure' : '';
+    document.cookie = `bench_token=${encodeURIComponent(input.value.trim())}; path=/; SameSite=Strict${secure}`;
+    location.reload();
+  });
+  document.body.prepend(form);
 }

@@ -1,0 +1,195 @@
+// The web port's TLS front over real sockets: an HttpServer behind a TlsFront on
+// 127.0.0.1, clients speaking TLS with OpenSSL, a PKI made at test time by deploy/pki.
+#include "server/tls_front.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/http_auth.h"
+#include "server/http_server.h"
+#include "server/http_test_client.h"
+#include "server/test_pki.h"
+#include "server/tls_test_client.h"
+
+namespace bench {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+void Pki(const std::string& command) { test_pki::Run(command); }
+
+class TlsFrontTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(absl::StrCat(::testing::TempDir(), "tls_front_", getpid()));
+    std::filesystem::remove_all(*dir_);
+    const std::string& d = *dir_;
+    Pki(absl::StrCat("./make-ca.sh ", d, "/ca"));
+    Pki(absl::StrCat("./make-server-cert.sh ", d, "/ca server DNS:localhost,IP:127.0.0.1"));
+    Pki(absl::StrCat("./make-client-cert.sh ", d, "/ca agent node-a"));
+    Pki(absl::StrCat("./make-ca.sh ", d, "/foreign"));
+    Pki(absl::StrCat("./make-client-cert.sh ", d, "/foreign admin mallory"));
+  }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+  }
+
+  void SetUp() override {
+    server_.Handle("/who", [this](const HttpRequest& request) {
+      std::optional<Principal> who = auth_.PrincipalOf(request);
+      return HttpResponse{200, "text/plain", who ? who->Describe() : "nobody"};
+    });
+    server_.HandleEvents("/events", [](const HttpRequest&, EventStream& stream) {
+      if (!stream.Send("hello", "{}")) return absl::OkStatus();
+      while (stream.Wait(absl::Seconds(1))) {
+      }
+      return absl::OkStatus();
+    });
+  }
+
+  // Starts the front (with `options` filled from the test PKI) before the server.
+  void Start(absl::Duration refresh = absl::Seconds(60)) {
+    TlsFrontOptions options;
+    options.cert_file = Ca("server.pem");
+    options.key_file = Ca("server.key");
+    options.client_ca = Ca("ca.pem");
+    options.refresh = refresh;
+    absl::StatusOr<std::unique_ptr<TlsFront>> front = TlsFront::Listen(options, "127.0.0.1", 0);
+    ASSERT_TRUE(front.ok()) << front.status();
+    front_ = std::move(*front);
+    auth_ = HttpAuthenticator::On(nullptr, front_.get());
+    absl::StatusOr<int> backend = server_.Start("127.0.0.1", 0);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    front_->Serve(*backend);
+  }
+
+  static std::string Ca(const std::string& file) { return absl::StrCat(*dir_, "/ca/", file); }
+
+  absl::StatusOr<http_test::TlsExchange> Get(const std::string& path, const std::string& cert = "",
+                                             const std::string& key = "") {
+    return http_test::TlsFetch(
+        front_->port(), Ca("ca.pem"),
+        absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+        cert, key);
+  }
+
+  static std::string* dir_;
+  HttpServer server_;
+  std::unique_ptr<TlsFront> front_;
+  HttpAuthenticator auth_ = HttpAuthenticator::Off();
+};
+
+std::string* TlsFrontTest::dir_ = nullptr;
+
+TEST_F(TlsFrontTest, ServesHttpsAndKnowsTheClientCertificate) {
+  Start();
+  absl::StatusOr<http_test::TlsExchange> anonymous = Get("/who");
+  ASSERT_TRUE(anonymous.ok()) << anonymous.status();
+  EXPECT_THAT(anonymous->response, StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(anonymous->response, HasSubstr("\r\n\r\nnobody"));
+  EXPECT_THAT(anonymous->server_subject, HasSubstr("CN=server"));
+
+  absl::StatusOr<http_test::TlsExchange> agent = Get("/who", Ca("node-a.pem"), Ca("node-a.key"));
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  EXPECT_THAT(agent->response, HasSubstr("\r\n\r\nnode-a (agent, cert)"));
+}
+
+TEST_F(TlsFrontTest, RefusesAForeignCertificateAndPlainHttp) {
+  Start();
+  absl::StatusOr<http_test::TlsExchange> foreign =
+      Get("/who", absl::StrCat(*dir_, "/foreign/mallory.pem"),
+          absl::StrCat(*dir_, "/foreign/mallory.key"));
+  // TLS 1.3 reports the refusal after the client's handshake has completed: either the
+  // handshake fails or no answer comes.
+  if (foreign.ok()) {
+    EXPECT_EQ(foreign->response, "");
+  } else {
+    EXPECT_EQ(foreign.status().code(), absl::StatusCode::kUnavailable);
+  }
+  std::string plain =
+      http_test::Fetch(front_->port(), "GET /who HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_THAT(plain, ::testing::Not(HasSubstr("nobody")));
+  // The front still serves after both.
+  absl::StatusOr<http_test::TlsExchange> again = Get("/who");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_THAT(again->response, HasSubstr("nobody"));
+}
+
+TEST_F(TlsFrontTest, PicksUpARenewedCertificateWithoutRestart) {
+  Start(absl::Seconds(1));
+  absl::StatusOr<http_test::TlsExchange> before = Get("/who");
+  ASSERT_TRUE(before.ok()) << before.status();
+  const std::string old_subject = before->server_subject;
+  // Renewed under the same file names, with a new subject to tell it apart.
+  Pki(absl::StrCat("./make-server-cert.sh ", *dir_, "/ca server DNS:localhost,IP:127.0.0.1"));
+  std::string renewed = absl::StrCat(*dir_, "/ca/renewed");
+  Pki(absl::StrCat("./make-server-cert.sh ", *dir_, "/ca renewed DNS:localhost,IP:127.0.0.1"));
+  std::filesystem::rename(renewed + ".key", Ca("server.key"));
+  std::filesystem::rename(renewed + ".pem", Ca("server.pem"));
+  std::string subject = old_subject;
+  for (int i = 0; i < 40 && subject == old_subject; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    absl::StatusOr<http_test::TlsExchange> after = Get("/who");
+    ASSERT_TRUE(after.ok()) << after.status();
+    subject = after->server_subject;
+  }
+  EXPECT_THAT(subject, HasSubstr("CN=renewed"));
+}
+
+TEST_F(TlsFrontTest, RelaysAnEventStreamAndEndsItWhenTheClientGoes) {
+  Start();
+  {
+    // A client that reads the first event and closes.
+    absl::StatusOr<http_test::TlsExchange> stream = http_test::TlsFetch(
+        front_->port(), Ca("ca.pem"), "GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n", "", "",
+        /*read_until=*/"event: hello");
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    EXPECT_THAT(stream->response, HasSubstr("text/event-stream"));
+  }
+  for (int i = 0; i < 50 && server_.open_event_streams() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(server_.open_event_streams(), 0);
+}
+
+TEST_F(TlsFrontTest, StopsPromptlyWithAHandshakeHanging) {
+  Start();
+  int idle = http_test::ConnectLoopback(front_->port());  // never says hello
+  ASSERT_GE(idle, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto start = std::chrono::steady_clock::now();
+  front_->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  close(idle);
+}
+
+TEST(TlsFrontOptionsTest, AFileThatDoesNotLoadIsNamedByItsFlag) {
+  TlsFrontOptions options;
+  options.cert_file = "/nonexistent/server.pem";
+  options.key_file = "/nonexistent/server.key";
+  absl::StatusOr<std::unique_ptr<TlsFront>> front = TlsFront::Listen(options, "127.0.0.1", 0);
+  ASSERT_FALSE(front.ok());
+  EXPECT_EQ(front.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(front.status().message(), HasSubstr("--tls-cert"));
+}
+
+TEST(CookieValueTest, FindsAndDecodesTheNamedCookie) {
+  EXPECT_EQ(CookieValue("a=1; bench_token=abc%2Fd; b=2", "bench_token"), "abc/d");
+  EXPECT_EQ(CookieValue("bench_token=\"q\"", "bench_token"), "q");
+  EXPECT_EQ(CookieValue("xbench_token=1", "bench_token"), std::nullopt);
+  EXPECT_EQ(CookieValue("", "bench_token"), std::nullopt);
+  EXPECT_EQ(CookieValue("bench_token=%zz%4", "bench_token"), "%zz%4");
+}
+
+}  // namespace
+}  // namespace bench
