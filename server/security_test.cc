@@ -1,9 +1,11 @@
 // benchd in-process on 127.0.0.1:0 with real TLS, client certificates and bearer tokens,
 // driven over real gRPC: who may do what (server/auth.h), and what the TLS layer refuses.
-// The PKI is made at test time with openssl (ECDSA P-256, URI SANs as deploy/pki makes).
+// The PKI and the tokens are made at test time by deploy/pki's scripts, the ones operators
+// use (BENCH_SOURCE_DIR is the source tree).
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,9 +19,9 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/ascii.h"
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "benchfleet/v1/controller.grpc.pb.h"
-#include "server/auth.h"
 #include "server/benchd.h"
 
 namespace bench {
@@ -35,24 +37,22 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-void Sh(const std::string& script) {
-  std::string command = "set -e; " + script + " >/dev/null 2>&1";
-  ASSERT_EQ(std::system(command.c_str()), 0) << script;
-}
-
-// A CA in dir/<ca>.pem/.key; a leaf signed by it with the given SAN extension.
-void MakeCa(const std::string& dir, const std::string& ca) {
-  Sh("cd " + dir + " && openssl ecparam -name prime256v1 -genkey -noout -out " + ca +
-     ".key && openssl req -x509 -new -key " + ca + ".key -subj /CN=" + ca + " -days 2 -out " + ca +
-     ".pem");
-}
-void MakeLeaf(const std::string& dir, const std::string& ca, const std::string& name,
-              const std::string& san) {
-  Sh("cd " + dir + " && openssl ecparam -name prime256v1 -genkey -noout -out " + name +
-     ".key && openssl req -new -key " + name + ".key -subj /CN=" + name + " -out " + name +
-     ".csr && printf 'subjectAltName=" + san + "\\n' > " + name + ".ext && openssl x509 -req -in " +
-     name + ".csr -CA " + ca + ".pem -CAkey " + ca + ".key -CAcreateserial -days 2 -extfile " +
-     name + ".ext -out " + name + ".pem");
+// Runs deploy/pki/`script` with `args` (certificates valid for 2 days); returns its
+// stdout, trimmed. A failure fails the test.
+std::string Pki(const std::string& script, const std::string& args) {
+  const std::string command = "BENCH_PKI_DAYS=2 bash '" + std::string(BENCH_SOURCE_DIR) +
+                              "/deploy/pki/" + script + "' " + args + " 2>/dev/null";
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "cannot run " << command;
+    return out;
+  }
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+  EXPECT_EQ(pclose(pipe), 0) << command;
+  return std::string(absl::StripAsciiWhitespace(out));
 }
 
 class SecurityTest : public ::testing::Test {
@@ -60,18 +60,19 @@ class SecurityTest : public ::testing::Test {
   void SetUp() override {
     char pattern[] = "/tmp/bench_security_test_XXXXXX";
     dir_ = mkdtemp(pattern);
-    MakeCa(dir_, "ca");
-    MakeCa(dir_, "foreign");
-    MakeLeaf(dir_, "ca", "server", "DNS:localhost,IP:127.0.0.1");
-    MakeLeaf(dir_, "ca", "node-a", "URI:spiffe://benchfleet/agent/node-a");
-    MakeLeaf(dir_, "ca", "ops", "URI:spiffe://benchfleet/admin/ops");
-    MakeLeaf(dir_, "foreign", "intruder", "URI:spiffe://benchfleet/admin/ops");
-    std::ofstream tokens(dir_ + "/tokens");
-    tokens << TokenTable::Hash("view-token") << " view grafana\n"
-           << TokenTable::Hash("alice-token") << " submit alice\n"
-           << TokenTable::Hash("bob-token") << " submit bob\n"
-           << TokenTable::Hash("admin-token") << " admin root\n";
-    tokens.close();
+    Pki("make-ca.sh", dir_);
+    Pki("make-server-cert.sh", dir_ + " server DNS:localhost,IP:127.0.0.1");
+    Pki("make-client-cert.sh", dir_ + " agent node-a");
+    Pki("make-client-cert.sh", dir_ + " admin ops");
+    // The same identity as ops, signed by another CA: foreign/ops.pem.
+    Pki("make-ca.sh", dir_ + "/foreign");
+    Pki("make-client-cert.sh", dir_ + "/foreign admin ops");
+    const std::string tokens = dir_ + "/tokens";
+    view_token_ = Pki("new-token.sh", "view grafana " + tokens);
+    alice_token_ = Pki("new-token.sh", "submit alice " + tokens);
+    bob_token_ = Pki("new-token.sh", "submit bob " + tokens);
+    admin_token_ = Pki("new-token.sh", "admin root " + tokens);
+    ASSERT_FALSE(HasFailure()) << "the PKI could not be made in " << dir_;
     BenchdOptions options;
     options.listen = "127.0.0.1:0";
     options.http = "";
@@ -148,6 +149,7 @@ class SecurityTest : public ::testing::Test {
   }
 
   std::string dir_;
+  std::string view_token_, alice_token_, bob_token_, admin_token_;
   std::unique_ptr<Benchd> benchd_;
 };
 
@@ -167,20 +169,20 @@ TEST_F(SecurityTest, NoCredentialIsUnauthenticated) {
 TEST_F(SecurityTest, RolesDecideWhoCancels) {
   ASSERT_TRUE(RegisterAs("node-a", "node-a").ok());
   std::string alice_job, bob_job, view_job;
-  ASSERT_TRUE(SubmitAs("alice-token", &alice_job).ok());
-  ASSERT_TRUE(SubmitAs("bob-token", &bob_job).ok());
-  grpc::Status view_submit = SubmitAs("view-token", &view_job);
+  ASSERT_TRUE(SubmitAs(alice_token_, &alice_job).ok());
+  ASSERT_TRUE(SubmitAs(bob_token_, &bob_job).ok());
+  grpc::Status view_submit = SubmitAs(view_token_, &view_job);
   EXPECT_EQ(view_submit.error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  grpc::Status view_cancel = CancelAs("view-token", alice_job);
+  grpc::Status view_cancel = CancelAs(view_token_, alice_job);
   EXPECT_EQ(view_cancel.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_THAT(view_cancel.error_message(), HasSubstr("grafana"));
-  EXPECT_EQ(CancelAs("alice-token", bob_job).error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_TRUE(CancelAs("alice-token", alice_job).ok());
-  EXPECT_TRUE(CancelAs("admin-token", bob_job).ok());
+  EXPECT_EQ(CancelAs(alice_token_, bob_job).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(CancelAs(alice_token_, alice_job).ok());
+  EXPECT_TRUE(CancelAs(admin_token_, bob_job).ok());
   // Reads with a view token; the job records its submitter.
   auto controller = v1::Controller::NewStub(Channel());
   grpc::ClientContext context;
-  Bearer(&context, "view-token");
+  Bearer(&context, view_token_);
   v1::GetJobRequest get;
   get.set_job_id(alice_job);
   v1::JobStatus job;
@@ -198,7 +200,7 @@ TEST_F(SecurityTest, AgentCertActsOnlyForItsNode) {
   // A token cannot act as an agent either.
   auto agents = v1::AgentService::NewStub(Channel());
   grpc::ClientContext context;
-  Bearer(&context, "admin-token");
+  Bearer(&context, admin_token_);
   v1::HeartbeatRequest heartbeat;
   heartbeat.set_agent("node-a");
   v1::HeartbeatResponse response;
@@ -216,7 +218,7 @@ TEST_F(SecurityTest, AgentCertActsOnlyForItsNode) {
 
 TEST_F(SecurityTest, ForeignCaCertIsRefusedByTheHandshake) {
   // TLS refuses it before any RPC runs: the client sees UNAVAILABLE, not UNAUTHENTICATED.
-  auto controller = v1::Controller::NewStub(Channel("intruder"));
+  auto controller = v1::Controller::NewStub(Channel("foreign/ops"));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1::ListJobsResponse response;
@@ -251,7 +253,7 @@ TEST_F(SecurityTest, RotatedServerCertIsServedWithoutRestart) {
     auto channel = Channel("", "ca");
     auto controller = v1::Controller::NewStub(channel);
     grpc::ClientContext context;
-    Bearer(&context, "view-token");
+    Bearer(&context, view_token_);
     v1::ListJobsResponse response;
     EXPECT_TRUE(controller->ListJobs(&context, v1::ListJobsRequest(), &response).ok());
     auto auth = context.auth_context();
@@ -260,7 +262,7 @@ TEST_F(SecurityTest, RotatedServerCertIsServedWithoutRestart) {
   };
   std::string before = peer_cert();
   ASSERT_FALSE(before.empty());
-  MakeLeaf(dir_, "ca", "server2", "DNS:localhost,IP:127.0.0.1");
+  Pki("make-server-cert.sh", dir_ + " server2 DNS:localhost,IP:127.0.0.1");
   std::filesystem::copy_file(dir_ + "/server2.key", dir_ + "/server.key",
                              std::filesystem::copy_options::overwrite_existing);
   std::filesystem::copy_file(dir_ + "/server2.pem", dir_ + "/server.pem",

@@ -1,6 +1,7 @@
-// Issue 15's trust model end to end, with real processes and a PKI made at test time:
-// benchd with TLS, client-certificate CA and hashed tokens; agents with their node's
-// certificate; benchctl with tokens and certificates. Probes are refused with the right
+// Issue 15's trust model end to end, with real processes and a PKI made at test time by
+// deploy/pki's scripts, as an operator makes one (docs/security.md): benchd with TLS,
+// client-certificate CA and hashed tokens; agents with their node's certificate;
+// benchctl with tokens and certificates. Probes are refused with the right
 // code and leave nothing behind, while a real job beside them succeeds.
 #include <unistd.h>
 
@@ -41,26 +42,12 @@ std::string Shell(const std::string& dir, const std::string& script) {
   return out;
 }
 
-// A CA and certificates signed by it (ECDSA P-256, openssl, offline).
-constexpr char kPkiFunctions[] = R"sh(
-set -e
-key() { openssl ecparam -name prime256v1 -genkey -noout -out "$1" 2>/dev/null; }
-ca() { key "$1.key"; openssl req -x509 -new -key "$1.key" -subj "/CN=$1" -days 2 -out "$1.pem" 2>/dev/null; }
-# cert NAME SAN CA [DAYS_OFFSET_START DAYS_OFFSET_END]
-cert() {
-  key "$1.key"
-  openssl req -new -key "$1.key" -subj "/CN=$1" -out "$1.csr" 2>/dev/null
-  printf 'subjectAltName=%s\n' "$2" > "$1.ext"
-  openssl x509 -req -in "$1.csr" -CA "$3.pem" -CAkey "$3.key" -CAcreateserial -days 2 \
-    -extfile "$1.ext" -out "$1.pem" 2>/dev/null
-}
-)sh";
-
-std::string TokenLine(const std::string& dir, const std::string& token, const std::string& role,
-                      const std::string& name) {
-  std::string hex = absl::StrCat(absl::StripAsciiWhitespace(
-      Shell(dir, absl::StrCat("printf %s '", token, "' | sha256sum | cut -d' ' -f1"))));
-  return absl::StrCat("sha256:", hex, " ", role, " ", name, "\n");
+// Runs deploy/pki/`script` with `args` (certificates valid for 2 days unless DAYS says
+// otherwise); returns its stdout, trimmed: a token from new-token.sh.
+std::string Pki(const std::string& script, const std::string& args) {
+  return std::string(absl::StripAsciiWhitespace(
+      Shell("/", absl::StrCat("BENCH_PKI_DAYS=2 bash '", BENCH_SOURCE_DIR, "/deploy/pki/", script,
+                              "' ", args))));
 }
 
 class SecurityTest : public ::testing::Test {
@@ -69,32 +56,28 @@ class SecurityTest : public ::testing::Test {
     cluster_ = new LoopbackCluster();
     pki_ = new std::string(cluster_->dir() + "/pki");
     std::filesystem::create_directories(*pki_);
-    Shell(*pki_, absl::StrCat(kPkiFunctions, R"sh(
-ca ca
-ca foreign
-cert server "DNS:localhost,IP:127.0.0.1" ca
-cert node-a "URI:spiffe://benchfleet/agent/node-a" ca
-cert alice "URI:spiffe://benchfleet/submit/alice" ca
-cert mallory "URI:spiffe://benchfleet/admin/mallory" foreign
-# An expired user certificate: valid from two days ago to yesterday.
-key old.key
-openssl req -new -key old.key -subj /CN=old -out old.csr 2>/dev/null
-printf 'subjectAltName=URI:spiffe://benchfleet/admin/old\n' > old.ext
-openssl x509 -req -in old.csr -CA ca.pem -CAkey ca.key -CAcreateserial -extfile old.ext \
-  -not_before "$(date -u -d '-2 days' +%Y%m%d%H%M%SZ)" \
-  -not_after "$(date -u -d '-1 day' +%Y%m%d%H%M%SZ)" -out old.pem 2>/dev/null ||
-openssl x509 -req -in old.csr -CA ca.pem -CAkey ca.key -CAcreateserial -extfile old.ext \
-  -days -1 -out old.pem 2>/dev/null
-)sh"));
-    std::string tokens = TokenLine(*pki_, "submit-tok-1", "submit", "bob") +
-                         TokenLine(*pki_, "view-tok-1", "view", "grafana") +
-                         TokenLine(*pki_, "admin-tok-1", "admin", "ops");
-    Shell(*pki_, absl::StrCat("printf '%s' '", tokens, "' > tokens"));
     const std::string& p = *pki_;
-    cluster_->set_benchctl_env({{"BENCH_TOKEN", "admin-tok-1"}, {"BENCH_TLS_CA", p + "/ca.pem"}});
-    absl::Status status = cluster_->StartBenchd(
-        {"--tls-cert", p + "/server.pem", "--tls-key", p + "/server.key", "--client-ca",
-         p + "/ca.pem", "--tokens", p + "/tokens", "--cert-refresh", "1s"});
+    Pki("make-ca.sh", p);
+    Pki("make-server-cert.sh", p + " server DNS:localhost,IP:127.0.0.1");
+    Pki("make-client-cert.sh", p + " agent node-a");
+    Pki("make-client-cert.sh", p + " submit alice");
+    // An expired user certificate: it expired yesterday.
+    Pki("make-client-cert.sh", p + " admin old -1");
+    // Another fleet's CA and an admin signed by it: foreign/mallory.pem.
+    Pki("make-ca.sh", p + "/foreign");
+    Pki("make-client-cert.sh", p + "/foreign admin mallory");
+    tokens_ = new Tokens{Pki("new-token.sh", "submit bob " + p + "/tokens"),
+                         Pki("new-token.sh", "view grafana " + p + "/tokens"),
+                         Pki("new-token.sh", "admin ops " + p + "/tokens")};
+    cluster_->set_benchctl_env({{"BENCH_TOKEN", tokens_->admin}, {"BENCH_TLS_CA", p + "/ca.pem"}});
+    absl::Status status = ::testing::Test::HasFailure()
+                              ? absl::InternalError("deploy/pki could not make the PKI (above)")
+                              : absl::OkStatus();
+    if (status.ok()) {
+      status = cluster_->StartBenchd({"--tls-cert", p + "/server.pem", "--tls-key",
+                                      p + "/server.key", "--client-ca", p + "/ca.pem", "--tokens",
+                                      p + "/tokens", "--cert-refresh", "1s"});
+    }
     if (status.ok()) status = cluster_->StartAgent("node-a", 2, AgentTls("node-a"));
     // node-a's certificate, registering as node-b: refused, again and again.
     if (status.ok()) status = cluster_->StartAgent("node-b", 2, AgentTls("node-a"));
@@ -105,6 +88,7 @@ openssl x509 -req -in old.csr -CA ca.pem -CAkey ca.key -CAcreateserial -extfile 
     delete cluster_;
     delete setup_status_;
     delete pki_;
+    delete tokens_;
   }
   void SetUp() override { ASSERT_TRUE(setup_status_->ok()) << *setup_status_; }
 
@@ -131,17 +115,24 @@ openssl x509 -req -in old.csr -CA ca.pem -CAkey ca.key -CAcreateserial -extfile 
                             " -alpn h2 </dev/null 2>/dev/null | openssl x509 -noout -serial"))));
   }
 
+  // Tokens from new-token.sh: bob (submit), grafana (view), ops (admin).
+  struct Tokens {
+    std::string submit, view, admin;
+  };
+
   static LoopbackCluster* cluster_;
   static absl::Status* setup_status_;
   static std::string* pki_;
+  static Tokens* tokens_;
 };
 
 LoopbackCluster* SecurityTest::cluster_ = nullptr;
 absl::Status* SecurityTest::setup_status_ = nullptr;
 std::string* SecurityTest::pki_ = nullptr;
+SecurityTest::Tokens* SecurityTest::tokens_ = nullptr;
 
 TEST_F(SecurityTest, ARealJobWithASubmitTokenSucceedsOnATlsAgentAndRecordsItsSubmitter) {
-  CommandResult submit = cluster_->BenchctlAs(Token("submit-tok-1"),
+  CommandResult submit = cluster_->BenchctlAs(Token(tokens_->submit),
                                               {"submit", "--gpus", "2", "--bs", "2", "--iters", "3",
                                                "--warmup", "1", "--image-size", "64", "--wait"},
                                               600);
@@ -162,9 +153,9 @@ TEST_F(SecurityTest, ARealJobWithASubmitTokenSucceedsOnATlsAgentAndRecordsItsSub
   EXPECT_THAT(status.stdout_text, HasSubstr("\"submitted_by\":\"bob\""));
 
   // A view token reads it but cannot cancel it; bob (its submitter) could.
-  CommandResult viewed = cluster_->BenchctlAs(Token("view-tok-1"), {"status", job_id});
+  CommandResult viewed = cluster_->BenchctlAs(Token(tokens_->view), {"status", job_id});
   EXPECT_EQ(viewed.exit_code, 0) << viewed.output;
-  CommandResult cancel = cluster_->BenchctlAs(Token("view-tok-1"), {"cancel", job_id});
+  CommandResult cancel = cluster_->BenchctlAs(Token(tokens_->view), {"cancel", job_id});
   EXPECT_EQ(cancel.exit_code, 1);
   EXPECT_THAT(cancel.output, HasSubstr("PERMISSION_DENIED"));
 }
@@ -203,7 +194,7 @@ TEST_F(SecurityTest, NoCredentialIsUnauthenticated) {
   EXPECT_THAT(wrong.output, HasSubstr("UNAUTHENTICATED"));
   EXPECT_EQ(JobCount(), jobs);
   // Plaintext to a TLS port: no connection at all.
-  CommandResult plain = cluster_->BenchctlAs({{"BENCH_TOKEN", "admin-tok-1"}}, {"list"});
+  CommandResult plain = cluster_->BenchctlAs({{"BENCH_TOKEN", tokens_->admin}}, {"list"});
   EXPECT_EQ(plain.exit_code, 1);
   EXPECT_THAT(plain.output, HasSubstr("cannot reach benchd"));
 }
@@ -211,7 +202,7 @@ TEST_F(SecurityTest, NoCredentialIsUnauthenticated) {
 TEST_F(SecurityTest, ExpiredAndForeignCaCertificatesAreRefused) {
   // gRPC's TLS layer refuses these in the handshake, so the client sees UNAVAILABLE
   // (no connection), not UNAUTHENTICATED: docs/security.md says so.
-  for (const char* name : {"old", "mallory"}) {
+  for (const char* name : {"old", "foreign/mallory"}) {
     CommandResult list = cluster_->BenchctlAs(Ca(), Cert(name, {"list"}));
     EXPECT_EQ(list.exit_code, 1) << name << ": " << list.output;
     EXPECT_THAT(list.output,
@@ -224,13 +215,11 @@ TEST_F(SecurityTest, ARotatedServerCertificateIsServedWithoutARestart) {
   const std::string before = ServedSerial();
   ASSERT_THAT(before, ::testing::StartsWith("serial="));
   const pid_t pid = cluster_->benchd_pid();
-  Shell(*pki_, absl::StrCat(kPkiFunctions, R"sh(
-cert server2 "DNS:localhost,IP:127.0.0.1" ca
-cp server2.key server.key.new && cp server2.pem server.pem.new
-mv server.key.new server.key && mv server.pem.new server.pem
-)sh"));
+  // Renewed in place, as an operator renews it: the script moves the new key, then the
+  // new certificate, over benchd's files.
+  Pki("make-server-cert.sh", *pki_ + " server DNS:localhost,IP:127.0.0.1");
   const std::string wanted = std::string(
-      absl::StripAsciiWhitespace(Shell(*pki_, "openssl x509 -noout -serial -in server2.pem")));
+      absl::StripAsciiWhitespace(Shell(*pki_, "openssl x509 -noout -serial -in server.pem")));
   std::string now;
   for (int i = 0; i < 100 && now != wanted; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
