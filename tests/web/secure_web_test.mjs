@@ -16,9 +16,9 @@ import { spawn, execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import https from 'node:https';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort, sleep } from './harness.mjs';
 
 const require = createRequire(new URL('../../web/package.json', import.meta.url));
 const { chromium } = require('playwright-core');
@@ -34,19 +34,6 @@ let benchd = null;
 let browser = null;
 let base = '';
 let viewToken = '';
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 function pki(script, ...args) {
   return execFileSync(path.join(PKI, script), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();

@@ -18,9 +18,9 @@ import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort, sleep } from './harness.mjs';
 import { promisify } from 'node:util';
 
 const require = createRequire(new URL('../../web/package.json', import.meta.url));
@@ -48,19 +48,6 @@ let http = 0;
 let base = '';
 let browser = null;
 const jobs = {};  // name -> id
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 function start(name, argv, extraEnv = {}) {
   const log = fs.openSync(path.join(dir, `${name}.log`), 'a');
