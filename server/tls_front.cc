@@ -60,6 +60,10 @@ absl::StatusOr<SslContext> LoadContext(const TlsFrontOptions& options) {
   if (ctx == nullptr) return absl::InternalError(absl::StrCat("TLS: ", OpenSslError()));
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_AUTO_RETRY);
+  // Clients resume sessions (browsers, node); with client certificates requested OpenSSL
+  // refuses to resume one without a session id context, with an "internal error" alert.
+  static constexpr unsigned char kSessionContext[] = "benchd-web";
+  SSL_CTX_set_session_id_context(ctx.get(), kSessionContext, sizeof(kSessionContext) - 1);
   if (SSL_CTX_use_certificate_chain_file(ctx.get(), options.cert_file.c_str()) != 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--tls-cert ", QuotePrefix(options.cert_file), ": ", OpenSslError()));

@@ -104,6 +104,20 @@ TEST_F(TlsFrontTest, ServesHttpsAndKnowsTheClientCertificate) {
   EXPECT_THAT(agent->response, HasSubstr("\r\n\r\nnode-a (agent, cert)"));
 }
 
+TEST_F(TlsFrontTest, AResumedSessionKeepsItsClientCertificate) {
+  Start();
+  SSL_SESSION* session = nullptr;
+  const std::string request = "GET /who HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<http_test::TlsExchange> exchange = http_test::TlsFetch(
+        front_->port(), Ca("ca.pem"), request, Ca("node-a.pem"), Ca("node-a.key"), "", &session);
+    ASSERT_TRUE(exchange.ok()) << "connection " << i << ": " << exchange.status();
+    EXPECT_EQ(exchange->resumed, i > 0) << "connection " << i;
+    EXPECT_THAT(exchange->response, HasSubstr("\r\n\r\nnode-a (agent, cert)")) << i;
+  }
+  SSL_SESSION_free(session);
+}
+
 TEST_F(TlsFrontTest, RefusesAForeignCertificateAndPlainHttp) {
   Start();
   absl::StatusOr<http_test::TlsExchange> foreign =

@@ -23,15 +23,19 @@ namespace bench::http_test {
 struct TlsExchange {
   std::string response;        // every byte until the server closed, `read_until` came, or 5 s
   std::string server_subject;  // the server certificate's subject, "CN=..."
+  bool resumed = false;        // the handshake resumed the session passed in
 };
 
 // UNAVAILABLE with OpenSSL's reason when the connection or the handshake fails (a
 // refused client certificate may instead show as a connection closed before an answer).
+// With `session` (not owned), the session it holds is offered for resumption and the
+// exchange's session is left there (the caller frees it with SSL_SESSION_free).
 inline absl::StatusOr<TlsExchange> TlsFetch(int port, const std::string& ca_file,
                                             const std::string& request,
                                             const std::string& cert_file = "",
                                             const std::string& key_file = "",
-                                            const std::string& read_until = "") {
+                                            const std::string& read_until = "",
+                                            SSL_SESSION** session = nullptr) {
   auto error = [](const std::string& what) {
     unsigned long code = ERR_get_error();
     ERR_clear_error();
@@ -58,12 +62,14 @@ inline absl::StatusOr<TlsExchange> TlsFetch(int port, const std::string& ca_file
   SSL_set_fd(ssl.get(), fd);
   SSL_set_tlsext_host_name(ssl.get(), "localhost");
   SSL_set1_host(ssl.get(), "localhost");
+  if (session != nullptr && *session != nullptr) SSL_set_session(ssl.get(), *session);
   if (SSL_connect(ssl.get()) != 1) {
     absl::Status status = error("handshake");
     close(fd);
     return status;
   }
   TlsExchange out;
+  out.resumed = SSL_session_reused(ssl.get()) == 1;
   if (X509* cert = SSL_get1_peer_certificate(ssl.get())) {
     char subject[256] = {0};
     X509_NAME_oneline(X509_get_subject_name(cert), subject, sizeof(subject));
@@ -82,7 +88,12 @@ inline absl::StatusOr<TlsExchange> TlsFetch(int port, const std::string& ca_file
     out.response.append(buffer, n);
     if (!read_until.empty() && out.response.find(read_until) != std::string::npos) break;
   }
+  SSL_shutdown(ssl.get());  // else OpenSSL marks the session not resumable
   ERR_clear_error();
+  if (session != nullptr) {
+    if (*session != nullptr) SSL_SESSION_free(*session);
+    *session = SSL_get1_session(ssl.get());
+  }
   close(fd);
   return out;
 }

@@ -10,6 +10,7 @@
 //
 // Run by ctest (tests/web/CMakeLists.txt) as
 //   BENCHD=... BENCH_SOURCE_DIR=... node --test --test-reporter=spec tests/web/secure_web_test.mjs
+// With BENCH_SCREENSHOTS=DIR it also saves the token prompt as DIR/token.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -110,6 +111,10 @@ test('the page asks for a token, refuses a wrong one, and loads with a view toke
   await page.waitForSelector('#token-form', { timeout: 30000 });
   assert.ok(statuses.some(([p, s]) => p.startsWith('/api/') && s === 401), JSON.stringify(statuses));
   assert.match(await page.textContent('#token-form'), /no credentials/);
+  if (process.env.BENCH_SCREENSHOTS) {
+    await page.setViewportSize({ width: 1280, height: 400 });
+    await page.screenshot({ path: path.join(process.env.BENCH_SCREENSHOTS, 'token.png') });
+  }
 
   await page.fill('#token-input', 'not-a-token');
   await Promise.all([page.waitForNavigation(), page.click('#token-form button')]);
