@@ -3,9 +3,10 @@
 #include <vector>
 
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 #include "server/proto_convert.h"
 #include "server/queued_writer.h"
-#include "server/rpc_finish.h"
+#include "server/raw_rpc.h"
 
 namespace bench {
 namespace v1 = benchfleet::v1;
@@ -14,78 +15,98 @@ namespace {
 // The controller's end of one agent's assignment stream.
 class AssignmentStream final : public AgentChannel {
  public:
-  explicit AssignmentStream(QueuedWriter<v1::AssignmentEvent>* writer) : writer_(writer) {}
+  explicit AssignmentStream(QueuedWriter<grpc::ByteBuffer>* writer) : writer_(writer) {}
   void SendAssignment(const AssignmentMessage& assignment) override {
     v1::AssignmentEvent event;
     ToProto(assignment, event.mutable_assign());
-    writer_->Push(std::move(event));
+    PushMessage(writer_, event);
   }
   void SendCancel(const CancelMessage& cancel) override {
     v1::AssignmentEvent event;
     ToProto(cancel, event.mutable_cancel());
-    writer_->Push(std::move(event));
+    PushMessage(writer_, event);
   }
   void Close(const absl::Status& status) override { writer_->Close(ToGrpcStatus(status)); }
 
  private:
-  QueuedWriter<v1::AssignmentEvent>* writer_;
+  QueuedWriter<grpc::ByteBuffer>* writer_;
 };
+
+// The node a request acts for.
+std::string_view NodeOf(const v1::RegisterRequest& request) { return request.inventory().name(); }
+template <class Request>
+std::string_view NodeOf(const Request& request) {
+  return request.agent();
+}
+
+// OK when the caller is an agent (or security is off), checked before parsing; then `raw`
+// parsed into `request` (INVALID_ARGUMENT naming `method` when it does not parse), which
+// must act for the caller's own node.
+template <class Request>
+absl::Status Admit(const GrpcAuthenticator& auth, const grpc::CallbackServerContext& context,
+                   std::string_view method, const grpc::ByteBuffer& raw, Request* request) {
+  std::optional<Principal> who = auth.PrincipalOf(context);
+  RETURN_IF_ERROR(Authorize(who, Action::kAgent));
+  RETURN_IF_ERROR(ParseRequest(raw, v1::AgentService::service_full_name(), method, request));
+  return CheckAgentNode(*who, NodeOf(*request));
+}
 
 }  // namespace
 
-absl::Status AgentServiceImpl::AllowFor(const grpc::CallbackServerContext* context,
-                                        std::string_view node) const {
-  std::optional<Principal> who = auth_.PrincipalOf(*context);
-  absl::Status allowed = Authorize(who, Action::kAgent);
-  if (!allowed.ok()) return allowed;
-  return CheckAgentNode(*who, node);
-}
+// In a unary method: unless Admit lets the call through, replies with the refusal and
+// returns. __func__, the adapter's own name, is the RPC's.
+#define BENCH_ADMIT_OR_REPLY(call)                                               \
+  if (absl::Status admitted =                                                    \
+          Admit(auth_, *context, __func__, *request, (call)->mutable_request()); \
+      !admitted.ok())                                                            \
+  return (call)->Reply(admitted)
 
 grpc::ServerUnaryReactor* AgentServiceImpl::Register(grpc::CallbackServerContext* context,
-                                                     const v1::RegisterRequest* request,
-                                                     v1::RegisterResponse* response) {
-  if (absl::Status allowed = AllowFor(context, request->inventory().name()); !allowed.ok()) {
-    return FinishNow(context, allowed);
-  }
-  absl::StatusOr<std::string> name = manager_->RegisterAgent(FromProto(request->inventory()));
+                                                     const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::RegisterRequest, v1::RegisterResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call);
+  absl::StatusOr<std::string> name =
+      manager_->RegisterAgent(FromProto(call->request().inventory()));
   if (name.ok()) {
-    response->set_agent(*name);
-    response->set_heartbeat_interval_ms(
+    call->response()->set_agent(*name);
+    call->response()->set_heartbeat_interval_ms(
         static_cast<int32_t>(absl::ToInt64Milliseconds(manager_->heartbeat_interval())));
-    response->set_controller_id(manager_->controller_id());
+    call->response()->set_controller_id(manager_->controller_id());
   }
-  return FinishNow(context, name.status());
+  return call->Reply(name.status());
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
-                                                      const v1::HeartbeatRequest* request,
-                                                      v1::HeartbeatResponse*) {
-  if (absl::Status allowed = AllowFor(context, request->agent()); !allowed.ok()) {
-    return FinishNow(context, allowed);
-  }
+                                                      const grpc::ByteBuffer* request,
+                                                      grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::HeartbeatRequest, v1::HeartbeatResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call);
+  const v1::HeartbeatRequest& beat = call->request();
   std::vector<RunningOnAgent> running;
-  if (request->running_size() > 0) {
-    for (const v1::RunningJob& job : request->running()) {
+  if (beat.running_size() > 0) {
+    for (const v1::RunningJob& job : beat.running()) {
       running.push_back(
           RunningOnAgent{job.job_id(), job.attempt(), {job.ranks().begin(), job.ranks().end()}});
     }
   } else {
-    for (const std::string& job_id : request->running_jobs()) {
+    for (const std::string& job_id : beat.running_jobs()) {
       running.push_back(RunningOnAgent{job_id, 0, {}});
     }
   }
-  return FinishNow(context, manager_->Heartbeat(request->agent(), running));
+  return call->Reply(manager_->Heartbeat(beat.agent(), running));
 }
 
-grpc::ServerWriteReactor<v1::AssignmentEvent>* AgentServiceImpl::StreamAssignments(
-    grpc::CallbackServerContext* context, const v1::StreamAssignmentsRequest* request) {
-  auto* writer = new QueuedWriter<v1::AssignmentEvent>();
-  if (absl::Status allowed = AllowFor(context, request->agent()); !allowed.ok()) {
-    writer->Close(ToGrpcStatus(allowed));
+grpc::ServerWriteReactor<grpc::ByteBuffer>* AgentServiceImpl::StreamAssignments(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  auto* writer = new QueuedWriter<grpc::ByteBuffer>();
+  v1::StreamAssignmentsRequest stream;
+  if (absl::Status admitted = Admit(auth_, *context, __func__, *request, &stream); !admitted.ok()) {
+    writer->Close(ToGrpcStatus(admitted));
     return writer;
   }
   auto* channel = new AssignmentStream(writer);
-  std::string agent = request->agent();
+  std::string agent = stream.agent();
   JobManager* manager = manager_;
   writer->set_on_done([manager, agent, channel] {
     manager->DetachChannel(agent, channel);
@@ -97,48 +118,49 @@ grpc::ServerWriteReactor<v1::AssignmentEvent>* AgentServiceImpl::StreamAssignmen
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::ReportStatus(grpc::CallbackServerContext* context,
-                                                         const v1::ReportStatusRequest* request,
-                                                         v1::ReportStatusResponse*) {
-  if (absl::Status allowed = AllowFor(context, request->agent()); !allowed.ok()) {
-    return FinishNow(context, allowed);
-  }
+                                                         const grpc::ByteBuffer* request,
+                                                         grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::ReportStatusRequest, v1::ReportStatusResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call);
+  const v1::ReportStatusRequest& report = call->request();
   std::vector<RankReport> ranks;
-  for (const v1::RankReport& report : request->ranks()) ranks.push_back(FromProto(report));
-  return FinishNow(context,
-                   manager_->ReportStatus(request->agent(), request->job_id(), request->attempt(),
-                                          request->master_port(), ranks));
+  for (const v1::RankReport& rank : report.ranks()) ranks.push_back(FromProto(rank));
+  return call->Reply(manager_->ReportStatus(report.agent(), report.job_id(), report.attempt(),
+                                            report.master_port(), ranks));
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::UploadSamples(grpc::CallbackServerContext* context,
-                                                          const v1::UploadSamplesRequest* request,
-                                                          v1::UploadSamplesResponse* response) {
-  if (absl::Status allowed = AllowFor(context, request->agent()); !allowed.ok()) {
-    return FinishNow(context, allowed);
-  }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+                                                          const grpc::ByteBuffer* request,
+                                                          grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::UploadSamplesRequest, v1::UploadSamplesResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call);
+  const v1::UploadSamplesRequest& upload = call->request();
   std::vector<IterationSample> samples;
-  samples.reserve(request->samples_size());
-  for (const v1::IterationSample& sample : request->samples()) {
+  samples.reserve(upload.samples_size());
+  for (const v1::IterationSample& sample : upload.samples()) {
     samples.push_back(FromProto(sample));
   }
   std::vector<GpuSample> gpu_samples;
-  gpu_samples.reserve(request->gpu_samples_size());
-  for (const v1::GpuSample& sample : request->gpu_samples()) {
+  gpu_samples.reserve(upload.gpu_samples_size());
+  for (const v1::GpuSample& sample : upload.gpu_samples()) {
     gpu_samples.push_back(FromProto(sample));
   }
-  response->set_batch_id(request->batch_id());
-  manager_->UploadSamples(request->agent(), std::move(samples), std::move(gpu_samples),
-                          [reactor, response](absl::StatusOr<AppendResult> result) {
+  call->response()->set_batch_id(upload.batch_id());
+  manager_->UploadSamples(upload.agent(), std::move(samples), std::move(gpu_samples),
+                          [call](absl::StatusOr<AppendResult> result) {
                             if (result.ok()) {
-                              response->set_stored(result->stored);
-                              response->set_duplicates(result->duplicates);
-                              response->set_gpu_stored(result->gpu_stored);
-                              response->set_gpu_duplicates(result->gpu_duplicates);
-                              response->set_rejected(result->rejected);
+                              v1::UploadSamplesResponse* acked = call->response();
+                              acked->set_stored(result->stored);
+                              acked->set_duplicates(result->duplicates);
+                              acked->set_gpu_stored(result->gpu_stored);
+                              acked->set_gpu_duplicates(result->gpu_duplicates);
+                              acked->set_rejected(result->rejected);
                             }
-                            reactor->Finish(ToGrpcStatus(result.status()));
+                            call->Reply(result.status());
                           });
-  return reactor;
+  return call;
 }
+
+#undef BENCH_ADMIT_OR_REPLY
 
 }  // namespace bench

@@ -1,8 +1,12 @@
 // The gRPC adapter for benchfleet.v1.AgentService (the agents' side): proto ⇄ domain
 // and status mapping around JobManager. Every RPC needs an agent principal (server/auth.h
-// kAgent) acting for its own node: the request's agent name (Register: the inventory's
-// name) must be the one its certificate names (CheckAgentNode). Thread-safe.
+// kAgent), checked before the request is parsed, acting for its own node: the request's
+// agent name (Register: the inventory's name) must be the one its certificate names
+// (CheckAgentNode). The methods are raw (server/raw_rpc.h says why): a request that does
+// not parse is INVALID_ARGUMENT naming the method. Thread-safe.
 #pragma once
+
+#include <grpcpp/grpcpp.h>
 
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "server/grpc_auth.h"
@@ -10,33 +14,47 @@
 
 namespace bench {
 
-class AgentServiceImpl final : public benchfleet::v1::AgentService::CallbackService {
+// benchfleet.v1.AgentService with every method raw. An rpc added to the .proto but not
+// here would be served by the generated synchronous default (UNIMPLEMENTED):
+// ControllerServiceTest's EveryMethodAnswersUnparsableBytesWithInvalidArgument walks the
+// service's descriptor.
+namespace raw_agent {
+using A = benchfleet::v1::AgentService;
+// clang-format off
+using Service =
+    A::WithRawCallbackMethod_Register<
+    A::WithRawCallbackMethod_Heartbeat<
+    A::WithRawCallbackMethod_StreamAssignments<
+    A::WithRawCallbackMethod_ReportStatus<
+    A::WithRawCallbackMethod_UploadSamples<
+    A::Service>>>>>;
+// clang-format on
+}  // namespace raw_agent
+
+class AgentServiceImpl final : public raw_agent::Service {
  public:
   // `manager` not owned. `auth` defaults to security off (any caller acts for any node).
   explicit AgentServiceImpl(JobManager* manager, GrpcAuthenticator auth = GrpcAuthenticator::Off())
       : manager_(manager), auth_(auth) {}
 
+  // Request and response are the method's messages, serialized (server/raw_rpc.h).
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
-                                     const benchfleet::v1::RegisterRequest* request,
-                                     benchfleet::v1::RegisterResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
-                                      const benchfleet::v1::HeartbeatRequest* request,
-                                      benchfleet::v1::HeartbeatResponse* response) override;
-  grpc::ServerWriteReactor<benchfleet::v1::AssignmentEvent>* StreamAssignments(
-      grpc::CallbackServerContext* context,
-      const benchfleet::v1::StreamAssignmentsRequest* request) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* StreamAssignments(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* ReportStatus(grpc::CallbackServerContext* context,
-                                         const benchfleet::v1::ReportStatusRequest* request,
-                                         benchfleet::v1::ReportStatusResponse* response) override;
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
   // Answers only after the samples are committed: the response is the acknowledgement.
   grpc::ServerUnaryReactor* UploadSamples(grpc::CallbackServerContext* context,
-                                          const benchfleet::v1::UploadSamplesRequest* request,
-                                          benchfleet::v1::UploadSamplesResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
 
  private:
-  // OK when the caller is an agent (or security is off) acting for `node`.
-  absl::Status AllowFor(const grpc::CallbackServerContext* context, std::string_view node) const;
-
   JobManager* const manager_;
   const GrpcAuthenticator auth_;
 };

@@ -3,9 +3,10 @@
 #include <memory>
 
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 #include "server/proto_convert.h"
 #include "server/queued_writer.h"
-#include "server/rpc_finish.h"
+#include "server/raw_rpc.h"
 
 namespace bench {
 namespace v1 = benchfleet::v1;
@@ -18,68 +19,90 @@ absl::Status ControllerService::Allow(const grpc::CallbackServerContext* context
   return allowed;
 }
 
-#define BENCH_ALLOW_OR_FINISH(...)                                       \
-  if (absl::Status allowed = Allow(context, __VA_ARGS__); !allowed.ok()) \
-  return FinishNow(context, allowed)
+absl::Status ControllerService::Admit(const grpc::CallbackServerContext* context,
+                                      std::string_view method, const grpc::ByteBuffer& raw,
+                                      google::protobuf::MessageLite* request, Action action,
+                                      Principal* who) const {
+  RETURN_IF_ERROR(Allow(context, action, "", who));
+  return ParseRequest(raw, v1::Controller::service_full_name(), method, request);
+}
+
+// In a unary method: unless the caller may take the action (Admit's trailing arguments)
+// and the raw `request` parses into `call`'s request, replies with the refusal and
+// returns. __func__, the adapter's own name, is the RPC's.
+#define BENCH_ADMIT_OR_REPLY(call, ...)                                               \
+  if (absl::Status admitted =                                                         \
+          Admit(context, __func__, *request, (call)->mutable_request(), __VA_ARGS__); \
+      !admitted.ok())                                                                 \
+  return (call)->Reply(admitted)
+
 grpc::ServerUnaryReactor* ControllerService::SubmitJob(grpc::CallbackServerContext* context,
-                                                       const v1::SubmitJobRequest* request,
-                                                       v1::SubmitJobResponse* response) {
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::SubmitJobRequest, v1::SubmitJobResponse>(response);
   Principal who;
-  BENCH_ALLOW_OR_FINISH(Action::kSubmit, "", &who);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  manager_->Submit(FromProto(request->spec()), who.name,
-                   [reactor, response](absl::StatusOr<SubmitResult> result) {
+  BENCH_ADMIT_OR_REPLY(call, Action::kSubmit, &who);
+  manager_->Submit(FromProto(call->request().spec()), who.name,
+                   [call](absl::StatusOr<SubmitResult> result) {
                      if (result.ok()) {
-                       response->set_job_id(result->job_id);
-                       response->set_existing(result->existing);
+                       call->response()->set_job_id(result->job_id);
+                       call->response()->set_existing(result->existing);
                      }
-                     reactor->Finish(ToGrpcStatus(result.status()));
+                     call->Reply(result.status());
                    });
-  return reactor;
+  return call;
 }
 
 grpc::ServerUnaryReactor* ControllerService::GetJob(grpc::CallbackServerContext* context,
-                                                    const v1::GetJobRequest* request,
-                                                    v1::JobStatus* response) {
-  BENCH_ALLOW_OR_FINISH(Action::kRead);
-  absl::StatusOr<JobView> view = manager_->Get(request->job_id());
-  if (view.ok()) ToProto(*view, response);
-  return FinishNow(context, view.status());
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::GetJobRequest, v1::JobStatus>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kRead);
+  absl::StatusOr<JobView> view = manager_->Get(call->request().job_id());
+  if (view.ok()) ToProto(*view, call->response());
+  return call->Reply(view.status());
 }
 
 grpc::ServerUnaryReactor* ControllerService::ListJobs(grpc::CallbackServerContext* context,
-                                                      const v1::ListJobsRequest*,
-                                                      v1::ListJobsResponse* response) {
-  BENCH_ALLOW_OR_FINISH(Action::kRead);
-  for (const JobView& view : manager_->List()) ToProto(view, response->add_jobs());
-  return FinishNow(context, absl::OkStatus());
+                                                      const grpc::ByteBuffer* request,
+                                                      grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::ListJobsRequest, v1::ListJobsResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kRead);
+  for (const JobView& view : manager_->List()) ToProto(view, call->response()->add_jobs());
+  return call->Reply(absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* ControllerService::CancelJob(grpc::CallbackServerContext* context,
-                                                       const v1::CancelJobRequest* request,
-                                                       v1::JobStatus* response) {
-  BENCH_ALLOW_OR_FINISH(Action::kRead);
-  absl::StatusOr<JobView> job = manager_->Get(request->job_id());
-  if (!job.ok()) return FinishNow(context, job.status());
-  BENCH_ALLOW_OR_FINISH(Action::kCancel, job->job.submitted_by);
-  absl::StatusOr<JobView> view = manager_->Cancel(request->job_id());
-  if (view.ok()) ToProto(*view, response);
-  return FinishNow(context, view.status());
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::CancelJobRequest, v1::JobStatus>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kRead);
+  absl::StatusOr<JobView> job = manager_->Get(call->request().job_id());
+  if (!job.ok()) return call->Reply(job.status());
+  if (absl::Status allowed = Allow(context, Action::kCancel, job->job.submitted_by);
+      !allowed.ok()) {
+    return call->Reply(allowed);
+  }
+  absl::StatusOr<JobView> view = manager_->Cancel(call->request().job_id());
+  if (view.ok()) ToProto(*view, call->response());
+  return call->Reply(view.status());
 }
 
-grpc::ServerWriteReactor<v1::JobStatus>* ControllerService::WatchJob(
-    grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
-  auto* writer = new QueuedWriter<v1::JobStatus>(/*latest_only=*/true);
-  if (absl::Status allowed = Allow(context, Action::kRead); !allowed.ok()) {
-    writer->Close(ToGrpcStatus(allowed));
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ControllerService::WatchJob(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  auto* writer = new QueuedWriter<grpc::ByteBuffer>(/*latest_only=*/true);
+  v1::WatchJobRequest watch;
+  if (absl::Status admitted = Admit(context, __func__, *request, &watch, Action::kRead);
+      !admitted.ok()) {
+    writer->Close(ToGrpcStatus(admitted));
     return writer;
   }
   absl::StatusOr<int64_t> handle = manager_->Watch(
-      request->job_id(),
+      watch.job_id(),
       [writer](const JobView& view, bool final) {
         v1::JobStatus status;
         ToProto(view, &status);
-        writer->Push(std::move(status));
+        PushMessage(writer, status);
         if (final) writer->Close(grpc::Status::OK);
       },
       [writer](const absl::Status& status) { writer->Close(ToGrpcStatus(status)); });
@@ -94,86 +117,98 @@ grpc::ServerWriteReactor<v1::JobStatus>* ControllerService::WatchJob(
 }
 
 grpc::ServerUnaryReactor* ControllerService::Results(grpc::CallbackServerContext* context,
-                                                     const v1::ResultsRequest* request,
-                                                     v1::ResultsResponse* response) {
-  BENCH_ALLOW_OR_FINISH(Action::kRead);
-  for (const ResultCell& cell : reads_->Results(FromProto(*request))) {
-    ToProto(cell, response->add_cells());
+                                                     const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::ResultsRequest, v1::ResultsResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kRead);
+  for (const ResultCell& cell : reads_->Results(FromProto(call->request()))) {
+    ToProto(cell, call->response()->add_cells());
   }
-  return FinishNow(context, absl::OkStatus());
+  return call->Reply(absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* ControllerService::ListAgents(grpc::CallbackServerContext* context,
-                                                        const v1::ListAgentsRequest*,
-                                                        v1::ListAgentsResponse* response) {
-  BENCH_ALLOW_OR_FINISH(Action::kRead);
-  for (const AgentView& view : manager_->ListAgents()) ToProto(view, response->add_agents());
-  return FinishNow(context, absl::OkStatus());
+                                                        const grpc::ByteBuffer* request,
+                                                        grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::ListAgentsRequest, v1::ListAgentsResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kRead);
+  for (const AgentView& view : manager_->ListAgents()) {
+    ToProto(view, call->response()->add_agents());
+  }
+  return call->Reply(absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* ControllerService::ListQueue(grpc::CallbackServerContext* context,
-                                                       const v1::ListQueueRequest*,
-                                                       v1::ListQueueResponse* response) {
-  BENCH_ALLOW_OR_FINISH(Action::kRead);
-  for (const JobView& view : manager_->Queue()) ToProto(view, response->add_jobs());
-  return FinishNow(context, absl::OkStatus());
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::ListQueueRequest, v1::ListQueueResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kRead);
+  for (const JobView& view : manager_->Queue()) ToProto(view, call->response()->add_jobs());
+  return call->Reply(absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* ControllerService::SetBaseline(grpc::CallbackServerContext* context,
-                                                         const v1::SetBaselineRequest* request,
-                                                         v1::Baseline* response) {
-  BENCH_ALLOW_OR_FINISH(Action::kSetBaseline);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+                                                         const grpc::ByteBuffer* request,
+                                                         grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::SetBaselineRequest, v1::Baseline>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kSetBaseline);
+  const v1::SetBaselineRequest& set = call->request();
   manager_->SetBaseline(
-      request->job_id(),
-      request->has_lower_tolerance_pct() ? request->lower_tolerance_pct() : kDefaultTolerancePct,
-      request->has_upper_tolerance_pct() ? request->upper_tolerance_pct() : kDefaultTolerancePct,
-      [reactor, response](absl::StatusOr<Baseline> baseline) {
-        if (baseline.ok()) ToProto(*baseline, response);
-        reactor->Finish(ToGrpcStatus(baseline.status()));
+      set.job_id(),
+      set.has_lower_tolerance_pct() ? set.lower_tolerance_pct() : kDefaultTolerancePct,
+      set.has_upper_tolerance_pct() ? set.upper_tolerance_pct() : kDefaultTolerancePct,
+      [call](absl::StatusOr<Baseline> baseline) {
+        if (baseline.ok()) ToProto(*baseline, call->response());
+        call->Reply(baseline.status());
       });
-  return reactor;
+  return call;
 }
 
 grpc::ServerUnaryReactor* ControllerService::ListBaselines(grpc::CallbackServerContext* context,
-                                                           const v1::ListBaselinesRequest*,
-                                                           v1::ListBaselinesResponse* response) {
-  BENCH_ALLOW_OR_FINISH(Action::kRead);
+                                                           const grpc::ByteBuffer* request,
+                                                           grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::ListBaselinesRequest, v1::ListBaselinesResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kRead);
   for (const Baseline& baseline : reads_->ListBaselines()) {
-    ToProto(baseline, response->add_baselines());
+    ToProto(baseline, call->response()->add_baselines());
   }
-  return FinishNow(context, absl::OkStatus());
+  return call->Reply(absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* ControllerService::GpuVariability(
-    grpc::CallbackServerContext* context, const v1::GpuVariabilityRequest* request,
-    v1::GpuVariabilityResponse* response) {
-  BENCH_ALLOW_OR_FINISH(Action::kRead);
+grpc::ServerUnaryReactor* ControllerService::GpuVariability(grpc::CallbackServerContext* context,
+                                                            const grpc::ByteBuffer* request,
+                                                            grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::GpuVariabilityRequest, v1::GpuVariabilityResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kRead);
   absl::StatusOr<VariabilityReport> report =
-      reads_->Variability(request->threshold_pct(), request->model());
+      reads_->Variability(call->request().threshold_pct(), call->request().model());
   if (report.ok()) {
-    for (const bench::GpuVariability& gpu : report->gpus) ToProto(gpu, response->add_gpus());
-    response->set_threshold_pct(report->threshold_pct);
+    for (const bench::GpuVariability& gpu : report->gpus) {
+      ToProto(gpu, call->response()->add_gpus());
+    }
+    call->response()->set_threshold_pct(report->threshold_pct);
   }
-  return FinishNow(context, report.status());
+  return call->Reply(report.status());
 }
 
 grpc::ServerUnaryReactor* ControllerService::GetSamples(grpc::CallbackServerContext* context,
-                                                        const v1::GetSamplesRequest* request,
-                                                        v1::GetSamplesResponse* response) {
-  BENCH_ALLOW_OR_FINISH(Action::kRead);
+                                                        const grpc::ByteBuffer* request,
+                                                        grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::GetSamplesRequest, v1::GetSamplesResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kRead);
+  const v1::GetSamplesRequest& get = call->request();
   absl::StatusOr<SamplesView> samples =
-      reads_->GetSamples(request->job_id(), request->from_iteration(),
-                         request->has_rank() ? std::optional<int>(request->rank()) : std::nullopt);
+      reads_->GetSamples(get.job_id(), get.from_iteration(),
+                         get.has_rank() ? std::optional<int>(get.rank()) : std::nullopt);
   if (samples.ok()) {
-    ToProto(samples->view, response->mutable_job());
+    ToProto(samples->view, call->response()->mutable_job());
     for (const IterationSample& sample : samples->samples) {
-      ToProto(sample, response->add_samples());
+      ToProto(sample, call->response()->add_samples());
     }
   }
-  return FinishNow(context, samples.status());
+  return call->Reply(samples.status());
 }
 
-#undef BENCH_ALLOW_OR_FINISH
+#undef BENCH_ADMIT_OR_REPLY
 
 }  // namespace bench

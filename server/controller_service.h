@@ -2,9 +2,15 @@
 // status mapping around JobManager (jobs, agents, baselines set) and ReadService (results,
 // baselines, variability, samples); no logic of its own. Every RPC first asks the injected
 // GrpcAuthenticator who calls and server/auth.h's Authorize whether it may (reads: view;
-// SubmitJob: submit; CancelJob: submit for its own jobs, admin any; SetBaseline: admin).
-// Thread-safe.
+// SubmitJob: submit; CancelJob: submit for its own jobs, admin any; SetBaseline: admin),
+// then parses the request: the methods are raw (server/raw_rpc.h says why), so a request
+// that does not parse is INVALID_ARGUMENT naming the method, and a caller without
+// credentials is UNAUTHENTICATED whatever it sent. Thread-safe.
 #pragma once
+
+#include <string_view>
+
+#include <grpcpp/grpcpp.h>
 
 #include "benchfleet/v1/controller.grpc.pb.h"
 #include "server/grpc_auth.h"
@@ -13,54 +19,82 @@
 
 namespace bench {
 
-class ControllerService final : public benchfleet::v1::Controller::CallbackService {
+// benchfleet.v1.Controller with every method raw. An rpc added to the .proto but not here
+// would be served by the generated synchronous default (UNIMPLEMENTED): ControllerServiceTest's
+// EveryMethodAnswersUnparsableBytesWithInvalidArgument walks the service's descriptor.
+namespace raw_controller {
+using C = benchfleet::v1::Controller;
+// clang-format off
+using Service =
+    C::WithRawCallbackMethod_SubmitJob<
+    C::WithRawCallbackMethod_GetJob<
+    C::WithRawCallbackMethod_ListJobs<
+    C::WithRawCallbackMethod_CancelJob<
+    C::WithRawCallbackMethod_WatchJob<
+    C::WithRawCallbackMethod_Results<
+    C::WithRawCallbackMethod_ListAgents<
+    C::WithRawCallbackMethod_ListQueue<
+    C::WithRawCallbackMethod_SetBaseline<
+    C::WithRawCallbackMethod_ListBaselines<
+    C::WithRawCallbackMethod_GpuVariability<
+    C::WithRawCallbackMethod_GetSamples<
+    C::Service>>>>>>>>>>>>;
+// clang-format on
+}  // namespace raw_controller
+
+class ControllerService final : public raw_controller::Service {
  public:
   // Neither is owned. `auth` defaults to security off (every caller an anonymous admin).
   ControllerService(JobManager* manager, ReadService* reads,
                     GrpcAuthenticator auth = GrpcAuthenticator::Off())
       : manager_(manager), reads_(reads), auth_(auth) {}
 
+  // Request and response are the method's messages, serialized (server/raw_rpc.h).
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
-                                      const benchfleet::v1::SubmitJobRequest* request,
-                                      benchfleet::v1::SubmitJobResponse* response) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
-                                   const benchfleet::v1::GetJobRequest* request,
-                                   benchfleet::v1::JobStatus* response) override;
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
-                                     const benchfleet::v1::ListJobsRequest* request,
-                                     benchfleet::v1::ListJobsResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
-                                      const benchfleet::v1::CancelJobRequest* request,
-                                      benchfleet::v1::JobStatus* response) override;
-  grpc::ServerWriteReactor<benchfleet::v1::JobStatus>* WatchJob(
-      grpc::CallbackServerContext* context,
-      const benchfleet::v1::WatchJobRequest* request) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchJob(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* Results(grpc::CallbackServerContext* context,
-                                    const benchfleet::v1::ResultsRequest* request,
-                                    benchfleet::v1::ResultsResponse* response) override;
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListAgents(grpc::CallbackServerContext* context,
-                                       const benchfleet::v1::ListAgentsRequest* request,
-                                       benchfleet::v1::ListAgentsResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListQueue(grpc::CallbackServerContext* context,
-                                      const benchfleet::v1::ListQueueRequest* request,
-                                      benchfleet::v1::ListQueueResponse* response) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* SetBaseline(grpc::CallbackServerContext* context,
-                                        const benchfleet::v1::SetBaselineRequest* request,
-                                        benchfleet::v1::Baseline* response) override;
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListBaselines(grpc::CallbackServerContext* context,
-                                          const benchfleet::v1::ListBaselinesRequest* request,
-                                          benchfleet::v1::ListBaselinesResponse* response) override;
-  grpc::ServerUnaryReactor* GpuVariability(
-      grpc::CallbackServerContext* context, const benchfleet::v1::GpuVariabilityRequest* request,
-      benchfleet::v1::GpuVariabilityResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GpuVariability(grpc::CallbackServerContext* context,
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetSamples(grpc::CallbackServerContext* context,
-                                       const benchfleet::v1::GetSamplesRequest* request,
-                                       benchfleet::v1::GetSamplesResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
 
  private:
   // OK or the refusal; `who` (optional) receives the principal.
   absl::Status Allow(const grpc::CallbackServerContext* context, Action action,
                      std::string_view job_owner = "", Principal* who = nullptr) const;
+  // Allow(context, action, "", who), then `raw` parsed into `request` (INVALID_ARGUMENT
+  // naming `method` when it does not parse).
+  absl::Status Admit(const grpc::CallbackServerContext* context, std::string_view method,
+                     const grpc::ByteBuffer& raw, google::protobuf::MessageLite* request,
+                     Action action, Principal* who = nullptr) const;
 
   JobManager* const manager_;
   ReadService* const reads_;

@@ -1,14 +1,21 @@
 // benchd in-process on 127.0.0.1:0 with a real SQLite file, driven over real gRPC.
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <future>
 
 #include <gmock/gmock.h>
+#include <google/protobuf/descriptor.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "benchfleet/v1/controller.grpc.pb.h"
+#include "server/auth.h"
 #include "server/benchd.h"
 
 namespace bench {
@@ -16,6 +23,45 @@ namespace {
 
 namespace v1 = benchfleet::v1;
 using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Calls `method` ("/package.Service/Method") with `bytes` as its request, as a client
+// without the .proto would (grpc::GenericStub), with `token` as a bearer token if given.
+// Fine for a server-streaming method that answers no message, as all these do.
+grpc::Status CallRaw(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                     const std::string& bytes, const std::string& token = "") {
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
+                 [&done](grpc::Status status) { done.set_value(std::move(status)); });
+  return done.get_future().get();
+}
+
+// Every rpc of both services as "/package.Service/Method", from the .proto's descriptors,
+// so that an rpc added later is covered too.
+std::vector<std::string> EveryMethod() {
+  std::vector<std::string> paths;
+  for (const char* service :
+       {v1::Controller::service_full_name(), v1::AgentService::service_full_name()}) {
+    const google::protobuf::ServiceDescriptor* descriptor =
+        google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(service);
+    EXPECT_NE(descriptor, nullptr) << service;
+    if (descriptor == nullptr) continue;
+    for (int i = 0; i < descriptor->method_count(); ++i) {
+      paths.push_back(absl::StrCat("/", service, "/", descriptor->method(i)->name()));
+    }
+  }
+  return paths;
+}
+
+// Not a protobuf: a varint that never ends.
+const std::string kUnparsable = "\xff\xff\xff";
 
 class ControllerServiceTest : public ::testing::Test {
  protected:
@@ -29,10 +75,10 @@ class ControllerServiceTest : public ::testing::Test {
     auto benchd = Benchd::Start(options);
     ASSERT_TRUE(benchd.ok()) << benchd.status();
     benchd_ = std::move(*benchd);
-    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(benchd_->grpc_port()),
-                                       grpc::InsecureChannelCredentials());
-    controller_ = v1::Controller::NewStub(channel);
-    agents_ = v1::AgentService::NewStub(channel);
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(benchd_->grpc_port()),
+                                   grpc::InsecureChannelCredentials());
+    controller_ = v1::Controller::NewStub(channel_);
+    agents_ = v1::AgentService::NewStub(channel_);
   }
   void TearDown() override {
     benchd_.reset();
@@ -67,6 +113,7 @@ class ControllerServiceTest : public ::testing::Test {
 
   std::string dir_;
   std::unique_ptr<Benchd> benchd_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Controller::Stub> controller_;
   std::unique_ptr<v1::AgentService::Stub> agents_;
 };
@@ -369,6 +416,136 @@ TEST_F(ControllerServiceTest, BaselinesVariabilitySamplesAndEnvironmentOverGrpc)
   while (stream->Read(&event)) {
   }
   stream->Finish().IgnoreError();
+}
+
+// gRPC's typed callback methods answered these UNIMPLEMENTED with no message (issue 15).
+TEST_F(ControllerServiceTest, EveryMethodAnswersUnparsableBytesWithInvalidArgument) {
+  std::vector<std::string> methods = EveryMethod();
+  EXPECT_THAT(methods, ::testing::Contains("/benchfleet.v1.Controller/SubmitJob"));
+  EXPECT_THAT(methods, ::testing::Contains("/benchfleet.v1.Controller/WatchJob"));  // a stream
+  EXPECT_THAT(methods, ::testing::Contains("/benchfleet.v1.AgentService/UploadSamples"));
+  for (const std::string& method : methods) {
+    grpc::Status status = CallRaw(channel_, method, kUnparsable);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_THAT(status.error_message(),
+                HasSubstr(method + ": the request did not parse as benchfleet.v1."));
+    EXPECT_THAT(status.error_message(), HasSubstr("(3 bytes)"));
+  }
+  // Nothing was half-done: benchd still answers, and has no job.
+  grpc::ClientContext context;
+  v1::ListJobsResponse list;
+  ASSERT_TRUE(controller_->ListJobs(&context, v1::ListJobsRequest(), &list).ok());
+  EXPECT_EQ(list.jobs_size(), 0);
+}
+
+TEST_F(ControllerServiceTest, RawBytesOfAWellFormedRequestAreServedAsBefore) {
+  v1::GetJobRequest request;
+  request.set_job_id("job-999999");
+  grpc::Status status =
+      CallRaw(channel_, "/benchfleet.v1.Controller/GetJob", request.SerializeAsString());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("job-999999"));
+  // Zero bytes are the empty request: every field unset.
+  EXPECT_TRUE(CallRaw(channel_, "/benchfleet.v1.Controller/ListJobs", "").ok());
+}
+
+// A client that half-closes without sending the request message at all.
+TEST_F(ControllerServiceTest, ACallWithoutARequestMessageIsInvalidArgument) {
+  grpc::GenericStub stub(channel_);
+  grpc::CompletionQueue queue;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+      stub.PrepareCall(&context, "/benchfleet.v1.Controller/GetJob", &queue);
+  grpc::Status status;
+  // One operation at a time, each waited for: start, half-close at once, the status.
+  auto wait = [&queue] {
+    void* tag = nullptr;
+    bool ok = false;
+    ASSERT_TRUE(queue.Next(&tag, &ok));
+  };
+  call->StartCall(nullptr);
+  wait();
+  call->WritesDone(nullptr);
+  wait();
+  call->Finish(&status, nullptr);
+  wait();
+  queue.Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue.Next(&tag, &ok)) {
+  }
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("/benchfleet.v1.Controller/GetJob"));
+}
+
+// Security on (bearer tokens on loopback): who calls is decided before the request is
+// parsed, so a caller learns nothing about parsing before it is let in.
+class SecuredServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/bench_secured_service_test_XXXXXX";
+    dir_ = mkdtemp(pattern);
+    std::ofstream tokens(dir_ + "/tokens");
+    tokens << TokenTable::Hash("view-token") << " view grafana\n"
+           << TokenTable::Hash("node-a-token") << " agent node-a\n";
+    tokens.close();
+    BenchdOptions options;
+    options.listen = "127.0.0.1:0";
+    options.http = "";
+    options.db = dir_ + "/bench.db";
+    options.tokens = dir_ + "/tokens";
+    auto benchd = Benchd::Start(options);
+    ASSERT_TRUE(benchd.ok()) << benchd.status();
+    benchd_ = std::move(*benchd);
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(benchd_->grpc_port()),
+                                   grpc::InsecureChannelCredentials());
+  }
+  void TearDown() override {
+    benchd_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::string dir_;
+  std::unique_ptr<Benchd> benchd_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+TEST_F(SecuredServiceTest, WithoutCredentialsEveryMethodIsUnauthenticatedWhateverItSends) {
+  v1::ListJobsRequest well_formed;
+  for (const std::string& method : EveryMethod()) {
+    for (const std::string& bytes : {kUnparsable, well_formed.SerializeAsString()}) {
+      grpc::Status status = CallRaw(channel_, method, bytes);
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << method;
+      EXPECT_THAT(status.error_message(), HasSubstr("no credentials"));
+      EXPECT_THAT(status.error_message(), Not(HasSubstr("parse")));
+    }
+  }
+}
+
+TEST_F(SecuredServiceTest, ARoleThatMayNotTakeTheActionIsDeniedBeforeParsing) {
+  grpc::Status status =
+      CallRaw(channel_, "/benchfleet.v1.Controller/SubmitJob", kUnparsable, "view-token");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  status = CallRaw(channel_, "/benchfleet.v1.AgentService/Heartbeat", kUnparsable, "view-token");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  status = CallRaw(channel_, "/benchfleet.v1.Controller/GetJob", kUnparsable, "node-a-token");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // Allowed to read: now the request's bytes matter.
+  status = CallRaw(channel_, "/benchfleet.v1.Controller/GetJob", kUnparsable, "view-token");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(SecuredServiceTest, AnAgentsNodeIsCheckedOnceItsRequestParses) {
+  grpc::Status status =
+      CallRaw(channel_, "/benchfleet.v1.AgentService/Heartbeat", kUnparsable, "node-a-token");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::HeartbeatRequest other_node;
+  other_node.set_agent("node-b");
+  status = CallRaw(channel_, "/benchfleet.v1.AgentService/Heartbeat",
+                   other_node.SerializeAsString(), "node-a-token");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("node-b"));
 }
 
 }  // namespace
