@@ -1,4 +1,5 @@
-// benchd in-process on 127.0.0.1:0 with a real SQLite file, driven over real gRPC.
+// benchd in-process on 127.0.0.1:0 with a real SQLite file, driven over real gRPC: with
+// the generated stubs, and with raw bytes as a client without the .proto sends them.
 #include <unistd.h>
 
 #include <chrono>
@@ -61,7 +62,7 @@ std::vector<std::string> EveryMethod() {
 }
 
 // Not a protobuf: a varint that never ends.
-const std::string kUnparsable = "\xff\xff\xff";
+constexpr char kUnparsable[] = "\xff\xff\xff";
 
 class ControllerServiceTest : public ::testing::Test {
  protected:
@@ -514,7 +515,7 @@ class SecuredServiceTest : public ::testing::Test {
 TEST_F(SecuredServiceTest, WithoutCredentialsEveryMethodIsUnauthenticatedWhateverItSends) {
   v1::ListJobsRequest well_formed;
   for (const std::string& method : EveryMethod()) {
-    for (const std::string& bytes : {kUnparsable, well_formed.SerializeAsString()}) {
+    for (const std::string& bytes : {std::string(kUnparsable), well_formed.SerializeAsString()}) {
       grpc::Status status = CallRaw(channel_, method, bytes);
       EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << method;
       EXPECT_THAT(status.error_message(), HasSubstr("no credentials"));
