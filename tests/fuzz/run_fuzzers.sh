@@ -55,8 +55,8 @@ for name in "${targets[@]}"; do
   # One process (no -jobs/-fork): at most one fuzzer runs at a time.
   nice -n 19 "$build/tests/fuzz/fuzz_$name" "$corpus" \
     -max_total_time="$seconds" -print_final_stats=1 -timeout=25 -rss_limit_mb=2048 \
-    -artifact_prefix="$artifacts/" >"$log" 2>&1 || rc=$?
-  grep -E '^(#[0-9]+ +DONE|stat::|Done )' "$log" | tail -n 12 || true
+    -artifact_prefix="$artifacts/" -close_fd_mask=2 >"$log" 2>&1 || rc=$?
+  grep -E '^(#[0-9]+[[:space:]]+DONE|stat::|Done )' "$log" | tail -n 12 || true
   if [[ $rc -ne 0 ]] || compgen -G "$artifacts/*" >/dev/null; then
     echo "!! fuzz_$name: exit $rc; artifacts:" "$artifacts"/* >&2
     failed=1

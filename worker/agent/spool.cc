@@ -25,6 +25,11 @@ namespace {
 constexpr size_t kHeader = 8;  // u32 length, u32 crc32
 constexpr char kSegmentPrefix[] = "seg-";
 constexpr size_t kReadChunk = 1 << 20;
+// The largest segment number a spool uses. Numbers start at 1 and grow by one per
+// segment, so a real spool never comes near it; a file or ack naming a larger one is not
+// ours (a name beyond it, e.g. seg-18446744073709551615, once made the next number wrap
+// to 0, and records appended after it were never read back).
+constexpr uint64_t kMaxSegmentSeq = uint64_t{1} << 62;
 
 uint32_t Crc(const char* data, size_t size) {
   uLong crc = crc32(0L, Z_NULL, 0);
@@ -171,6 +176,11 @@ absl::Status Spool::OpenExisting() {
     absl::string_view name = entry->d_name;
     uint64_t seq = 0;
     if (absl::ConsumePrefix(&name, kSegmentPrefix) && absl::SimpleAtoi(name, &seq)) {
+      if (seq > kMaxSegmentSeq) {
+        Log("spool ", dir_, "/", entry->d_name, ": segment number past ", kMaxSegmentSeq,
+            "; ignored");
+        continue;
+      }
       seqs.push_back(seq);
     }
   }
@@ -188,7 +198,7 @@ absl::Status Spool::OpenExisting() {
       std::vector<std::string> parts =
           absl::StrSplit(text, absl::ByAnyChar(" \n"), absl::SkipEmpty());
       if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &acked_.segment) ||
-          !absl::SimpleAtoi(parts[1], &acked_.offset)) {
+          !absl::SimpleAtoi(parts[1], &acked_.offset) || acked_.segment > kMaxSegmentSeq) {
         Log("spool ", dir_, "/ack: unreadable (\"", text,
                               "\"); replaying the whole spool");
         acked_ = SpoolPosition{};
@@ -253,6 +263,10 @@ uint64_t Spool::Scan(const Segment& segment, uint64_t offset, uint64_t* records,
 absl::Status Spool::StartSegment() {
   uint64_t seq = segments_.empty() ? std::max<uint64_t>(acked_.segment + 1, 1)
                                    : segments_.back().seq + 1;
+  if (seq > kMaxSegmentSeq) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("spool ", dir_, ": segment numbers exhausted (", seq - 1, ")"));
+  }
   Segment segment;
   segment.seq = seq;
   std::string path = SegmentPath(seq);

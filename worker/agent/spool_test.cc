@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -240,6 +241,49 @@ TEST_F(SpoolTest, GarbageAfterTheLastRecordIsSkipped) {
   std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_THAT(log, HasSubstr(segment));
   EXPECT_EQ(ReadAll(spool.get()), std::vector<std::string>{Payload(1)});
+}
+
+// Found by tests/fuzz/spool_fuzz.cc (corpus/spool/crash-segment-number-wraps): a segment
+// named with the largest uint64 made the next segment number wrap to 0, and what was
+// appended after it was never read back.
+TEST_F(SpoolTest, ASegmentNumberPastTheRangeIsIgnored) {
+  {
+    auto spool = Open();
+    ASSERT_TRUE(spool->Append(SpoolKind::kIterationSample, Payload(1)).ok());
+  }
+  {
+    std::ofstream junk(dir_ + "/seg-18446744073709551615", std::ios::binary);
+    junk << "not a spool segment";
+  }
+  ::testing::internal::CaptureStderr();
+  auto spool = Open();
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("seg-18446744073709551615: segment number past"));
+  ASSERT_NE(spool, nullptr);
+  auto appended = spool->Append(SpoolKind::kReport, Payload(2));
+  ASSERT_TRUE(appended.ok());
+  EXPECT_EQ(ReadAll(spool.get()), (std::vector<std::string>{Payload(1), Payload(2)}));
+  ASSERT_TRUE(spool->Ack(*appended).ok());
+  spool.reset();
+  EXPECT_EQ(Open()->pending_at_open(), 0u);
+}
+
+TEST_F(SpoolTest, AnAckPastTheSegmentRangeReplaysTheWholeSpool) {
+  {
+    auto spool = Open();
+    ASSERT_TRUE(spool->Append(SpoolKind::kIterationSample, Payload(1)).ok());
+  }
+  {
+    std::ofstream ack(dir_ + "/ack", std::ios::binary | std::ios::trunc);
+    ack << "18446744073709551615 0\n";
+  }
+  ::testing::internal::CaptureStderr();
+  auto spool = Open();
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("replaying the whole spool"));
+  ASSERT_NE(spool, nullptr);
+  ASSERT_TRUE(spool->Append(SpoolKind::kReport, Payload(2)).ok());
+  EXPECT_EQ(ReadAll(spool.get()), (std::vector<std::string>{Payload(1), Payload(2)}));
 }
 
 TEST_F(SpoolTest, AnUnwritableDirectoryIsAClearError) {
