@@ -17,6 +17,9 @@ packages=(
   sqlite3
   # Tests: a real Prometheus (and promtool) scrapes benchd; python3 checks the dashboard.
   prometheus python3
+  # tests/e2e/probes_test.py: issue 15's probes from a client apart from the project
+  # (Debian's gRPC and protobuf for Python; messages from the v1 API's descriptor set).
+  python3-grpcio python3-protobuf
   # The web page's tests drive Debian's Chromium with playwright-core (tests/web/).
   chromium
 )
