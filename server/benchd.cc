@@ -60,7 +60,8 @@ absl::Status CheckSecurityOptions(const BenchdOptions& options) {
   if (options.cert_refresh < absl::Seconds(1)) {
     return absl::InvalidArgumentError("--cert-refresh must be at least 1s");
   }
-  if (!options.tls_cert.empty() || options.insecure) return absl::OkStatus();
+  const bool authenticated = !options.client_ca.empty() || !options.tokens.empty();
+  if ((!options.tls_cert.empty() && authenticated) || options.insecure) return absl::OkStatus();
   for (const auto& [flag, value] :
        {std::pair<const char*, const std::string*>{"--listen", &options.listen},
         {"--http", &options.http}}) {
@@ -68,12 +69,18 @@ absl::Status CheckSecurityOptions(const BenchdOptions& options) {
     std::string host;
     int port = 0;
     RETURN_IF_ERROR(SplitHostPort(flag, *value, &host, &port));
-    if (!IsLoopback(host)) {
+    if (IsLoopback(host)) continue;
+    if (options.tls_cert.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           flag, " ", *value,
           " is not a loopback address: serving it without TLS needs --tls-cert and --tls-key "
           "(or --insecure to serve it in the clear anyway)"));
     }
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, " ", *value,
+        " is not a loopback address: TLS alone lets every caller act as an admin; turn "
+        "authentication on with --client-ca and/or --tokens (or --insecure to serve it "
+        "so anyway)"));
   }
   return absl::OkStatus();
 }

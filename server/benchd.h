@@ -52,7 +52,8 @@ struct BenchdOptions {
 };
 
 // INVALID_ARGUMENT naming the flag when the security options do not fit together: a
-// non-loopback --listen or --http without --tls-cert and without --insecure, --tls-key
+// non-loopback --listen or --http without --insecure and without both TLS (--tls-cert)
+// and authentication (--client-ca and/or --tokens), --tls-key
 // without --tls-cert (or the reverse), --client-ca without --tls-cert, a cert refresh
 // under 1 s. main.cc exits 2 on it; Start() checks it too.
 absl::Status CheckSecurityOptions(const BenchdOptions& options);

@@ -135,7 +135,7 @@ TEST_F(WebSecurityTest, TokensGuardPlainHttpOnLoopbackToo) {
   EXPECT_THAT(http_test::Get(benchd_->http_port(), "/healthz"), StartsWith("HTTP/1.1 200"));
 }
 
-TEST(WebSecurityOptionsTest, ANonLoopbackWebPortNeedsTlsOrInsecure) {
+TEST(WebSecurityOptionsTest, ANonLoopbackPortNeedsTlsAndAuthenticationOrInsecure) {
   BenchdOptions options;
   options.listen = "127.0.0.1:0";
   options.http = "0.0.0.0:7601";
@@ -144,9 +144,17 @@ TEST(WebSecurityOptionsTest, ANonLoopbackWebPortNeedsTlsOrInsecure) {
   EXPECT_THAT(plain.message(), HasSubstr("--insecure"));
   options.tls_cert = "benchd.pem";
   options.tls_key = "benchd.key";
+  // TLS without authentication would make every caller on the network an admin.
+  absl::Status unauthenticated = CheckSecurityOptions(options);
+  EXPECT_EQ(unauthenticated.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unauthenticated.message(), HasSubstr("--client-ca and/or --tokens"));
+  options.tokens = "tokens";
   EXPECT_TRUE(CheckSecurityOptions(options).ok());
-  options.tls_cert.clear();
-  options.tls_key.clear();
+  options.tokens.clear();
+  options.client_ca = "ca.pem";
+  EXPECT_TRUE(CheckSecurityOptions(options).ok());
+  options = BenchdOptions();
+  options.http = "0.0.0.0:7601";
   options.insecure = true;
   EXPECT_TRUE(CheckSecurityOptions(options).ok());
 }
