@@ -23,6 +23,7 @@
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "benchfleet/v1/controller.grpc.pb.h"
 #include "server/benchd.h"
+#include "server/test_pki.h"
 
 namespace bench {
 namespace {
@@ -37,22 +38,9 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-// Runs deploy/pki/`script` with `args` (certificates valid for 2 days); returns its
-// stdout, trimmed. A failure fails the test.
+// Runs deploy/pki/`script` with `args`; returns its stdout, trimmed (test_pki.h).
 std::string Pki(const std::string& script, const std::string& args) {
-  const std::string command = "BENCH_PKI_DAYS=2 bash '" + std::string(BENCH_SOURCE_DIR) +
-                              "/deploy/pki/" + script + "' " + args + " 2>/dev/null";
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "cannot run " << command;
-    return out;
-  }
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-  EXPECT_EQ(pclose(pipe), 0) << command;
-  return std::string(absl::StripAsciiWhitespace(out));
+  return std::string(absl::StripAsciiWhitespace(test_pki::Run("./" + script + " " + args)));
 }
 
 class SecurityTest : public ::testing::Test {
