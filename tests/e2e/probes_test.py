@@ -401,7 +401,7 @@ def probe_agent_identity(t):
     started = time.monotonic()
     got = x.call(AGENT + "Register", inventory(api, "node-x", cpu_slots=20_000_000))
     expect_code(got, C.INVALID_ARGUMENT, "node-x registers 20,000,000 CPU slots")
-    check(time.monotonic() - started < 2, "... refused at once")
+    check(time.monotonic() - started < 5, "... refused at once")
     check("cpu_slots" in got[1], f"... naming cpu_slots ({short(got[1])})")
     for field, value in (("hostname", "h\nI1124 benchd forged log line"),
                          ("address", "127.0.0.1\r\n"), ("labels", {"k": "v\nforged"})):
@@ -610,6 +610,11 @@ def probe_unparsable(t):
               f"... with a message naming the method ({short(got[1], 120)})")
     got = t.node_x.call(AGENT + "Register", b"\x0a\x64abc")
     expect_code(got, C.INVALID_ARGUMENT, "a truncated RegisterRequest")
+    # Server streams too: refused before the stream starts.
+    expect_code(t.node_x.first_of_stream(AGENT + "StreamAssignments", b"\x0a\x64abc"),
+                C.INVALID_ARGUMENT, "a truncated StreamAssignmentsRequest")
+    expect_code(t.alice.first_of_stream(CTL + "WatchJob", b"\xff\xff"),
+                C.INVALID_ARGUMENT, "unparsable bytes to WatchJob")
     expect_code(t.nobody.call(CTL + "SubmitJob", b"\xff\xff"), C.UNAUTHENTICATED,
                 "unparsable bytes without a credential (refused before parsing)")
 
