@@ -871,6 +871,12 @@ def main():
                  "--source-dir"):
         parser.add_argument(flag, required=True)
     args = parser.parse_args()
+    # Killed (a ctest timeout): unwind through the teardown below all the same, logs shown.
+    def on_sigterm(*_):
+        FAILURES.append("killed by SIGTERM")
+        sys.exit(128 + signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     tmp = tempfile.mkdtemp(prefix="bench-probes-")
     cluster = Cluster(args, tmp)
     started = time.monotonic()
