@@ -25,7 +25,10 @@
 //
 // Corruption (a record cut short by a kill mid-write, a bad checksum, an impossible
 // length) is logged with the file and offset and the rest of that segment is skipped;
-// it is never fatal.
+// it is never fatal. Segment numbers stay at most 2^62: a file or an ack naming a larger
+// one is not this spool's and is ignored (logged; the ack then reads as unreadable). A
+// spool whose numbers reach 2^62 (one per segment or per Open: never in practice) fails
+// Open and Append with RESOURCE_EXHAUSTED rather than wrap.
 //
 // Thread-safe: every method takes the spool's lock.
 #pragma once

@@ -268,6 +268,23 @@ TEST_F(SpoolTest, ASegmentNumberPastTheRangeIsIgnored) {
   EXPECT_EQ(Open()->pending_at_open(), 0u);
 }
 
+// Found by tests/fuzz/spool_fuzz.cc (corpus/spool/crash-segment-numbers-exhausted).
+TEST_F(SpoolTest, SegmentNumbersExhaustedIsAnErrorNotAWrap) {
+  {
+    auto spool = Open();
+    ASSERT_TRUE(spool->Append(SpoolKind::kIterationSample, Payload(1)).ok());
+  }
+  {
+    std::ofstream last(dir_ + "/seg-04611686018427387904", std::ios::binary);  // 2^62
+    last << "not a spool segment";
+  }
+  auto spool = Spool::Open(dir_);
+  ASSERT_FALSE(spool.ok());
+  EXPECT_EQ(spool.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(spool.status().message()), HasSubstr(dir_));
+  EXPECT_THAT(std::string(spool.status().message()), HasSubstr("segment numbers exhausted"));
+}
+
 TEST_F(SpoolTest, AnAckPastTheSegmentRangeReplaysTheWholeSpool) {
   {
     auto spool = Open();
