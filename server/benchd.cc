@@ -3,6 +3,10 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
+
+#include <algorithm>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -42,6 +46,20 @@ absl::Status SplitHostPort(const std::string& flag, const std::string& value, st
   }
   return absl::OkStatus();
 }
+
+// Linking libgrpc++_reflection (for --grpc-reflection) registers its plugin with every
+// ServerBuilder through a static initializer; without the flag this takes it out again.
+class WithoutReflection : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const std::unique_ptr<grpc::ServerBuilderPlugin>& plugin) {
+                                    return plugin->name() == "proto_server_reflection";
+                                  }),
+                   plugins->end());
+  }
+};
 
 bool IsLoopback(const std::string& host) {
   return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
@@ -146,6 +164,7 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
   grpc::EnableDefaultHealthCheckService(true);
   if (options.grpc_reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  if (!options.grpc_reflection) builder.SetOption(std::make_unique<WithoutReflection>());
   builder.AddListeningPort(options.listen, credentials, &benchd->grpc_port_);
   builder.RegisterService(benchd->controller_service_.get());
   builder.RegisterService(benchd->agent_service_.get());
