@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/status_macros.h"
 #include "server/environment.h"
 #include "server/read_service.h"
 
@@ -66,6 +67,23 @@ class JobManagerTest : public ::testing::Test {
     manager_->UploadSamples(agent, std::move(samples), std::move(gpu_samples),
                             [&](absl::StatusOr<AppendResult> r) { done.set_value(r); });
     return done.get_future().get();
+  }
+  // manager_->ReportStatus, after uploading for each report with measured images one
+  // measured sample of its rank whose step fits the summary (an agent sends a rank's
+  // summary after its samples, and benchd refuses a summary nothing stored backs).
+  absl::Status ReportStatus(const std::string& agent, const std::string& job_id, int attempt,
+                            int master_port, std::vector<RankReport> reports) {
+    std::vector<IterationSample> backing;
+    for (const RankReport& report : reports) {
+      if (!report.summary || report.summary->measured_images <= 0) continue;
+      const RankSummary& summary = *report.summary;
+      backing.push_back({job_id, attempt, report.rank, /*iteration=*/2,
+                         summary.window_s / std::max(summary.measured_iterations, 1),
+                         /*images=*/1, /*loss=*/1.0, /*data_time_s=*/0, /*elapsed_s=*/1.0,
+                         /*warmup=*/false});
+    }
+    if (!backing.empty()) RETURN_IF_ERROR(Upload(agent, std::move(backing)).status());
+    return manager_->ReportStatus(agent, job_id, attempt, master_port, std::move(reports));
   }
   // Submits `spec`; waits for the manager's answer.
   absl::StatusOr<SubmitResult> Submit(JobSpec spec) {
@@ -192,7 +210,7 @@ TEST_F(JobManagerTest, SpanningJobRendezvousThenSucceeds) {
   EXPECT_EQ(a.assignments[0].master_port, 0);
   EXPECT_EQ(a.assignments[0].world_size, 4);
   EXPECT_TRUE(b.assignments.empty());
-  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 29555, {}).ok());
+  ASSERT_TRUE(ReportStatus("a", id, 1, 29555, {}).ok());
   ASSERT_EQ(b.assignments.size(), 1u);
   EXPECT_EQ(b.assignments[0].master_port, 29555);
   EXPECT_EQ(b.assignments[0].master_addr, "127.0.0.1");
@@ -203,11 +221,11 @@ TEST_F(JobManagerTest, SpanningJobRendezvousThenSucceeds) {
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(manager_->Get(second->job_id)->job.state, JobState::kQueued);
 
-  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 0, {Succeeded(0, 2.0), Succeeded(1, 2.0)}).ok());
+  ASSERT_TRUE(ReportStatus("a", id, 1, 0, {Succeeded(0, 2.0), Succeeded(1, 2.0)}).ok());
   EXPECT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
   // a's slots are free again: the queued job starts there.
   EXPECT_EQ(manager_->Get(second->job_id)->job.state, JobState::kRunning);
-  ASSERT_TRUE(manager_->ReportStatus("b", id, 1, 0, {Succeeded(2, 2.0), Succeeded(3, 4.0)}).ok());
+  ASSERT_TRUE(ReportStatus("b", id, 1, 0, {Succeeded(2, 2.0), Succeeded(3, 4.0)}).ok());
   JobView view = *manager_->Get(id);
   EXPECT_EQ(view.job.state, JobState::kSucceeded);
   ASSERT_TRUE(view.images_per_second.has_value());
@@ -222,14 +240,14 @@ TEST_F(JobManagerTest, AFailedRankFailsTheJobWithItsStderrAndStopsTheOthers) {
   auto submitted = Submit(Spec(2));
   ASSERT_TRUE(submitted.ok());
   const std::string id = submitted->job_id;
-  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 29500, {}).ok());
+  ASSERT_TRUE(ReportStatus("a", id, 1, 29500, {}).ok());
   RankReport failed;
   failed.rank = 1;
   failed.outcome = RankOutcome::kFailed;
   failed.exit_code = 3;
   failed.message = "exit code 3";
   failed.stderr_tail = "CUDA out of memory";
-  ASSERT_TRUE(manager_->ReportStatus("b", id, 1, 0, {failed}).ok());
+  ASSERT_TRUE(ReportStatus("b", id, 1, 0, {failed}).ok());
   JobView view = *manager_->Get(id);
   EXPECT_EQ(view.job.state, JobState::kFailed);
   EXPECT_THAT(view.job.reason, HasSubstr("rank 1 on b"));
@@ -367,7 +385,7 @@ TEST_F(JobManagerTest, WithoutRequeuesALostNodeFailsTheJobAndItsLateSamplesAreFe
   ASSERT_TRUE(manager_->Heartbeat("a", {{submitted->job_id, 1, {0}}}).ok());
   ASSERT_EQ(back.cancels.size(), 1u);
   // A late report of that attempt changes nothing.
-  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 0, {Succeeded(0, 1.0)}).ok());
+  ASSERT_TRUE(ReportStatus("a", submitted->job_id, 1, 0, {Succeeded(0, 1.0)}).ok());
   EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kFailed);
 }
 
@@ -376,7 +394,7 @@ TEST_F(JobManagerTest, ARestartKeepsRunningJobsForAgentsThatReconnect) {
   AddCpuAgent("a", 2, &a);
   auto submitted = Submit(Spec(2));
   ASSERT_TRUE(submitted.ok());
-  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 29500, {Succeeded(0, 1.0)}).ok());
+  ASSERT_TRUE(ReportStatus("a", submitted->job_id, 1, 29500, {Succeeded(0, 1.0)}).ok());
   Reopen();  // benchd restarted; rank 1 still runs on "a"
   JobView view = *manager_->Get(submitted->job_id);
   EXPECT_EQ(view.job.state, JobState::kRunning);
@@ -389,9 +407,33 @@ TEST_F(JobManagerTest, ARestartKeepsRunningJobsForAgentsThatReconnect) {
   EXPECT_EQ(manager_->Get(other->job_id)->job.state, JobState::kQueued);
   ASSERT_TRUE(manager_->Heartbeat("a", {{submitted->job_id, 1, {1}}}).ok());
   EXPECT_TRUE(a2.cancels.empty());
-  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 0, {Succeeded(1, 1.0)}).ok());
+  ASSERT_TRUE(ReportStatus("a", submitted->job_id, 1, 0, {Succeeded(1, 1.0)}).ok());
   EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kSucceeded);
   EXPECT_EQ(manager_->Get(other->job_id)->job.state, JobState::kRunning);
+}
+
+TEST_F(JobManagerTest, SummariesAreCheckedAgainstSamplesStoredBeforeARestart) {
+  FakeChannel a;
+  AddCpuAgent("a", 2, &a);
+  auto submitted = Submit(Spec(2));
+  ASSERT_TRUE(submitted.ok());
+  const std::string id = submitted->job_id;
+  // Rank 0 stores measured steps of 0.25 s before benchd restarts; rank 1 stores none.
+  ASSERT_TRUE(Upload("a", {{id, 1, 0, 2, 0.25, 2, 1.0, 0, 0.5, false},
+                           {id, 1, 0, 3, 0.25, 2, 1.0, 0, 0.75, false}})
+                  .ok());
+  Reopen();
+  FakeChannel a2;
+  AddCpuAgent("a", 2, &a2);
+  ASSERT_TRUE(manager_->Heartbeat("a", {{id, 1, {0, 1}}}).ok());
+  // Straight to the manager: no backing sample is uploaded after the restart.
+  RankReport real = Succeeded(0, 1.0);      // 8 images in 1 s: 8 img/s <= 2 x 2 / 0.25
+  RankReport unbacked = Succeeded(1, 1.0);  // nothing of rank 1 is stored
+  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 0, {real, unbacked}).ok());
+  JobView view = *manager_->Get(id);
+  EXPECT_EQ(view.job.state, JobState::kSucceeded);
+  EXPECT_EQ(view.job.summaries.count(0), 1u);
+  EXPECT_EQ(view.job.summaries.count(1), 0u);
 }
 
 TEST_F(JobManagerTest, ARestartRequeuesJobsWhoseAgentDoesNotReturnWithinTheGrace) {
@@ -422,7 +464,7 @@ TEST_F(JobManagerTest, AnAgentRestartThatKilledRanksRequeuesTheJob) {
   killed.outcome = RankOutcome::kFailed;
   killed.exit_code = -9;
   killed.message = "bench-agent restarted while this rank ran; it was killed (pid 42)";
-  ASSERT_TRUE(manager_->ReportStatus(agent, submitted->job_id, 1, 0, {killed}).ok());
+  ASSERT_TRUE(ReportStatus(agent, submitted->job_id, 1, 0, {killed}).ok());
   JobView view = *manager_->Get(submitted->job_id);
   EXPECT_EQ(view.job.requeues, 1);
   EXPECT_EQ(view.job.state, JobState::kRunning);  // placed again at once
@@ -511,7 +553,7 @@ TEST_F(JobManagerTest, WatchersSeeProgressAndTheEnd) {
   auto result = Upload("a", samples);
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->stored, 3);
-  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 29500, {Succeeded(0, 1.0)}).ok());
+  ASSERT_TRUE(ReportStatus("a", submitted->job_id, 1, 29500, {Succeeded(0, 1.0)}).ok());
   ASSERT_GE(seen.size(), 3u);
   EXPECT_EQ(seen.front().first, 0);
   EXPECT_TRUE(seen.back().second);
@@ -580,7 +622,7 @@ TEST_F(JobManagerTest, CancelBeforeTheRendezvousPortFreesEveryAgentsDevices) {
   RankReport cancelled;
   cancelled.rank = 0;
   cancelled.outcome = RankOutcome::kCancelled;
-  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 0, {cancelled}).ok());
+  ASSERT_TRUE(ReportStatus("a", submitted->job_id, 1, 0, {cancelled}).ok());
   for (const AgentView& agent : manager_->ListAgents()) {
     EXPECT_EQ(agent.devices_busy, 0) << agent.inventory.name;
   }
@@ -593,7 +635,7 @@ TEST_F(JobManagerTest, RanksThatVanishFromHeartbeatsRequeueTheJobAndFreeTheDevic
   ASSERT_TRUE(submitted.ok());
   RankReport started;
   started.outcome = RankOutcome::kStarted;
-  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 29500, {started}).ok());
+  ASSERT_TRUE(ReportStatus("a", submitted->job_id, 1, 29500, {started}).ok());
   ASSERT_TRUE(manager_->Heartbeat("a", {{submitted->job_id, 0, {}}}).ok());
   // The agent restarts within its lease and no longer runs the job.
   ASSERT_TRUE(manager_->Heartbeat("a", {}).ok());
@@ -637,8 +679,8 @@ TEST_F(JobManagerTest, SamplesThatMatchNoRankPlacedOnTheSenderAreDropped) {
   EXPECT_EQ(manager_->Get(submitted->job_id)->samples_stored, 1);
 
   // Nor may an agent report the end of a rank it does not host.
-  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 29500,
-                                     {Succeeded(0, 1.0), Succeeded(1, 1.0)}).ok());
+  ASSERT_TRUE(
+      ReportStatus("a", submitted->job_id, 1, 29500, {Succeeded(0, 1.0), Succeeded(1, 1.0)}).ok());
   EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kRunning);
 }
 
@@ -720,7 +762,7 @@ TEST_F(JobManagerTest, GpuSamplesAreJoinedToTheMeasuredWindowWhenTheJobEnds) {
 
   RankReport done = Succeeded(0, 4.0);
   done.summary->measured_images = 8;
-  ASSERT_TRUE(manager_->ReportStatus("dgx", id, 1, 0, {done}).ok());
+  ASSERT_TRUE(ReportStatus("dgx", id, 1, 0, {done}).ok());
   // The join runs on the store's writer thread after the samples.
   absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (manager_->Get(id)->job.gpu_telemetry.empty() && absl::Now() < deadline) {
@@ -754,7 +796,7 @@ TEST_F(JobManagerTest, ACpuJobSaysWhyItHasNoGpuTelemetry) {
   AddCpuAgent("a", 1, &a);
   auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
-  ASSERT_TRUE(manager_->ReportStatus("a", submitted->job_id, 1, 0, {Succeeded(0, 1.0)}).ok());
+  ASSERT_TRUE(ReportStatus("a", submitted->job_id, 1, 0, {Succeeded(0, 1.0)}).ok());
   absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (manager_->Get(submitted->job_id)->job.telemetry_note.empty() &&
          absl::Now() < deadline) {
@@ -797,7 +839,7 @@ class JobManagerGpuTest : public JobManagerTest {
       report.summary->step_time_median_s = step_times[r];
       reports.push_back(report);
     }
-    EXPECT_TRUE(manager_->ReportStatus(agent, submitted->job_id, 1, 29500, reports).ok());
+    EXPECT_TRUE(ReportStatus(agent, submitted->job_id, 1, 29500, reports).ok());
     EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kSucceeded);
     return submitted->job_id;
   }
@@ -813,11 +855,11 @@ TEST_F(JobManagerGpuTest, RankDevicesAreRecordedAtPlacementAndVersionsMerged) {
   RankReport started0;
   started0.rank = 0;
   started0.versions = {{"torch", "2.3.0"}, {"nccl", "2.20.5"}, {"bench_train", "abc"}};
-  ASSERT_TRUE(manager_->ReportStatus("dgx-a", id, 1, 29500, {started0}).ok());
+  ASSERT_TRUE(ReportStatus("dgx-a", id, 1, 29500, {started0}).ok());
   RankReport started1 = started0;
   started1.rank = 1;
   started1.versions["nccl"] = "2.18.1";
-  ASSERT_TRUE(manager_->ReportStatus("dgx-b", id, 1, 0, {started1}).ok());
+  ASSERT_TRUE(ReportStatus("dgx-b", id, 1, 0, {started1}).ok());
 
   // The agent re-registers with another GPU in slot 0: history is not rewritten.
   FakeChannel a2;
@@ -858,7 +900,7 @@ TEST_F(JobManagerGpuTest, BaselinesAreValidatedComparedAndSurviveRestart) {
   // A job that succeeded without a throughput (its rank measured no images).
   RankReport empty = Succeeded(0, 2.0);
   empty.summary->measured_images = 0;
-  ASSERT_TRUE(manager_->ReportStatus("dgx", running->job_id, 1, 29500, {empty}).ok());
+  ASSERT_TRUE(ReportStatus("dgx", running->job_id, 1, 29500, {empty}).ok());
   ASSERT_EQ(manager_->Get(running->job_id)->job.state, JobState::kSucceeded);
   refused = SetBaseline(running->job_id, 0, 0);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -875,8 +917,7 @@ TEST_F(JobManagerGpuTest, BaselinesAreValidatedComparedAndSurviveRestart) {
   // A later, slower run of the same configuration: 8 images / 2.5 s = 3.2 img/s, 0.8×.
   auto slower = Submit(Spec(1));
   ASSERT_TRUE(slower.ok());
-  ASSERT_TRUE(
-      manager_->ReportStatus("dgx", slower->job_id, 1, 29500, {Succeeded(0, 2.5)}).ok());
+  ASSERT_TRUE(ReportStatus("dgx", slower->job_id, 1, 29500, {Succeeded(0, 2.5)}).ok());
   auto check = [&] {
     JobView view = *manager_->Get(slower->job_id);
     ASSERT_TRUE(view.baseline.has_value());
@@ -915,7 +956,7 @@ TEST_F(JobManagerGpuTest, VariabilityFlagsTheGpuWhoseRanksAreSlower) {
     for (int gpu = 0; gpu < 4; ++gpu) {
       RankReport report = Succeeded(0, 2.0);
       report.summary->step_time_median_s = gpu == 3 ? 0.15 : 0.1;
-      ASSERT_TRUE(manager_->ReportStatus("dgx", ids[gpu], 1, 29500, {report}).ok());
+      ASSERT_TRUE(ReportStatus("dgx", ids[gpu], 1, 29500, {report}).ok());
     }
   }
   RunToSuccess("dgx", 4, {0.3, 0.3, 0.3, 0.3});
@@ -1026,7 +1067,7 @@ TEST_F(JobManagerTest, ADivergedLossIsStoredCountedAndEndsTheJobAsLossDiverged) 
   diverged.message =
       "loss diverged: non-finite loss in 4 consecutive iterations (from iteration 3)";
   diverged.stderr_tail = "lots of trainer output";
-  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 29500, {diverged}).ok());
+  ASSERT_TRUE(ReportStatus("a", id, 1, 29500, {diverged}).ok());
   JobView ended = *manager_->Get(id);
   EXPECT_EQ(ended.job.state, JobState::kFailed);
   EXPECT_EQ(ended.job.reason,
@@ -1059,7 +1100,7 @@ TEST_F(JobManagerTest, PrecisionInEffectAndSkippedStepsReachTheJob) {
   started.rank = 0;
   started.outcome = RankOutcome::kStarted;
   started.precision = "fp32";
-  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 29500, {started}).ok());
+  ASSERT_TRUE(ReportStatus("a", id, 1, 29500, {started}).ok());
   Job job = manager_->Get(id)->job;
   EXPECT_EQ(job.rank_precisions, (std::map<int, std::string>{{0, "fp32"}}));
   EXPECT_EQ(MergePrecision(job).mismatch, "requested amp, ran fp32");
@@ -1070,7 +1111,7 @@ TEST_F(JobManagerTest, PrecisionInEffectAndSkippedStepsReachTheJob) {
   RankReport done1 = Succeeded(1, 2.0);
   done1.precision = "amp_bf16";
   done1.summary->skipped_steps = 1;
-  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 0, {done0, done1}).ok());
+  ASSERT_TRUE(ReportStatus("a", id, 1, 0, {done0, done1}).ok());
   Reopen();
   job = manager_->Get(id)->job;
   EXPECT_EQ(job.state, JobState::kSucceeded);

@@ -46,6 +46,13 @@ absl::Status JobManager::Recover() {
       if (nonfinite.ok()) {
         for (const auto& [rank, n] : *nonfinite) runtime.nonfinite_losses += n;
       }
+      // A running job's ranks may still report their summaries: they are checked
+      // against the samples stored before the restart too.
+      if (stored.state == JobState::kRunning) {
+        absl::StatusOr<std::map<int, double>> fastest =
+            store_->FastestMeasuredStepByRank(stored.id, stored.attempt);
+        if (fastest.ok()) runtime.fastest_step_by_rank = *fastest;
+      }
     }
     if (stored.state == JobState::kRunning) {
       AdoptRecoveredRunningJob(stored);

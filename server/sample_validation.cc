@@ -57,10 +57,12 @@ std::optional<std::string_view> SummaryRejection(const RankSummary& summary, con
         summary.window_s < 0.5 * summary.measured_iterations * summary.step_time_median_s) {
       return kBadSummary;
     }
+    // An agent sends a rank's summary after its samples: measured images with no measured
+    // sample stored are figures nothing backs.
+    if (!fastest_step_s || *fastest_step_s <= 0) return kBadSummary;
     // A rank cannot have measured much more than a full batch per its fastest stored step.
-    if (fastest_step_s && *fastest_step_s > 0 &&
-        static_cast<double>(summary.measured_images) / summary.window_s >
-            2.0 * spec.batch_size / *fastest_step_s) {
+    if (static_cast<double>(summary.measured_images) / summary.window_s >
+        2.0 * spec.batch_size / *fastest_step_s) {
       return kBadSummary;
     }
   }

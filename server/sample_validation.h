@@ -10,9 +10,10 @@
 // A GPU reading: only for a rank on a CUDA device (kGpuOnCpuRank); each reading present
 // finite and within physical bounds (kBadGpuReading).
 // A rank summary: finite, non-negative figures, measured iterations within the job, images
-// within iterations x batch, a window no shorter than half its iterations' median step, and
-// (when the rank's stored samples are known) a throughput (measured images / window, the
-// figure results.cc's JobThroughput sums) at most twice a full batch per the fastest stored
+// within iterations x batch, a window no shorter than half its iterations' median step, and,
+// when it claims measured images, a measured sample of the rank stored (an agent sends the
+// summary after the samples) and a throughput (measured images / window, the figure
+// results.cc's JobThroughput sums) at most twice a full batch per the fastest stored
 // measured step (kBadSummary).
 #pragma once
 
@@ -47,7 +48,7 @@ inline constexpr double kMaxGpuClockMhz = 100000;
 std::optional<std::string_view> IterationSampleRejection(const IterationSample& sample,
                                                          const JobSpec& spec);
 std::optional<std::string_view> GpuSampleRejection(const GpuSample& sample, DeviceKind rank_device);
-// `fastest_step_s`: the rank's fastest stored measured step time, if any sample is stored.
+// `fastest_step_s`: the rank's fastest stored measured step time; nullopt when none is stored.
 std::optional<std::string_view> SummaryRejection(const RankSummary& summary, const JobSpec& spec,
                                                  std::optional<double> fastest_step_s);
 

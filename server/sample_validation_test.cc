@@ -94,7 +94,12 @@ TEST(SampleValidationTest, ASummaryMustBeWhatSuchARankCouldHaveMeasured) {
   // 90 measured iterations of 32 images at 0.2 s: 18 s, 160 img/s.
   RankSummary real{0, 90, 2880, 18.0, 0.2};
   EXPECT_EQ(SummaryRejection(real, Spec(), 0.19), std::nullopt);
-  EXPECT_EQ(SummaryRejection(real, Spec(), std::nullopt), std::nullopt);
+  // Measured images, but no measured sample of the rank stored: nothing backs them (an
+  // agent sends the summary after the samples).
+  EXPECT_EQ(SummaryRejection(real, Spec(), std::nullopt), kBadSummary);
+  // A rank that measured nothing needs no sample.
+  RankSummary unmeasured{0, 0, 0, 0, 0};
+  EXPECT_EQ(SummaryRejection(unmeasured, Spec(), std::nullopt), std::nullopt);
 
   // The forged report of the issue: 32,000,000 img/s.
   RankSummary forged{0, 90, 32'000'000, 1.0, 0.2};
@@ -102,15 +107,15 @@ TEST(SampleValidationTest, ASummaryMustBeWhatSuchARankCouldHaveMeasured) {
   RankSummary fast{0, 90, 2880, 0.001, 0.00001};
   EXPECT_EQ(SummaryRejection(fast, Spec(), 0.19), kBadSummary);  // 2.9M img/s vs 0.19 s steps
   RankSummary short_window{0, 90, 2880, 1.0, 0.2};
-  EXPECT_EQ(SummaryRejection(short_window, Spec(), std::nullopt), kBadSummary);  // 90 x 0.2 s
+  EXPECT_EQ(SummaryRejection(short_window, Spec(), 0.19), kBadSummary);  // 90 x 0.2 s
   RankSummary infinite{0, 90, 2880, std::numeric_limits<double>::infinity(), 0.2};
-  EXPECT_EQ(SummaryRejection(infinite, Spec(), std::nullopt), kBadSummary);
+  EXPECT_EQ(SummaryRejection(infinite, Spec(), 0.19), kBadSummary);
   RankSummary negative{0, -1, 0, 1.0, 0.2};
-  EXPECT_EQ(SummaryRejection(negative, Spec(), std::nullopt), kBadSummary);
+  EXPECT_EQ(SummaryRejection(negative, Spec(), 0.19), kBadSummary);
   RankSummary too_many{0, 101, 3232, 30.0, 0.2};
-  EXPECT_EQ(SummaryRejection(too_many, Spec(), std::nullopt), kBadSummary);
+  EXPECT_EQ(SummaryRejection(too_many, Spec(), 0.19), kBadSummary);
   RankSummary zero_window{0, 90, 2880, 0, 0};
-  EXPECT_EQ(SummaryRejection(zero_window, Spec(), std::nullopt), kBadSummary);
+  EXPECT_EQ(SummaryRejection(zero_window, Spec(), 0.19), kBadSummary);
 }
 
 }  // namespace

@@ -175,6 +175,10 @@ class Store {
   // For progress: per rank, how many distinct iterations are stored.
   absl::StatusOr<std::map<int, int>> IterationsByRank(const std::string& job_id,
                                                       int attempt);
+  // Per rank with any: the fastest stored measured (not warm-up) step time, in seconds;
+  // what a rank summary's throughput is checked against (server/sample_validation.h).
+  absl::StatusOr<std::map<int, double>> FastestMeasuredStepByRank(const std::string& job_id,
+                                                                  int attempt);
   // Per rank with any: how many stored iterations have a NaN or infinite loss.
   absl::StatusOr<std::map<int, int64_t>> NonFiniteLossesByRank(const std::string& job_id,
                                                                int attempt);

@@ -298,6 +298,26 @@ absl::StatusOr<std::map<int, int64_t>> Store::CountSamplesByRank(const std::stri
   return counts;
 }
 
+absl::StatusOr<std::map<int, double>> Store::FastestMeasuredStepByRank(const std::string& job_id,
+                                                                       int attempt) {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  ASSIGN_OR_RETURN(Statement * select,
+                   reader_db_->Prepare("SELECT r.rank, min(s.step_time_s) FROM sample_series r "
+                                       "JOIN sample_rows s ON s.key >= r.id << 32 "
+                                       "AND s.key < (r.id + 1) << 32 "
+                                       "WHERE r.job_id=?1 AND r.attempt=?2 AND s.warmup = 0 "
+                                       "AND s.step_time_s > 0 GROUP BY r.rank"));
+  select->Bind(1, job_id);
+  select->Bind(2, int64_t{attempt});
+  std::map<int, double> fastest;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    fastest[static_cast<int>(select->Int(0))] = select->Double(1);
+  }
+  return fastest;
+}
+
 absl::StatusOr<std::map<int, int>> Store::IterationsByRank(const std::string& job_id, int attempt) {
   ASSIGN_OR_RETURN(auto counts, CountSamplesByRank(job_id, attempt, ""));
   std::map<int, int> iterations;
