@@ -9,13 +9,11 @@
 
 namespace bench {
 
-// `"abc"` for short values; `"abcdef…" (1048576 bytes)` past `max_bytes`. Bytes outside
-// printable ASCII are written as \xNN, quotes and backslashes escaped.
-inline std::string QuotePrefix(std::string_view value, size_t max_bytes = 48) {
-  std::string out = "\"";
-  size_t shown = value.size() <= max_bytes ? value.size() : max_bytes;
-  for (size_t i = 0; i < shown; ++i) {
-    unsigned char c = static_cast<unsigned char>(value[i]);
+// `value` with quotes, backslashes and every byte outside printable ASCII escaped (\xNN),
+// whole: for values already bounded (a constraint, a label) shown in a message or a log.
+inline std::string EscapeBytes(std::string_view value) {
+  std::string out;
+  for (unsigned char c : value) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
@@ -27,7 +25,14 @@ inline std::string QuotePrefix(std::string_view value, size_t max_bytes = 48) {
       out += static_cast<char>(c);
     }
   }
-  out += '"';
+  return out;
+}
+
+// `"abc"` for short values; `"abcdef…" (1048576 bytes)` past `max_bytes`. Bytes outside
+// printable ASCII are written as \xNN, quotes and backslashes escaped (EscapeBytes).
+inline std::string QuotePrefix(std::string_view value, size_t max_bytes = 48) {
+  const size_t shown = value.size() <= max_bytes ? value.size() : max_bytes;
+  std::string out = "\"" + EscapeBytes(value.substr(0, shown)) + "\"";
   if (shown < value.size()) {
     out.insert(out.size() - 1, "\xe2\x80\xa6");  // "…" inside the quotes
     out += " (" + std::to_string(value.size()) + " bytes)";

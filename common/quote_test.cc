@@ -19,5 +19,11 @@ TEST(QuotePrefixTest, ControlBytesAndQuotesEscaped) {
   EXPECT_EQ(QuotePrefix(std::string("a\nb\0\"\\", 6)), "\"a\\x0ab\\x00\\\"\\\\\"");
 }
 
+TEST(EscapeBytesTest, EscapesWithoutQuotingOrCutting) {
+  EXPECT_EQ(EscapeBytes("gpu=h100"), "gpu=h100");
+  EXPECT_EQ(EscapeBytes(std::string("a\x1f\"\\\n", 5)), "a\\x1f\\\"\\\\\\x0a");
+  EXPECT_EQ(EscapeBytes(std::string(300, 'v')).size(), 300u);
+}
+
 }  // namespace
 }  // namespace bench

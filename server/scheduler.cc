@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/quote.h"
 
 namespace bench {
 namespace {
@@ -90,15 +91,22 @@ std::string FirstItems(const Container& items, Formatter formatter) {
                       items.size(), " in all)");
 }
 
+// Constraints are the submitter's bytes: control bytes are shown escaped, never raw.
+void EscapedFormatter(std::string* out, const std::string& value) {
+  out->append(EscapeBytes(value));
+}
+
 std::string DescribeConstraints(const PlacementRequest& request) {
   std::vector<std::string> parts;
   if (!request.allowed_nodes.empty()) {
     parts.push_back(
-        absl::StrCat("nodes ", FirstItems(request.allowed_nodes, absl::AlphaNumFormatter())));
+        absl::StrCat("nodes ", FirstItems(request.allowed_nodes, EscapedFormatter)));
   }
   if (!request.node_labels.empty()) {
     parts.push_back(
-        absl::StrCat("labels ", FirstItems(request.node_labels, absl::PairFormatter("="))));
+        absl::StrCat("labels ", FirstItems(request.node_labels,
+                                           absl::PairFormatter(EscapedFormatter, "=",
+                                                               EscapedFormatter))));
   }
   if (Shaped(request)) {
     parts.push_back(absl::StrCat(request.nodes, " nodes × ", request.devices_per_node));

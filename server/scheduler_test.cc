@@ -162,6 +162,18 @@ TEST(SchedulerTest, TheReasonListsAFewConstraintsOfALongList) {
   EXPECT_NE(NeverFitsReason(request, fleet).find("(nodes x, y)"), std::string::npos);
 }
 
+// Constraint values are the submitter's bytes: a reason shows their control bytes escaped.
+TEST(SchedulerTest, TheReasonEscapesControlBytesOfConstraints) {
+  std::vector<AgentCapacity> fleet = {Cpu("a", 4, Range(4))};
+  PlacementRequest request = Devices(2);
+  request.node_labels = {{"zone", std::string("a\x1f\x1b[31mb=c", 11)}};
+  request.allowed_nodes = {"n\x7f"};
+  std::string reason = NeverFitsReason(request, fleet);
+  EXPECT_NE(reason.find("labels zone=a\\x1f\\x1b[31mb=c"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("nodes n\\x7f"), std::string::npos) << reason;
+  for (unsigned char c : reason) EXPECT_TRUE(c >= 0x20 && c != 0x7f) << reason;
+}
+
 TEST(SchedulerTest, NothingIsPlacedOnADisconnectedAgent) {
   std::vector<AgentCapacity> fleet = {Cpu("a", 4, Range(4))};
   fleet[0].connected = false;
