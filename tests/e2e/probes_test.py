@@ -619,13 +619,15 @@ def probe_unparsable(t):
                 "unparsable bytes without a credential (refused before parsing)")
 
 
-def probe_forged_summary_on_own_rank(t):
+def probe_forged_summary_on_own_rank(t, store_samples):
     """'report its ranks SUCCEEDED with a forged summary — one such report put
     32,000,000 img/s into the results grid': here node-x runs a rank of its own (bob's
-    1-rank job, constrained to node-x), stores plausible samples for it, then reports a
-    summary of 32,000,000 img/s. The summary must be refused (bad_summary) and the job
-    end without a throughput rather than with a forged one."""
-    print("a forged summary for node-x's own rank")
+    1-rank job, constrained to node-x), stores plausible samples for it (or, with
+    store_samples False, none at all), then reports a summary of 32,000,000 img/s. The
+    summary must be refused (bad_summary) and the job end without a throughput rather
+    than with a forged one."""
+    print("a forged summary for node-x's own rank, "
+          + ("after plausible samples" if store_samples else "with no sample stored"))
     api = t.api
     events = t.node_x.stream(AGENT + "StreamAssignments",
                              api.msg("StreamAssignmentsRequest", agent="node-x"))
@@ -643,14 +645,16 @@ def probe_forged_summary_on_own_rank(t):
         expect_code(t.node_x.call(AGENT + "ReportStatus", report(
             [rank_report(api, 0, "RANK_STATE_STARTED")], master_port=free_port())),
             C.OK, "node-x reports its rank STARTED")
-        samples = [api.msg("IterationSample", job_id=job_id, attempt=1, rank=0, iteration=i,
-                           step_time_s=0.1, images=BATCH, loss=2.0, elapsed_s=0.1 * i,
-                           warmup=i <= 2) for i in range(1, ITERATIONS + 1)]
-        got = t.node_x.call(AGENT + "UploadSamples", api.msg(
-            "UploadSamplesRequest", agent="node-x", batch_id=9, samples=samples))
-        check(got[0] == C.OK and got[2].stored == ITERATIONS,
-              f"... stores {ITERATIONS} plausible samples (0.1 s steps) for it "
-              f"({got[0].name}, {got[2] and got[2].stored})")
+        if store_samples:
+            samples = [api.msg("IterationSample", job_id=job_id, attempt=1, rank=0,
+                               iteration=i, step_time_s=0.1, images=BATCH, loss=2.0,
+                               elapsed_s=0.1 * i, warmup=i <= 2)
+                       for i in range(1, ITERATIONS + 1)]
+            got = t.node_x.call(AGENT + "UploadSamples", api.msg(
+                "UploadSamplesRequest", agent="node-x", batch_id=9, samples=samples))
+            check(got[0] == C.OK and got[2].stored == ITERATIONS,
+                  f"... stores {ITERATIONS} plausible samples (0.1 s steps) for it "
+                  f"({got[0].name}, {got[2] and got[2].stored})")
         expect_code(t.node_x.call(AGENT + "ReportStatus", report(
             [rank_report(api, 0, "RANK_STATE_SUCCEEDED", summary=forged_summary(api, 0))])),
             C.OK, "node-x reports its rank SUCCEEDED with 32,000,000 img/s (answered)")
@@ -850,9 +854,10 @@ def run(args, cluster):
     print(f"  info  alice's job ended {time.monotonic() - started:.1f} s after submit")
     check_rendezvous(cluster, job_id)
     check_real_job(t, job_id)
-    own_job = probe_forged_summary_on_own_rank(t)
+    own_jobs = [probe_forged_summary_on_own_rank(t, store_samples)
+                for store_samples in (True, False)]
     check_counters(t, before)
-    check_fleet_and_jobs(t, [job_id] + ([own_job] if own_job else []))
+    check_fleet_and_jobs(t, [job_id] + [own for own in own_jobs if own])
 
     def restart_benchd():
         for c in (t.alice, t.bob, t.view, t.nobody, t.forged_token, t.node_x, t.node_a):
