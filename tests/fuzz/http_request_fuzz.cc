@@ -42,7 +42,10 @@ void CheckMethod(const HttpRequest& request) {
 
 HttpResponse Text(std::string body) { return HttpResponse{200, "text/plain", std::move(body)}; }
 
-// The server, started on first use and never stopped (it lives as long as the process).
+// The server, started on first use and never stopped (it lives as long as the process;
+// this pointer keeps it reachable for LeakSanitizer).
+HttpServer* g_server = nullptr;
+
 int ServerPort() {
   static const int port = [] {
     bench::HttpServerOptions options;
@@ -51,7 +54,8 @@ int ServerPort() {
     options.request_timeout_ms = 2000;
     options.keep_alive_timeout_ms = 1000;
     options.max_request_head_bytes = 2048;  // so that the fuzzer reaches 431
-    auto* server = new HttpServer(options);
+    g_server = new HttpServer(options);
+    HttpServer* server = g_server;
     server->Handle("/healthz", [](const HttpRequest& request) {
       CheckMethod(request);
       FUZZ_CHECK(request.path == "/healthz");
