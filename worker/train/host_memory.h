@@ -18,8 +18,25 @@
 
 namespace bench_train {
 
+// True in a build with AddressSanitizer (-DBENCH_SANITIZE=ON, tests/sanitize.sh): malloc
+// is then the sanitizer's, which has no such knobs (its mallopt fails) and holds freed
+// blocks in its own quarantine.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kMallocIsAddressSanitizers = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kMallocIsAddressSanitizers = true;
+#else
+inline constexpr bool kMallocIsAddressSanitizers = false;
+#endif
+#else
+inline constexpr bool kMallocIsAddressSanitizers = false;
+#endif
+
 // No mmap for large blocks, no trimming of the heap top (glibc's mallopt
-// M_MMAP_MAX = 0, M_TRIM_THRESHOLD = -1). Unimplemented without glibc.
+// M_MMAP_MAX = 0, M_TRIM_THRESHOLD = -1). Unimplemented without glibc. Under
+// AddressSanitizer it leaves the sanitizer's malloc alone and succeeds, so that a
+// sanitized bench-train trains on the CPU as the real one does.
 Status KeepFreedHostMemory();
 
 }  // namespace bench_train

@@ -29,6 +29,7 @@ long FaultsToTouch(size_t bytes) {
 }
 
 TEST(HostMemoryTest, FreedLargeBlocksAreReusedWithoutFaultingAgain) {
+  if (kMallocIsAddressSanitizers) GTEST_SKIP() << "malloc is AddressSanitizer's, not glibc's";
   constexpr size_t kBytes = 64 << 20;  // twice glibc's largest mmap threshold
   constexpr long kPages = kBytes / 4096;
   // glibc's default: the block is mapped and unmapped, so each use faults it in.
