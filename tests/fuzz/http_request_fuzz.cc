@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -113,13 +115,26 @@ int ServerPort() {
 // Sends `request` on a new loopback connection, shuts our side, and returns what the
 // server answered until it closed (or 3 s passed).
 std::string Exchange(int port, absl::string_view request) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  FUZZ_CHECK(fd >= 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  FUZZ_CHECK(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    FUZZ_CHECK(fd >= 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) break;
+    int error = errno;
+    close(fd);
+    fd = -1;
+    // Out of local ports (thousands of connections a second): wait for some. Anything
+    // else (a refusal) means the server is gone.
+    if (error != EADDRNOTAVAIL || attempt == 500) {
+      std::fprintf(stderr, "connect to 127.0.0.1:%d: %s\n", port, std::strerror(error));
+      FUZZ_CHECK(false);
+    }
+    usleep(10'000);
+  }
   size_t sent = 0;
   while (sent < request.size()) {
     ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
@@ -140,6 +155,9 @@ std::string Exchange(int port, absl::string_view request) {
     if (n <= 0) break;
     answer.append(buffer, static_cast<size_t>(n));
   }
+  // Close with a reset, not a FIN: our side then keeps no TIME_WAIT port.
+  linger reset{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
   close(fd);
   return answer;
 }
