@@ -15,6 +15,9 @@ packages=(
   # OpenBLAS takes over the libblas.so.3 alternative.
   libopenblas0-pthread
   sqlite3
+  # TLS: benchd's web port and token hashes link OpenSSL (server/tls_front.cc, auth.cc);
+  # deploy/pki's scripts, which operators and the security tests run, call openssl.
+  libssl-dev openssl
   # Tests: a real Prometheus (and promtool) scrapes benchd; python3 checks the dashboard.
   prometheus python3
   # tests/e2e/probes_test.py: issue 15's probes from a client apart from the project
