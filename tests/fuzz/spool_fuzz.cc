@@ -30,9 +30,11 @@ using bench::agent::SpoolKind;
 using bench::agent::SpoolPosition;
 using bench::agent::SpoolRecord;
 
-// One scratch directory per process, removed at exit.
+// One scratch directory per process, removed at exit. Its name is never destroyed: the
+// atexit handler, registered while it is being made, would run after its destructor
+// (an ASan run saw the handler read the destroyed string).
 const std::string& ScratchDir() {
-  static const std::string dir = [] {
+  static const std::string& dir = *new std::string([] {
     const char* tmp = getenv("TMPDIR");
     std::string pattern =
         std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/spool_fuzz.XXXXXX";
@@ -42,7 +44,7 @@ const std::string& ScratchDir() {
       std::filesystem::remove_all(ScratchDir(), ignored);
     });
     return pattern;
-  }();
+  }());
   return dir;
 }
 
