@@ -127,17 +127,19 @@ std::string Exchange(int port, absl::string_view request) {
     int error = errno;
     close(fd);
     fd = -1;
-    // Out of local ports (thousands of connections a second): wait for some. Anything
-    // else (a refusal) means the server is gone.
-    if (error != EADDRNOTAVAIL || attempt == 500) {
+    // Interrupted (libFuzzer's SIGALRM timer) or out of local ports (thousands of
+    // connections a second): try again. Anything else (a refusal) means the server is
+    // gone.
+    if ((error != EINTR && error != EADDRNOTAVAIL) || attempt == 500) {
       std::fprintf(stderr, "connect to 127.0.0.1:%d: %s\n", port, std::strerror(error));
       FUZZ_CHECK(false);
     }
-    usleep(10'000);
+    if (error == EADDRNOTAVAIL) usleep(10'000);
   }
   size_t sent = 0;
   while (sent < request.size()) {
     ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the server closed early (e.g. after a 400)
     sent += static_cast<size_t>(n);
   }
@@ -150,12 +152,15 @@ std::string Exchange(int port, absl::string_view request) {
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
     pollfd pfd{fd, POLLIN, 0};
-    if (poll(&pfd, 1, static_cast<int>(left.count())) <= 0) break;
+    int ready = poll(&pfd, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) break;
     ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     answer.append(buffer, static_cast<size_t>(n));
   }
-  // Close with a reset, not a FIN: our side then keeps no TIME_WAIT port.
+  // Close with linger 0: our side keeps no port in TIME_WAIT.
   linger reset{1, 0};
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
   close(fd);
