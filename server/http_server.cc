@@ -278,6 +278,28 @@ struct HttpServer::Impl {
     return request;
   }
 
+  // civetweb's own messages (e.g. "Bad HTTP version" with the client's bytes), at most
+  // kLogsPerSecond a second: a client sending garbage cannot fill benchd's log. What is
+  // held back is counted in the next line written.
+  static constexpr int kLogsPerSecond = 10;
+  void LogLimited(const char* message) {
+    std::lock_guard<std::mutex> lock(log_mu);
+    const int64_t now = NowMs();
+    if (now - log_window_start_ms >= 1000) {
+      if (logs_suppressed > 0) {
+        Log("http: ", logs_suppressed, " more messages of the web server not logged");
+      }
+      log_window_start_ms = now;
+      logs_in_window = 0;
+      logs_suppressed = 0;
+    }
+    if (logs_in_window++ < kLogsPerSecond) {
+      Log("http: ", message != nullptr ? message : "");
+    } else {
+      ++logs_suppressed;
+    }
+  }
+
   int Serve(mg_connection* conn);
   void ServeStream(mg_connection* conn, const HttpRequest& request, const Route& route,
                    bool keep_alive);
@@ -294,6 +316,10 @@ struct HttpServer::Impl {
   std::atomic<bool> stopping{false};
   std::atomic<int> open_streams{0};
   std::mutex stop_mu;
+  std::mutex log_mu;
+  int64_t log_window_start_ms = 0;
+  int logs_in_window = 0;
+  int64_t logs_suppressed = 0;
   sockaddr_storage nudge_address{};  // the bound port, on loopback for a wildcard address
   socklen_t nudge_length = 0;
 };
@@ -522,8 +548,9 @@ absl::StatusOr<int> HttpServer::Start(const std::string& host, int port) {
     auto* impl = static_cast<Impl*>(mg_get_user_data(mg_get_context(conn)));
     return impl->Serve(conn);
   };
-  callbacks.log_message = [](const mg_connection*, const char* message) -> int {
-    Log("http: ", message);
+  callbacks.log_message = [](const mg_connection* conn, const char* message) -> int {
+    auto* impl = static_cast<Impl*>(mg_get_user_data(mg_get_context(conn)));
+    impl->LogLimited(message);
     return 1;
   };
   callbacks.init_connection = [](const mg_connection*, void** data) -> int {

@@ -74,6 +74,31 @@ TEST(HttpServerTest, ServesHandlersAndRefusesTheRest) {
   EXPECT_EQ(Get(*port, "/healthz"), "connect failed");
 }
 
+// civetweb logs each request it cannot read with the client's bytes in it; a client
+// sending garbage must not fill benchd's log.
+TEST(HttpServerTest, TheWebServersOwnMessagesAreRateLimited) {
+  HttpServer server;
+  server.Handle("/healthz", [](const HttpRequest&) { return Text("ok\n"); });
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  ::testing::internal::CaptureStderr();
+  // A long bad version: civetweb logs "truncating vsnprintf buffer: [Bad HTTP version: [...".
+  const std::string bad = "GET /healthz HTTP/" + std::string(200, '|') + "\r\n\r\n";
+  for (int i = 0; i < 60; ++i) Fetch(*port, bad);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  Fetch(*port, bad);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  size_t lines = 0;
+  for (size_t at = log.find("http: "); at != std::string::npos; at = log.find("http: ", at + 1)) {
+    ++lines;
+  }
+  // A burst gives at most 10 lines a second, then one line counting the rest.
+  EXPECT_GE(lines, 2u) << log;
+  EXPECT_LE(lines, 22u) << log;
+  EXPECT_THAT(log, HasSubstr("more messages of the web server not logged")) << log;
+  EXPECT_THAT(Get(*port, "/healthz"), StartsWith("HTTP/1.1 200"));
+}
+
 TEST(HttpServerTest, ABadAddressIsAnErrorNamingTheFlag) {
   HttpServer server;
   auto port = server.Start("no.such.host.invalid", 0);
