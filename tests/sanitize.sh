@@ -29,8 +29,10 @@ EXCLUDE=${EXCLUDE-}
 # detect_leaks=1: a leak in our code is a bug too; third-party leaks are suppressed by
 # name in tests/sanitize/lsan.supp, each with its reason.
 # check_initialization_order=1: static initialisers reading another file's globals.
+# detect_stack_use_after_return=1: a callback (gRPC reactors, store completions) that
+# outlives the stack frame whose locals it captured by reference.
 # log_path: reports go to files (one per process), collected below.
-export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:check_initialization_order=1:strict_init_order=1:detect_odr_violation=2:print_suppressions=0:log_path=$logs/asan"
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:check_initialization_order=1:strict_init_order=1:detect_odr_violation=2:detect_stack_use_after_return=1:print_suppressions=0:log_path=$logs/asan"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 # -fno-sanitize-recover=undefined already stops at the first report; print_stacktrace
 # shows where it came from.
