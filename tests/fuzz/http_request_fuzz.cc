@@ -46,7 +46,7 @@ HttpResponse Text(std::string body) { return HttpResponse{200, "text/plain", std
 
 // The server, started on first use and never stopped (it lives as long as the process;
 // this pointer keeps it reachable for LeakSanitizer).
-HttpServer* g_server = nullptr;
+HttpServer* volatile g_server = nullptr;  // volatile: GCC drops a global only written
 
 int ServerPort() {
   static const int port = [] {
