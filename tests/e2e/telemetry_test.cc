@@ -101,13 +101,16 @@ class TelemetryTest : public ::testing::Test {
                        "prometheus package): ", process.status().ToString()));
     }
     prometheus_ = process->release();
+    // Ready, and has scraped benchd once: Prometheus applies new targets only every 5 s, so a
+    // job submitted right after start can end before the first scrape.
     for (int i = 0; i < 300; ++i) {
-      if (HttpGet(prometheus_port_, "/-/ready", 2).ok()) return absl::OkStatus();
+      absl::StatusOr<double> up = PromQuery("up{job=\"benchd\"}");
+      if (up.ok() && *up == 1) return absl::OkStatus();
       if (prometheus_->TryWait().has_value()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return absl::UnavailableError(
-        absl::StrCat("prometheus did not come up:\n", cluster_->Log("prometheus.log")));
+        absl::StrCat("prometheus did not scrape benchd:\n", cluster_->Log("prometheus.log")));
   }
 
   // The single value of an instant query, or an error.
@@ -141,8 +144,11 @@ int TelemetryTest::prometheus_port_ = 0;
 absl::Status* TelemetryTest::setup_status_ = nullptr;
 
 TEST_F(TelemetryTest, FakeNvmlReadingsReachSqliteBenchctlMetricsAndPrometheus) {
+  // Long enough (seconds) for Prometheus, scraping every 500 ms, to see the live series.
+  constexpr int kIters = 60;
   CommandResult submit = cluster_->Benchctl({"submit", "--gpus", "2", "--model", "resnet18",
-                                             "--bs", "2", "--iters", "40", "--warmup", "5",
+                                             "--bs", "2", "--iters", absl::StrCat(kIters),
+                                             "--warmup", "5",
                                              "--image-size", "64"});
   ASSERT_EQ(submit.exit_code, 0) << submit.output;
   std::string job_id = std::string(absl::StripAsciiWhitespace(
@@ -176,6 +182,18 @@ TEST_F(TelemetryTest, FakeNvmlReadingsReachSqliteBenchctlMetricsAndPrometheus) {
            BENCH_SOURCE_DIR "/deploy/grafana/dashboards/benchfleet.json", metrics_path},
           cluster_->dir() + "/dashboard.out");
   EXPECT_EQ(dash_code, 0) << dash;
+
+  // Prometheus scrapes the live series while the job runs (the series ends with the job).
+  absl::StatusOr<double> live_power = absl::UnavailableError("not queried");
+  for (int i = 0; i < 600; ++i) {
+    live_power = PromQuery("bench_gpu_power_watts{gpu=\"1\",bench_job=\"" + job_id + "\"}");
+    if (live_power.ok()) break;
+    CommandResult status = cluster_->Benchctl({"status", job_id, "--format", "json"});
+    if (status.stdout_text.find("JOB_STATE_RUNNING") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(live_power.ok()) << live_power.status() << "\nPrometheus's targets: "
+                               << HttpGet(prometheus_port_, "/api/v1/targets").value_or("?");
 
   // The job ends; its readings are joined to the measured window.
   std::string state;
@@ -211,7 +229,7 @@ TEST_F(TelemetryTest, FakeNvmlReadingsReachSqliteBenchctlMetricsAndPrometheus) {
   }
   EXPECT_EQ(QueryDouble(db, "SELECT count(*) FROM samples" + where +
                                 " AND power_w_mean IS NOT NULL AND sm_clock_mhz_mean IS NOT NULL"),
-            2 * 40);
+            2 * kIters);
 
   CommandResult text = cluster_->Benchctl({"status", job_id});
   EXPECT_THAT(text.stdout_text, HasSubstr("J/image"));
@@ -234,11 +252,11 @@ TEST_F(TelemetryTest, FakeNvmlReadingsReachSqliteBenchctlMetricsAndPrometheus) {
   absl::StatusOr<double> ingested = absl::UnavailableError("not queried");
   for (int i = 0; i < 100; ++i) {
     ingested = PromQuery("max_over_time(bench_samples_ingested_total[10m])");
-    if (ingested.ok() && *ingested >= 2 * 40) break;
+    if (ingested.ok() && *ingested >= 2 * kIters) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   ASSERT_TRUE(ingested.ok()) << ingested.status();
-  EXPECT_GE(*ingested, 2 * 40);
+  EXPECT_GE(*ingested, 2 * kIters);
 }
 
 }  // namespace
