@@ -25,6 +25,9 @@ packages=(
   python3-grpcio python3-protobuf
   # The web page's tests drive Debian's Chromium with playwright-core (tests/web/).
   chromium
+  # A real two-node Slurm for the Slurm tests (tests/slurm/slurm_cluster.sh): the
+  # controller, the node daemon, the clients (sbatch, srun, sinfo, scancel) and munge.
+  slurmctld slurmd slurm-client munge
 )
 # node and npm: benchd embeds uPlot from web/node_modules (npm ci below) and the web tests
 # run on node. Where node is already installed (another packaging of it, with its own npm)
