@@ -129,6 +129,14 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportStatus(grpc::CallbackServerCon
                                             report.master_port(), ranks));
 }
 
+grpc::ServerUnaryReactor* AgentServiceImpl::Deregister(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::DeregisterRequest, v1::DeregisterResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call);
+  return call->Reply(manager_->Deregister(call->request().agent(), call->request().reason()));
+}
+
 grpc::ServerUnaryReactor* AgentServiceImpl::UploadSamples(grpc::CallbackServerContext* context,
                                                           const grpc::ByteBuffer* request,
                                                           grpc::ByteBuffer* response) {

@@ -27,7 +27,8 @@ using Service =
     A::WithRawCallbackMethod_StreamAssignments<
     A::WithRawCallbackMethod_ReportStatus<
     A::WithRawCallbackMethod_UploadSamples<
-    A::Service>>>>>;
+    A::WithRawCallbackMethod_Deregister<
+    A::Service>>>>>>;
 // clang-format on
 }  // namespace raw_agent
 
@@ -53,6 +54,9 @@ class AgentServiceImpl final : public raw_agent::Service {
   grpc::ServerUnaryReactor* UploadSamples(grpc::CallbackServerContext* context,
                                           const grpc::ByteBuffer* request,
                                           grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Deregister(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
 
  private:
   JobManager* const manager_;

@@ -168,22 +168,38 @@ int Fleet::ExpireLeases(Clock::time_point now, absl::Duration lease,
   for (auto& [name, agent] : agents_) {
     if (agent.lost || now - agent.last_seen < lease_ms) continue;
     agent.lost = true;
-    LostAgent entry;
-    entry.name = name;
-    entry.was_placeholder = agent.placeholder;
-    agent.placeholder = false;
-    if (agent.channel != nullptr) {
-      agent.channel->Close(absl::UnavailableError("lease expired"));
-      agent.channel = nullptr;
-    }
-    for (const auto& [device, holder] : agent.busy) {
-      entry.held.insert({holder.job_id, holder.attempt});
-    }
-    agent.busy.clear();
+    LostAgent entry = TakeOut(name, agent, absl::UnavailableError("lease expired"));
     ++lost;
     on_lost(entry);
   }
   return lost;
+}
+
+absl::StatusOr<Fleet::LostAgent> Fleet::Remove(const std::string& name) {
+  if (!Registered(name)) {
+    return absl::NotFoundError(absl::StrCat("agent ", name, " is not registered"));
+  }
+  auto it = agents_.find(name);
+  LostAgent entry = TakeOut(name, it->second, absl::UnavailableError("agent stopped"));
+  agents_.erase(it);
+  return entry;
+}
+
+Fleet::LostAgent Fleet::TakeOut(const std::string& name, Agent& agent,
+                                const absl::Status& status) {
+  LostAgent entry;
+  entry.name = name;
+  entry.was_placeholder = agent.placeholder;
+  agent.placeholder = false;
+  if (agent.channel != nullptr) {
+    agent.channel->Close(status);
+    agent.channel = nullptr;
+  }
+  for (const auto& [device, holder] : agent.busy) {
+    entry.held.insert({holder.job_id, holder.attempt});
+  }
+  agent.busy.clear();
+  return entry;
 }
 
 void Fleet::AddTo(FleetCounts& counts) const {

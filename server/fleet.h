@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/agent_messages.h"
 #include "server/job.h"
@@ -91,6 +92,11 @@ class Fleet {
   int ExpireLeases(Clock::time_point now, absl::Duration lease,
                    const std::function<void(const LostAgent&)>& on_lost);
 
+  // The agent said it stops (Deregister): its stream is closed (UNAVAILABLE "agent
+  // stopped"), its devices freed and it is forgotten (it may register again later).
+  // Returns what it held; NOT_FOUND unless it is registered.
+  absl::StatusOr<LostAgent> Remove(const std::string& name);
+
   // Adds connected agents and the pool's nodes (not lost, not placeholders) to `counts`.
   void AddTo(FleetCounts& counts) const;
   // Every known agent, in name order.
@@ -112,6 +118,8 @@ class Fleet {
     bool placeholder = false;
     std::map<int, Holder> busy;  // device index → what holds it: only the held ones
   };
+  // Closes the agent's stream with `status`, frees its devices; returns what held them.
+  static LostAgent TakeOut(const std::string& name, Agent& agent, const absl::Status& status);
   Agent* Find(const std::string& name);
   const Agent* Find(const std::string& name) const;
 

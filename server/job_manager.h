@@ -153,6 +153,10 @@ class JobManager {
   void DetachChannel(const std::string& agent, AgentChannel* channel);
   absl::Status ReportStatus(const std::string& agent, const std::string& job_id, int attempt,
                             int master_port, const std::vector<RankReport>& ranks);
+  // The agent stops (its ranks were stopped and reported): it leaves the fleet now, and
+  // the RUNNING attempts it still held lose their node (requeued or failed, as
+  // CheckAgents) with `reason` in their reason. NOT_FOUND unless registered.
+  absl::Status Deregister(const std::string& agent, const std::string& reason);
   // Stores the samples (iterations and GPU readings) that belong to a rank of the
   // job's current attempt placed on `agent` (others are dropped, counted and logged)
   // and calls `done` after the commit, from the store's writer thread.
@@ -242,6 +246,10 @@ class JobManager {
   // other ranks are told to stop, and the job goes back to the queue while it has
   // requeues left, else it fails.
   void NodeLost(Job& job, const std::string& agent, std::string reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The fleet took `agent` out (lease expired or deregistered): each RUNNING attempt
+  // that held its devices loses its node with `why`.
+  void AgentLost(const bench::Fleet::LostAgent& agent, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells every agent still running ranks of the current attempt to stop them.
   void StopRanks(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -456,16 +456,50 @@ void JobManager::CheckAgents(Clock::time_point now) {
                 : absl::StrCat("node lost: agent ", name, " not heard from for ",
                                absl::FormatDuration(options_.agent_lease));
         Log("agent ", name, " lost: ", why);
-        for (const auto& [job_id, attempt] : agent.held) {
-          Job* job = FindJob(job_id);
-          if (job == nullptr || attempt != job->attempt) continue;
-          runtime_[job_id].running_ranks.erase(name);
-          if (job->state == JobState::kRunning) NodeLost(*job, name, why);
-        }
+        AgentLost(agent, why);
       });
   // Nothing else frees or adds capacity with time alone: events (reports, heartbeats,
   // registrations, submits) schedule for themselves.
   if (lost > 0) Schedule();
+}
+
+void JobManager::AgentLost(const bench::Fleet::LostAgent& agent, const std::string& why) {
+  std::set<std::string> lost_jobs;
+  for (const auto& [job_id, attempt] : agent.held) {
+    Job* job = FindJob(job_id);
+    if (job == nullptr || attempt != job->attempt) continue;
+    runtime_[job_id].running_ranks.erase(agent.name);
+    if (job->state == JobState::kRunning) lost_jobs.insert(job_id);
+  }
+  // Ranks the agent stopped itself (reported CANCELLED as it shut down) freed their
+  // devices already, but their job cannot finish without them.
+  for (Job& job : jobs_) {
+    if (job.state != JobState::kRunning) continue;
+    const std::set<int>& succeeded = runtime_[job.id].succeeded_ranks;
+    for (const Placement& placement : job.placements) {
+      if (placement.agent != agent.name) continue;
+      for (int rank : placement.ranks) {
+        if (succeeded.count(rank) == 0) lost_jobs.insert(job.id);
+      }
+    }
+  }
+  for (const std::string& job_id : lost_jobs) {
+    Job* job = FindJob(job_id);
+    if (job != nullptr && job->state == JobState::kRunning) NodeLost(*job, agent.name, why);
+  }
+}
+
+absl::Status JobManager::Deregister(const std::string& agent_name, const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<bench::Fleet::LostAgent> agent = fleet_.Remove(agent_name);
+  if (!agent.ok()) return agent.status();
+  std::string why = absl::StrCat("node left: agent ", agent_name, " stopped",
+                                 reason.empty() ? "" : " (", Truncate(reason, 200),
+                                 reason.empty() ? "" : ")");
+  Log("agent ", agent_name, " deregistered: ", why);
+  AgentLost(*agent, why);
+  Schedule();
+  return absl::OkStatus();
 }
 
 }  // namespace bench

@@ -362,6 +362,50 @@ TEST_F(JobManagerTest, AJobThatLostItsNodeIsRequeuedOnceThenFails) {
   EXPECT_THAT(view.job.reason, HasSubstr("not requeued again"));
 }
 
+TEST_F(JobManagerTest, AnAgentThatDeregistersLeavesAtOnceAndItsJobLosesTheNode) {
+  FakeChannel a, b;
+  AddCpuAgent("a", 1, &a);
+  AddCpuAgent("b", 1, &b);
+  auto submitted = Submit(Spec(2));  // rank 0 on a, rank 1 on b
+  ASSERT_TRUE(submitted.ok());
+  ASSERT_TRUE(ReportStatus("a", submitted->job_id, 1, 29500, {}).ok());
+  // b stops (SIGTERM): its rank was stopped and reported CANCELLED, which freed its slot
+  // but leaves the job unable to finish; then it deregisters, long before its lease.
+  RankReport cancelled;
+  cancelled.rank = 1;
+  cancelled.outcome = RankOutcome::kCancelled;
+  ASSERT_TRUE(ReportStatus("b", submitted->job_id, 1, 0, {cancelled}).ok());
+  EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kRunning);
+  ASSERT_TRUE(manager_->Deregister("b", "SIGTERM").ok());
+
+  JobView view = *manager_->Get(submitted->job_id);
+  EXPECT_EQ(view.job.state, JobState::kQueued);
+  EXPECT_THAT(view.job.history.back().reason,
+              HasSubstr("node left: agent b stopped (SIGTERM); requeued (1 of 1)"));
+  EXPECT_EQ(b.closed.code(), absl::StatusCode::kUnavailable);
+  ASSERT_FALSE(a.cancels.empty());  // rank 0 is told to stop
+  std::vector<AgentView> agents = manager_->ListAgents();
+  ASSERT_EQ(agents.size(), 1u);
+  EXPECT_EQ(agents[0].inventory.name, "a");
+  // Gone, not lost: a second goodbye is NOT_FOUND, and it may come back.
+  EXPECT_EQ(manager_->Deregister("b", "").code(), absl::StatusCode::kNotFound);
+  FakeChannel b2;
+  AddCpuAgent("b", 1, &b2);
+  EXPECT_EQ(manager_->ListAgents().size(), 2u);
+}
+
+TEST_F(JobManagerTest, AnIdleAgentThatDeregistersChangesNoJob) {
+  FakeChannel a, b;
+  AddCpuAgent("a", 1, &a);
+  AddCpuAgent("b", 1, &b);
+  auto submitted = Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  ASSERT_TRUE(ReportStatus("a", submitted->job_id, 1, 29500, {}).ok());
+  ASSERT_TRUE(manager_->Deregister("b", "SIGTERM").ok());
+  EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kRunning);
+  EXPECT_TRUE(a.cancels.empty());
+}
+
 TEST_F(JobManagerTest, WithoutRequeuesALostNodeFailsTheJobAndItsLateSamplesAreFenced) {
   manager_.reset();
   JobManagerOptions options;

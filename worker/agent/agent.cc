@@ -443,7 +443,7 @@ void Agent::FillRunning(benchfleet::v1::HeartbeatRequest* request) {
   }
 }
 
-void Agent::Shutdown() {
+void Agent::Shutdown(const std::string& reason) {
   {
     absl::MutexLock lock(&mu_);
     if (!started_ || shut_down_) return;
@@ -490,11 +490,30 @@ void Agent::Shutdown() {
     }
     reporter_->Shutdown();
   }
+  Deregister(reason);
   supervisors.clear();
   retired.clear();
   telemetry_.sampler.reset();
   telemetry_.nvml.reset();
   Log("stopped");
+}
+
+void Agent::Deregister(const std::string& reason) {
+  std::string name;
+  {
+    absl::MutexLock lock(&mu_);
+    name = agent_name_;
+  }
+  if (client_ == nullptr || name.empty()) return;  // never registered
+  benchfleet::v1::DeregisterRequest request;
+  request.set_agent(name);
+  request.set_reason(reason);
+  absl::Status status = client_->Deregister(request);
+  if (status.ok()) {
+    Log("deregistered from the controller");
+  } else {
+    Log("could not deregister (the controller will notice when the lease runs out): ", status);
+  }
 }
 
 }  // namespace bench::agent

@@ -107,8 +107,9 @@ class Agent {
   absl::Status Start();
   // Stops the stream and heartbeats, terminates every rank (SIGTERM, SIGKILL after the
   // grace period), waits until no rank process is left, reports the ranks (bounded by
-  // shutdown_flush_timeout) and joins all threads. Idempotent.
-  void Shutdown();
+  // shutdown_flush_timeout), deregisters from the controller with `reason` (e.g.
+  // "SIGTERM") and joins all threads. Idempotent.
+  void Shutdown(const std::string& reason = "");
 
  private:
   using JobKey = std::pair<std::string, int>;  // (job id, attempt)
@@ -122,6 +123,8 @@ class Agent {
   void OnCancel(const benchfleet::v1::CancelAssignment& cancel);
   // Joins and forgets supervisors whose reports are all delivered.
   void ReapFinished();
+  // Tells the controller this agent leaves (after its ranks were stopped and reported).
+  void Deregister(const std::string& reason);
   // Reports FAILED (through reporter_) the ranks a previous agent left running.
   void ReportLeftovers(const std::vector<LeftoverRank>& leftovers);
   // After a registration whose response carries `controller_id`: discards what is

@@ -111,6 +111,13 @@ class FakeController final : public benchfleet::v1::AgentService::Service {
     response->set_gpu_stored(request->gpu_samples_size());
     return grpc::Status::OK;
   }
+  grpc::Status Deregister(grpc::ServerContext*, const benchfleet::v1::DeregisterRequest* request,
+                          benchfleet::v1::DeregisterResponse*) override {
+    absl::MutexLock lock(&mu_);
+    deregistrations_.push_back(*request);
+    reports_before_deregister_ = static_cast<int>(reports_.size());
+    return grpc::Status::OK;
+  }
 
   void Push(AssignmentEvent event) {
     absl::MutexLock lock(&mu_);
@@ -176,6 +183,8 @@ class FakeController final : public benchfleet::v1::AgentService::Service {
   std::map<std::pair<std::string, int>, int> gpu_samples_per_rank_;
   std::map<std::pair<std::string, int>, int> gpu_samples_at_final_;
   std::vector<benchfleet::v1::GpuSample> gpu_samples_;
+  std::vector<benchfleet::v1::DeregisterRequest> deregistrations_;
+  int reports_before_deregister_ = -1;  // reports_.size() when the agent deregistered
 };
 
 // --model picks the behaviour: "ok" (5 iterations and a summary), "hang".
@@ -425,7 +434,7 @@ TEST_F(AgentTest, ShutdownKillsRanksAndReportsThem) {
   ASSERT_TRUE(WaitForFile("started.0"));
   ASSERT_TRUE(WaitForFile("started.1"));
   absl::Time start = absl::Now();
-  agent_->Shutdown();
+  agent_->Shutdown("SIGTERM");
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   EXPECT_NE(kill(Pid(0), 0), 0);
   EXPECT_NE(kill(Pid(1), 0), 0);
@@ -434,6 +443,12 @@ TEST_F(AgentTest, ShutdownKillsRanksAndReportsThem) {
   EXPECT_EQ(report.message(), "agent shutting down");
   absl::MutexLock lock(&controller_.mu_);
   EXPECT_EQ((controller_.samples_at_final_[{"job-4", 0}]), 5);
+  // Then, with every report delivered, it says goodbye once, naming why.
+  ASSERT_EQ(controller_.deregistrations_.size(), 1u);
+  EXPECT_EQ(controller_.deregistrations_[0].agent(), "agent-x");
+  EXPECT_EQ(controller_.deregistrations_[0].reason(), "SIGTERM");
+  EXPECT_EQ(controller_.reports_before_deregister_,
+            static_cast<int>(controller_.reports_.size()));
 }
 
 // The CI telemetry path: GPUs from the fake NVML, ranks on the CPU, GPUs sampled.

@@ -82,6 +82,13 @@ absl::Status ControllerClient::ReportStatus(
   return FromGrpcStatus(stub_->ReportStatus(&context, request, &response));
 }
 
+absl::Status ControllerClient::Deregister(const benchfleet::v1::DeregisterRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  benchfleet::v1::DeregisterResponse response;
+  return FromGrpcStatus(stub_->Deregister(&context, request, &response));
+}
+
 absl::Status ControllerClient::UploadSamples(
     const benchfleet::v1::UploadSamplesRequest& request,
     benchfleet::v1::UploadSamplesResponse* response) {

@@ -48,6 +48,8 @@ class ControllerClient : public SampleUploadRpc, public StatusReportRpc {
   absl::Status ReportStatus(const benchfleet::v1::ReportStatusRequest& request) override;
   absl::Status UploadSamples(const benchfleet::v1::UploadSamplesRequest& request,
                              benchfleet::v1::UploadSamplesResponse* response) override;
+  // Works after Shutdown (it is the last call of a stopping agent).
+  absl::Status Deregister(const benchfleet::v1::DeregisterRequest& request);
 
   // Opens StreamAssignments for `agent` and calls `on_event` (on this thread) for each
   // event; blocks until the stream ends and returns its final status. Only one stream
@@ -58,8 +60,8 @@ class ControllerClient : public SampleUploadRpc, public StatusReportRpc {
   // Ends the open stream, if any (StreamAssignments then returns CANCELLED).
   void InterruptStream();
   // Ends the open stream and any Register/Heartbeat in flight, and makes later
-  // StreamAssignments/Register/Heartbeat calls return CANCELLED at once. ReportStatus
-  // and UploadSamples keep working (for the final flush).
+  // StreamAssignments/Register/Heartbeat calls return CANCELLED at once. ReportStatus,
+  // UploadSamples and Deregister keep working (for the final flush and goodbye).
   void Shutdown();
 
  private:
