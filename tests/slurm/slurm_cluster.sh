@@ -69,7 +69,7 @@ job_processes() {
   local pid_dir pid cwd
   for pid_dir in /proc/[0-9]*; do
     pid=${pid_dir#/proc/}
-    [ "$pid" != "$$" ] && alive "$pid" || continue
+    if [ "$pid" = "$$" ] || ! alive "$pid"; then continue; fi
     if [[ "$(readlink "$pid_dir/exe" 2>/dev/null)" == */slurmstepd* ]]; then
       cwd=$(readlink "$pid_dir/cwd" 2>/dev/null || true)
       [[ "$cwd/" == "$dir/"* ]] && echo "$pid"
@@ -207,7 +207,14 @@ start() {
   local node
   for node in "${kNodes[@]}"; do mkdir -p "$dir/spool/$node"; done
   chmod 700 "$dir/munge"
-  chmod go+rx "$dir"  # munged refuses a socket whose directory not everyone may enter
+  # munged refuses a socket in a directory that not everyone may enter, up to /.
+  chmod go+rx "$dir"
+  local parent=$dir
+  while [ "$parent" != / ]; do
+    parent=$(dirname "$parent")
+    [ "$(( 0$(stat -c %a "$parent") & 01 ))" -ne 0 ] ||
+      die "munged needs every directory above DIR searchable by all: chmod o+x $parent"
+  done
 
   mungekey --create --force --bits=1024 --keyfile="$dir/munge.key" >/dev/null
   munged --key-file="$dir/munge.key" --socket="$dir/munge.sock" \
@@ -251,7 +258,7 @@ stop() {
   if [ -n "${left// /}" ]; then
     echo "slurm_cluster.sh: still running after stop:" >&2
     # shellcheck disable=SC2086
-    ps -o pid,args -p $(echo $left | tr ' ' ',') >&2 || true
+    ps -o pid,args -p "$(echo $left | tr ' ' ',')" >&2 || true
     return 1
   fi
   return 0
