@@ -35,18 +35,27 @@ packages=(
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   packages+=(nodejs npm)
 fi
+# kubectl renders deploy/k8s's kustomizations for tests/k8s (kustomize is built in): any
+# kubectl already installed (e.g. the Kubernetes project's own package, also named
+# kubectl, which conflicts with Debian's), else Debian's kubernetes-client (1.20).
+if ! command -v kubectl >/dev/null 2>&1; then
+  packages+=(kubernetes-client)
+fi
 
-# web/node_modules as web/package-lock.json pins it (uplot, playwright-core): npm ci
-# unless npm ls finds exactly those versions already there.
+# node_modules as each package-lock.json pins it: web/ (uplot, playwright-core) and
+# tests/k8s/ (kubernetes-models, yaml: the manifests' schema check); npm ci unless npm ls
+# finds exactly those versions already there.
 install_web_modules() {
-  local web
-  web="$(cd "$(dirname "$0")/.." && pwd)/web"
-  if npm ls --prefix "$web" >/dev/null 2>&1; then
-    echo "install-deps: web/node_modules present"
-  else
-    echo "install-deps: npm ci --prefix web"
-    npm ci --prefix "$web" --no-audit --no-fund
-  fi
+  local root dir
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  for dir in web tests/k8s; do
+    if npm ls --prefix "$root/$dir" >/dev/null 2>&1; then
+      echo "install-deps: $dir/node_modules present"
+    else
+      echo "install-deps: npm ci --prefix $dir"
+      npm ci --prefix "$root/$dir" --no-audit --no-fund
+    fi
+  done
 }
 
 missing=()
