@@ -4,6 +4,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
@@ -27,6 +28,10 @@ absl::Status SdNotify(std::string_view state) {
   const std::string socket = NonEmptyEnv("NOTIFY_SOCKET");
   if (socket.empty()) return absl::OkStatus();
   return SdNotifyTo(socket, state);
+}
+
+void SdNotifyOrLog(std::string_view state) {
+  if (absl::Status sent = SdNotify(state); !sent.ok()) Log("systemd notification: ", sent.message());
 }
 
 absl::Status SdNotifyTo(const std::string& socket, std::string_view state) {
@@ -102,20 +107,23 @@ SdWatchdog::~SdWatchdog() {
 
 void SdWatchdog::Loop() {
   bool healthy = true;
+  absl::Time next = absl::Now();
   do {
+    next += period_;
     const absl::Status health = health_();
     if (health.ok()) {
       if (!healthy) {
         Log("healthy again: watchdog pings resume");
-        (void)SdNotify("STATUS=healthy again");
+        SdNotifyOrLog("STATUS=healthy again");
       }
-      if (absl::Status sent = SdNotify("WATCHDOG=1"); !sent.ok()) Log("watchdog: ", sent.message());
+      SdNotifyOrLog("WATCHDOG=1");
     } else if (healthy) {
       Log("unhealthy, watchdog pings withheld: ", health.message());
-      (void)SdNotify(absl::StrCat("STATUS=unhealthy, watchdog pings withheld: ", health.message()));
+      SdNotifyOrLog(absl::StrCat("STATUS=unhealthy, watchdog pings withheld: ", health.message()));
     }
     healthy = health.ok();
-  } while (!stop_.WaitForNotificationWithTimeout(period_));
+    next = std::max(next, absl::Now());  // a check that overran its period: no catching up
+  } while (!stop_.WaitForNotificationWithDeadline(next));
 }
 
 }  // namespace bench

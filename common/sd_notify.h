@@ -28,6 +28,10 @@ namespace bench {
 // Sends `state` to $NOTIFY_SOCKET; OK without sending when it is unset or empty.
 absl::Status SdNotify(std::string_view state);
 
+// SdNotify for daemons: a failure is logged, not returned (the service runs on; systemd
+// notices a missing READY=1 or WATCHDOG=1 by itself).
+void SdNotifyOrLog(std::string_view state);
+
 // Sends `state` to `socket` ("/path" or "@abstract-name"). INVALID_ARGUMENT for an
 // address of another form or too long for sockaddr_un; the socket's errno otherwise
 // (a missing path, nobody listening). Both name the socket.
@@ -38,7 +42,9 @@ absl::Status SdNotifyTo(const std::string& socket, std::string_view state);
 // INVALID_ARGUMENT naming the variable for a value that is not a positive integer.
 absl::StatusOr<absl::Duration> SdWatchdogInterval();
 
-// Sends WATCHDOG=1 to $NOTIFY_SOCKET every interval/2 while `health` returns OK. When
+// Sends WATCHDOG=1 to $NOTIFY_SOCKET every interval/2 while `health` returns OK (the
+// period counted from one check's start to the next, so a slow check does not stretch
+// it; keep checks under a quarter of the interval and pings stay 3/4 of it apart). When
 // the check fails it sends nothing (so systemd restarts the service once the interval
 // has passed), logs the reason and shows it in STATUS=; when it passes again it resumes.
 // `health` runs on the watchdog's thread and must return within the interval.

@@ -155,7 +155,6 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
     ASSIGN_OR_RETURN(benchd->http_port_, benchd->StartHttp(options, http_host, http_port));
   }
   RETURN_IF_ERROR(benchd->manager_->Recover());
-  benchd->ready_ = true;
 
   benchd->controller_service_ =
       std::make_unique<ControllerService>(benchd->manager_.get(), benchd->reads_.get(), auth);
@@ -178,6 +177,7 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
         absl::StrCat("--listen ", options.listen, ": cannot listen (address in use?)"));
   }
 
+  benchd->ready_ = true;  // /readyz; main.cc tells systemd READY=1 when Start returns
   benchd->manager_->BeginReconcileGrace();
   benchd->liveness_ = std::thread([b = benchd.get()] { b->LivenessLoop(); });
   Log("serving gRPC on ", grpc_host, ":", benchd->grpc_port_,
@@ -246,6 +246,8 @@ void Benchd::LivenessLoop() {
     manager_->CheckLimits(absl::Now());
   }
 }
+
+absl::Status Benchd::CheckHealth(absl::Duration timeout) const { return store_->Check(timeout); }
 
 void Benchd::Shutdown() {
   if (shut_down_) return;

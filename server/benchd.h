@@ -66,6 +66,9 @@ class Benchd {
 
   int grpc_port() const { return grpc_port_; }
   int http_port() const { return http_port_; }
+  // The health check behind /healthz, for the systemd watchdog too: the store's reader
+  // and writer answer within `timeout` (Store::Check). Thread-safe; not after Shutdown().
+  absl::Status CheckHealth(absl::Duration timeout) const;
   // Stops accepting work, ends open streams, drains the store. Idempotent.
   void Shutdown();
 
@@ -93,7 +96,7 @@ class Benchd {
   absl::Notification stop_;
   std::thread liveness_;
   bool shut_down_ = false;
-  std::atomic<bool> ready_{false};  // Recover() has returned
+  std::atomic<bool> ready_{false};  // Recover() has returned and both ports listen
 };
 
 }  // namespace bench

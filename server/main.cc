@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,9 +18,11 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/log.h"
+#include "common/sd_notify.h"
 #include "server/benchd.h"
 
 namespace {
@@ -190,14 +193,29 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every thread
   signal(SIGPIPE, SIG_IGN);
 
+  // systemd (Type=notify, docs/deploy-systemd.md): no-ops unless it runs us.
+  bench::SdNotifyOrLog(absl::StrCat("STATUS=opening ", options.db, " and recovering its jobs"));
   auto benchd = bench::Benchd::Start(options);
   if (!benchd.ok()) {
     std::fprintf(stderr, "benchd: %s\n", std::string(benchd.status().message()).c_str());
     return 1;
   }
+  bench::SdNotifyOrLog(absl::StrCat("READY=1\nSTATUS=serving: gRPC port ", (*benchd)->grpc_port(),
+                                    ", web port ", (*benchd)->http_port(), ", database ",
+                                    options.db));
+  absl::StatusOr<absl::Duration> watchdog_interval = bench::SdWatchdogInterval();
+  if (!watchdog_interval.ok()) bench::Log("no watchdog: ", watchdog_interval.status().message());
+  auto watchdog = std::make_unique<bench::SdWatchdog>(
+      watchdog_interval.value_or(absl::ZeroDuration()),
+      [server = benchd->get(), timeout = watchdog_interval.value_or(absl::ZeroDuration()) / 4] {
+        return server->CheckHealth(timeout);
+      });
+
   int received = 0;
   sigwait(&signals, &received);
   bench::Log("received signal ", received, ", shutting down");
+  bench::SdNotifyOrLog("STOPPING=1\nSTATUS=shutting down");
+  watchdog.reset();
   (*benchd)->Shutdown();
   return 0;
 }

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_credentials.h"
 #include "common/log.h"
+#include "common/sd_notify.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/labels.h"
 #include "worker/agent/nvml_inventory.h"
@@ -210,9 +211,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench-agent: %s\n", status.ToString().c_str());
     return 1;
   }
+  // systemd (Type=notify, docs/deploy-systemd.md): no-ops unless it runs us.
+  bench::SdNotifyOrLog(absl::StrCat("READY=1\nSTATUS=running; controller ", options.controller,
+                                    ", state in ", options.state_dir));
   unsigned char received = 0;
   while (read(signal_pipe[0], &received, 1) < 0 && errno == EINTR) {
   }
+  bench::SdNotifyOrLog("STOPPING=1\nSTATUS=stopping its ranks and reporting them");
   bench::Log("received signal ", static_cast<int>(received));
   agent.Shutdown();
   return 0;
