@@ -28,6 +28,9 @@ packages=(
   # A real two-node Slurm for the Slurm tests (tests/slurm/slurm_cluster.sh): the
   # controller, the node daemon, the clients (sbatch, srun, sinfo, scancel) and munge.
   slurmctld slurmd slurm-client munge
+  # systemd-analyze verify and security --offline on deploy/systemd's units
+  # (tests/systemd_units_test.sh); systemd need not run.
+  systemd
 )
 # node and npm: benchd embeds uPlot from web/node_modules (npm ci below) and the web tests
 # run on node. Where node is already installed (another packaging of it, with its own npm)
