@@ -42,6 +42,11 @@ bool IsTerminal(JobState state) {
   return index < std::size(kJobStates) && kJobStates[index].terminal;
 }
 
+bool Allocation::operator==(const Allocation& o) const {
+  return system == o.system && id == o.id && state == o.state && reason == o.reason &&
+         nodes == o.nodes && ended == o.ended;
+}
+
 bool JobSpec::operator==(const JobSpec& o) const {
   return model == o.model && devices == o.devices && precision == o.precision &&
          batch_size == o.batch_size && iterations == o.iterations &&

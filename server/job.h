@@ -117,6 +117,18 @@ struct Environment {
 
 using Versions = std::map<std::string, std::string>;
 
+// Where an external allocator (Slurm: benchd --slurm-partition) got the job its nodes:
+// that system's job, as last polled. Empty `id`: none (agents of the standing fleet).
+struct Allocation {
+  std::string system;  // "slurm"
+  std::string id;      // its job id there, e.g. "4711"
+  std::string state;   // its state there, e.g. "PENDING", "RUNNING", "TIMEOUT"
+  std::string reason;  // why it is in that state, e.g. "Resources"; "" when none
+  std::string nodes;   // its node list, e.g. "node[1-2]"; "" until allocated
+  bool ended = false;  // the allocation is over (its agents are gone or going)
+  bool operator==(const Allocation& o) const;
+};
+
 struct Job {
   std::string id;   // "job-000042"
   int64_t seq = 0;  // submission order, 1-based
@@ -146,6 +158,7 @@ struct Job {
   // "amp_bf16", "amp_fp16"), by rank; a rank not started yet is absent.
   std::map<int, std::string> rank_precisions;
   int requeues = 0;  // times it went back to the queue after losing a node
+  Allocation allocation;
 };
 
 // The GPU model of a job's ranks: their GPU name, or the distinct names sorted and

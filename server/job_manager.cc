@@ -251,6 +251,8 @@ std::optional<absl::StatusOr<SubmitResult>> JobManager::AnswerWithoutStoring(
                        " was already used for ", *used_by, " with a different spec"));
     }
   }
+  // With external allocation the job's nodes do not exist yet: the allocator asks for them.
+  if (options_.external_allocation) return std::nullopt;
   std::vector<AgentCapacity> fleet = fleet_.Capacities();
   PlacementRequest request = PlacementRequestOf(spec);
   if (ChooseDeviceKind(request, fleet) == DeviceKind::kNone) {
@@ -286,7 +288,7 @@ void JobManager::Submit(JobSpec spec, std::string submitted_by, SubmitDone done)
       job.submitted_by = std::move(submitted_by);
       job.created = absl::Now();
       job.state = JobState::kQueued;
-      job.reason = "waiting for devices";
+      job.reason = options_.external_allocation ? AllocationWaitReason(job) : "waiting for devices";
       job.history.push_back({JobState::kQueued, "submitted", job.created});
       jobs_.Add(job);
       runtime_[job.id];
@@ -519,7 +521,10 @@ void JobManager::CheckLimits(absl::Time now) {
     const JobRuntime& runtime = runtime_[job.id];
     absl::Duration wall = WallTimeLimit(job);
     absl::Duration hang = HangTimeout(job);
-    if (now - runtime.started > wall) {
+    if (!runtime.node_left.empty() && now - runtime.node_left_at > options_.allocation_grace) {
+      any_ended = true;
+      EndRunningJob(job, JobState::kFailed, runtime.node_left);
+    } else if (now - runtime.started > wall) {
       any_ended = true;
       EndRunningJob(job, JobState::kFailed,
                     absl::StrCat("wall-time limit: attempt ", job.attempt, " ran longer than ",

@@ -59,6 +59,32 @@ struct JobManagerOptions {
   // Limits of jobs whose spec sets none.
   absl::Duration default_wall_time = absl::Hours(24);
   absl::Duration default_hang_timeout = absl::Minutes(10);
+  // Nodes come from an external allocator (benchd --slurm-partition; it calls
+  // PendingAllocationWork and UpdateAllocation): each job runs only on agents labelled
+  // bench_job=<its id>, which its allocation starts; submits are not checked against the
+  // standing fleet; a job that loses a node is not requeued, it ends with its allocation.
+  bool external_allocation = false;
+  // With external_allocation: how long a job whose agent left waits for the allocator to
+  // say why (the allocation ended) before it fails with the agent's reason alone.
+  absl::Duration allocation_grace = absl::Seconds(10);
+};
+
+// The agent label that ties agents to the one job whose allocation started them
+// (bench-agent --label bench_job=<job id>).
+inline constexpr char kAllocationLabel[] = "bench_job";
+
+// What an external allocator has to do (JobManager::PendingAllocationWork).
+struct AllocationRequest {
+  std::string job_id;
+  JobSpec spec;
+  absl::Duration wall_time;  // the job's wall-time limit
+};
+struct AllocationWork {
+  std::vector<AllocationRequest> to_allocate;  // queued and not allocated yet
+  // Live allocations: of jobs still waiting or running (to poll) and of ended jobs (to
+  // release, e.g. scancel), by job id.
+  std::map<std::string, Allocation> to_poll;
+  std::map<std::string, Allocation> to_release;
 };
 
 class JobManager {
@@ -157,6 +183,13 @@ class JobManager {
   // the RUNNING attempts it still held lose their node (requeued or failed, as
   // CheckAgents) with `reason` in their reason. NOT_FOUND unless registered.
   absl::Status Deregister(const std::string& agent, const std::string& reason);
+  // External allocation (options.external_allocation).
+  AllocationWork PendingAllocationWork();
+  // What the allocator made or saw of the job's allocation (recorded, shown in the job's
+  // status). An allocation that ended while the job waits or runs fails it, with the
+  // allocation's state and reason. NOT_FOUND for an unknown job.
+  absl::Status UpdateAllocation(const std::string& job_id, const Allocation& allocation);
+
   // Stores the samples (iterations and GPU readings) that belong to a rank of the
   // job's current attempt placed on `agent` (others are dropped, counted and logged)
   // and calls `done` after the commit, from the store's writer thread.
@@ -203,6 +236,10 @@ class JobManager {
     absl::Time started;        // placed (or recovered: its last RUNNING transition)
     absl::Time last_progress;  // placed, recovered, or an iteration of it stored
     bool all_dispatched = false;  // recovered: every assignment counts as sent
+    // External allocation: an agent of the attempt left (why, when); the job ends when
+    // its allocation is seen ended, or after allocation_grace.
+    std::string node_left;
+    absl::Time node_left_at;
   };
   struct Watcher {
     std::string job_id;
@@ -251,6 +288,10 @@ class JobManager {
   // that held its devices loses its node with `why`.
   void AgentLost(const bench::Fleet::LostAgent& agent, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Why a queued job waits, with external allocation.
+  static std::string AllocationWaitReason(const Job& job);
+  // Ends a waiting or running job whose allocation ended.
+  void AllocationEnded(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells every agent still running ranks of the current attempt to stop them.
   void StopRanks(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Fenced(const std::string& agent, const std::string& job_id, int attempt) const

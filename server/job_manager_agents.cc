@@ -269,6 +269,17 @@ void JobManager::EndRunningJob(Job& job, JobState state, std::string reason) {
 
 void JobManager::NodeLost(Job& job, const std::string& agent, std::string reason) {
   fenced_.insert({agent, job.id, job.attempt});
+  if (options_.external_allocation) {
+    // Its allocation decides: the allocator says how it ended (UpdateAllocation), or
+    // CheckLimits fails the job after allocation_grace.
+    JobRuntime& runtime = runtime_[job.id];
+    if (runtime.node_left.empty()) {
+      runtime.node_left = std::move(reason);
+      runtime.node_left_at = absl::Now();
+    }
+    StopRanks(job);
+    return;
+  }
   if (job.requeues >= options_.max_requeues) {
     if (options_.max_requeues > 0) {
       absl::StrAppend(&reason, "; not requeued again (", Count(job.requeues, "requeue"),

@@ -26,7 +26,10 @@ void JobManager::Schedule() {
   std::vector<RunningAllocation> running;
   for (Job& job : jobs_) {
     if (job.state == JobState::kQueued && runtime_[job.id].persisted) {
-      queue.push_back(QueuedJob{job.id, PlacementRequestOf(job.spec), WallTimeLimit(job)});
+      PlacementRequest request = PlacementRequestOf(job.spec);
+      // Only on the agents its own allocation started.
+      if (options_.external_allocation) request.node_labels[kAllocationLabel] = job.id;
+      queue.push_back(QueuedJob{job.id, std::move(request), WallTimeLimit(job)});
     } else if (job.state == JobState::kRunning) {
       running.push_back(
           RunningAllocation{job.id, runtime_[job.id].started + WallTimeLimit(job), job.placements});
@@ -44,6 +47,7 @@ void JobManager::Schedule() {
       continue;
     }
     queue_positions_[job->id] = ++position;
+    if (options_.external_allocation) decision.reason = AllocationWaitReason(*job);
     if (job->reason != decision.reason) {
       job->reason = std::move(decision.reason);
       Persist(*job);

@@ -406,6 +406,144 @@ TEST_F(JobManagerTest, AnIdleAgentThatDeregistersChangesNoJob) {
   EXPECT_TRUE(a.cancels.empty());
 }
 
+class JobManagerAllocationTest : public JobManagerTest {
+ protected:
+  void SetUp() override {
+    JobManagerTest::SetUp();
+    manager_.reset();
+    JobManagerOptions options;
+    options.external_allocation = true;
+    options.allocation_grace = absl::Seconds(10);
+    manager_ = std::make_unique<JobManager>(store_.get(), options);
+    reads_ = std::make_unique<ReadService>(store_.get(), manager_.get());
+    ASSERT_TRUE(manager_->Recover().ok());
+  }
+  // An agent with `slots` CPU slots started by the allocation of `job_id` ("" for none).
+  void AddAllocatedAgent(const std::string& name, int slots, const std::string& job_id,
+                         FakeChannel* channel) {
+    AgentInventory inventory;
+    inventory.name = name;
+    inventory.address = "127.0.0.1";
+    inventory.cpu_slots = slots;
+    if (!job_id.empty()) inventory.labels[kAllocationLabel] = job_id;
+    ASSERT_TRUE(manager_->RegisterAgent(inventory).ok());
+    ASSERT_TRUE(manager_->AttachChannel(name, channel).ok());
+  }
+  static Allocation Slurm(std::string state, std::string reason, bool ended = false) {
+    return {"slurm", "4711", std::move(state), std::move(reason), "node[1-2]", ended};
+  }
+};
+
+TEST_F(JobManagerAllocationTest, AJobWaitsForItsAllocationAndRunsOnlyOnTheAgentsItStarted) {
+  auto submitted = Submit(Spec(2));  // no agent at all: accepted, the allocator asks for nodes
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string id = submitted->job_id;
+  EXPECT_EQ(manager_->Get(id)->job.reason, "waiting for an allocation");
+  AllocationWork work = manager_->PendingAllocationWork();
+  ASSERT_EQ(work.to_allocate.size(), 1u);
+  EXPECT_EQ(work.to_allocate[0].job_id, id);
+  EXPECT_EQ(work.to_allocate[0].spec.devices, 2);
+
+  ASSERT_TRUE(manager_->UpdateAllocation(id, Slurm("PENDING", "Resources")).ok());
+  EXPECT_EQ(manager_->Get(id)->job.reason,
+            "waiting for its allocation: Slurm job 4711 PENDING (Resources)");
+  EXPECT_TRUE(manager_->PendingAllocationWork().to_allocate.empty());
+  EXPECT_EQ(manager_->PendingAllocationWork().to_poll.count(id), 1u);
+
+  FakeChannel standing, other_job, own;
+  AddAllocatedAgent("standing", 2, "", &standing);         // not this job's allocation
+  AddAllocatedAgent("other", 2, "job-999999", &other_job);  // another job's
+  EXPECT_EQ(manager_->Get(id)->job.state, JobState::kQueued);
+  ASSERT_TRUE(manager_->UpdateAllocation(id, Slurm("RUNNING", "")).ok());
+  EXPECT_EQ(manager_->Get(id)->job.reason,
+            "waiting for the agents of Slurm job 4711 RUNNING on node[1-2] to register");
+  AddAllocatedAgent("node1", 2, id, &own);
+  JobView view = *manager_->Get(id);
+  EXPECT_EQ(view.job.state, JobState::kRunning);
+  ASSERT_EQ(view.job.placements.size(), 1u);
+  EXPECT_EQ(view.job.placements[0].agent, "node1");
+  EXPECT_TRUE(standing.assignments.empty());
+  EXPECT_TRUE(other_job.assignments.empty());
+
+  // It ends: its allocation is to be released; once seen ended, nothing is left to do.
+  ASSERT_TRUE(ReportStatus("node1", id, 1, 29500, {Succeeded(0, 1.0), Succeeded(1, 1.0)}).ok());
+  EXPECT_EQ(manager_->Get(id)->job.state, JobState::kSucceeded);
+  work = manager_->PendingAllocationWork();
+  EXPECT_EQ(work.to_release.count(id), 1u);
+  ASSERT_TRUE(manager_->UpdateAllocation(id, Slurm("CANCELLED", "", /*ended=*/true)).ok());
+  EXPECT_EQ(manager_->Get(id)->job.state, JobState::kSucceeded);
+  work = manager_->PendingAllocationWork();
+  EXPECT_TRUE(work.to_release.empty() && work.to_poll.empty() && work.to_allocate.empty());
+  EXPECT_EQ(manager_->Get(id)->job.allocation.state, "CANCELLED");
+}
+
+TEST_F(JobManagerAllocationTest, AnAllocationThatEndsFirstFailsTheJobWithItsReasonNoRequeue) {
+  auto submitted = Submit(Spec(2));
+  ASSERT_TRUE(submitted.ok());
+  const std::string id = submitted->job_id;
+  ASSERT_TRUE(manager_->UpdateAllocation(id, Slurm("RUNNING", "")).ok());
+  FakeChannel a, b;
+  AddAllocatedAgent("node1", 1, id, &a);
+  AddAllocatedAgent("node2", 1, id, &b);
+  ASSERT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
+  ASSERT_TRUE(ReportStatus("node1", id, 1, 29500, {}).ok());
+  // Slurm's time limit: the agents get SIGTERM and leave; the job waits for the allocator.
+  ASSERT_TRUE(manager_->Deregister("node2", "SIGTERM").ok());
+  EXPECT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
+  ASSERT_TRUE(manager_->UpdateAllocation(id, Slurm("TIMEOUT", "TimeLimit", true)).ok());
+  JobView view = *manager_->Get(id);
+  EXPECT_EQ(view.job.state, JobState::kFailed);
+  EXPECT_EQ(view.job.requeues, 0);
+  EXPECT_EQ(view.job.reason,
+            "Slurm job 4711 TIMEOUT (TimeLimit) ended; node left: agent node2 stopped (SIGTERM)");
+  EXPECT_FALSE(a.cancels.empty());
+}
+
+TEST_F(JobManagerAllocationTest, AnAllocationThatEndsBeforeTheJobRanFailsIt) {
+  auto submitted = Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  ASSERT_TRUE(manager_->UpdateAllocation(submitted->job_id, Slurm("PENDING", "Priority")).ok());
+  ASSERT_TRUE(
+      manager_->UpdateAllocation(submitted->job_id, Slurm("CANCELLED", "", /*ended=*/true)).ok());
+  JobView view = *manager_->Get(submitted->job_id);
+  EXPECT_EQ(view.job.state, JobState::kFailed);
+  EXPECT_EQ(view.job.reason, "Slurm job 4711 CANCELLED ended before the job ran");
+  EXPECT_EQ(manager_->UpdateAllocation("job-404", Slurm("RUNNING", "")).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(JobManagerAllocationTest, AnAgentThatLeftALiveAllocationFailsTheJobAfterTheGrace) {
+  auto submitted = Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  const std::string id = submitted->job_id;
+  ASSERT_TRUE(manager_->UpdateAllocation(id, Slurm("RUNNING", "")).ok());
+  FakeChannel a;
+  AddAllocatedAgent("node1", 1, id, &a);
+  ASSERT_TRUE(manager_->Deregister("node1", "SIGTERM").ok());
+  manager_->CheckLimits(absl::Now() + absl::Seconds(5));
+  EXPECT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
+  manager_->CheckLimits(absl::Now() + absl::Seconds(11));
+  JobView view = *manager_->Get(id);
+  EXPECT_EQ(view.job.state, JobState::kFailed);
+  EXPECT_EQ(view.job.reason, "node left: agent node1 stopped (SIGTERM)");
+  EXPECT_EQ(manager_->PendingAllocationWork().to_release.count(id), 1u);
+}
+
+TEST_F(JobManagerAllocationTest, TheAllocationSurvivesARestart) {
+  auto submitted = Submit(Spec(1));
+  ASSERT_TRUE(submitted.ok());
+  ASSERT_TRUE(manager_->UpdateAllocation(submitted->job_id, Slurm("PENDING", "Resources")).ok());
+  manager_.reset();
+  JobManagerOptions options;
+  options.external_allocation = true;
+  manager_ = std::make_unique<JobManager>(store_.get(), options);
+  ASSERT_TRUE(manager_->Recover().ok());
+  JobView view = *manager_->Get(submitted->job_id);
+  EXPECT_EQ(view.job.allocation.id, "4711");
+  EXPECT_EQ(view.job.allocation.reason, "Resources");
+  EXPECT_TRUE(manager_->PendingAllocationWork().to_allocate.empty());
+}
+
 TEST_F(JobManagerTest, WithoutRequeuesALostNodeFailsTheJobAndItsLateSamplesAreFenced) {
   manager_.reset();
   JobManagerOptions options;

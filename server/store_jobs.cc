@@ -141,9 +141,26 @@ absl::Status WriteRankSummaryRows(Database& db, const Job& job) {
   return absl::OkStatus();
 }
 
+// `job_allocations`: the job's external allocation, once it has one.
+absl::Status WriteAllocationRow(Database& db, const Job& job) {
+  const Allocation& a = job.allocation;
+  if (a.id.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Statement * upsert, db.Prepare("INSERT OR REPLACE INTO job_allocations "
+                                                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+  upsert->Bind(1, job.id);
+  upsert->Bind(2, a.system);
+  upsert->Bind(3, a.id);
+  upsert->Bind(4, a.state);
+  upsert->Bind(5, a.reason);
+  upsert->Bind(6, a.nodes);
+  upsert->Bind(7, int64_t{a.ended ? 1 : 0});
+  return upsert->Run();
+}
+
 // Everything UpdateJob persists, table by table.
 absl::Status WriteMutableJobState(Database& db, const Job& job) {
   RETURN_IF_ERROR(UpdateJobRow(db, job));
+  RETURN_IF_ERROR(WriteAllocationRow(db, job));
   RETURN_IF_ERROR(WriteHistoryRows(db, job));
   RETURN_IF_ERROR(WriteRankRows(db, job));
   RETURN_IF_ERROR(WriteVersionRows(db, job));

@@ -224,6 +224,27 @@ absl::Status LoadRankSummaries(Database& db, LoadedJobs& loaded) {
   return absl::OkStatus();
 }
 
+// `job_allocations`: each job's external allocation (Slurm), where it has one.
+absl::Status LoadAllocations(Database& db, LoadedJobs& loaded) {
+  ASSIGN_OR_RETURN(Statement * select,
+                   db.Prepare("SELECT job_id, system, id, state, reason, nodes, ended "
+                              "FROM job_allocations"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    Job* job = loaded.Find(select->Text(0));
+    if (job == nullptr) continue;
+    Allocation& a = job->allocation;
+    a.system = select->Text(1);
+    a.id = select->Text(2);
+    a.state = select->Text(3);
+    a.reason = select->Text(4);
+    a.nodes = select->Text(5);
+    a.ended = select->Int(6) != 0;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
@@ -237,6 +258,7 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
   RETURN_IF_ERROR(LoadRanks(db, loaded));
   RETURN_IF_ERROR(LoadVersions(db, loaded));
   RETURN_IF_ERROR(LoadRankSummaries(db, loaded));
+  RETURN_IF_ERROR(LoadAllocations(db, loaded));
   RETURN_IF_ERROR(LoadGpuTelemetry(db, loaded.index, loaded.jobs));
   return std::move(loaded.jobs);
 }

@@ -76,6 +76,28 @@ TEST_F(StoreTest, ShapeConstraintsLimitsAndRequeuesSurviveReopen) {
   EXPECT_EQ(jobs->front().requeues, 1);
 }
 
+TEST_F(StoreTest, AJobsSlurmAllocationSurvivesReopenAndFollowsItsUpdates) {
+  Job job = MakeJob(1);
+  Job plain = MakeJob(2);
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(job).ok());
+    ASSERT_TRUE((*store)->InsertJob(plain).ok());
+    job.allocation = {"slurm", "4711", "PENDING", "Resources", "", false};
+    ASSERT_TRUE((*store)->UpdateJob(job).ok());
+    job.allocation = {"slurm", "4711", "TIMEOUT", "TimeLimit", "node[1-2]", true};
+    ASSERT_TRUE((*store)->UpdateJob(job).ok());
+  }
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_TRUE(jobs->at(0).allocation == job.allocation);
+  EXPECT_TRUE(jobs->at(1).allocation.id.empty());
+}
+
 // Constraints, labels and free text are stored so that any bytes come back as given: the
 // unit separator and '=' (which schema 4's joined columns used as delimiters), NUL,
 // newlines and bytes that are not UTF-8, through a real file closed and reopened.

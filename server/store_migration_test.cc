@@ -378,6 +378,7 @@ TEST_F(StoreTest, ASchemaSevenDatabaseKeepsItsConstraintsAsRows) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const char* to_v7 = R"sql(
+DROP TABLE job_allocations;
 DROP TABLE job_allowed_nodes;
 DROP TABLE job_node_labels;
 ALTER TABLE jobs DROP COLUMN submitted_by;

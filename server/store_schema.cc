@@ -299,6 +299,18 @@ ALTER TABLE jobs DROP COLUMN allowed_nodes;
 ALTER TABLE jobs DROP COLUMN node_labels;
 ALTER TABLE jobs ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';
 )sql",
+    // 9: where an external allocator (Slurm) got a job its nodes.
+    R"sql(
+CREATE TABLE job_allocations (
+  job_id TEXT PRIMARY KEY REFERENCES jobs(id),
+  system TEXT NOT NULL,
+  id TEXT NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  nodes TEXT NOT NULL,
+  ended INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);
