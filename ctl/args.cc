@@ -175,6 +175,11 @@ absl::StatusOr<CliOptions> ParseArgs(const std::vector<std::string>& args,
                                      const std::string& env_server) {
   for (const std::string& arg : args) {
     if (arg == "--help" || arg == "-h") return CliOptions();  // kHelp
+    if (arg == "--version") {
+      CliOptions version;
+      version.command = Command::kVersion;
+      return version;
+    }
   }
   return Parse(args, env_server);
 }

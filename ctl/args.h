@@ -36,7 +36,7 @@ inline constexpr char kDefaultServer[] = "127.0.0.1:7600";
 
 enum class Command {
   kHelp, kSubmit, kStatus, kList, kCancel, kAgents, kResults,
-  kSweep, kGpus, kBaseline, kBaselines, kCompare, kLogs, kQueue,
+  kSweep, kGpus, kBaseline, kBaselines, kCompare, kLogs, kQueue, kVersion,
 };
 
 enum class OutputFormat { kText, kJson, kTable, kMarkdown, kCsv, kDllogger, kMllog, kJsonl };

@@ -142,6 +142,13 @@ TEST(ArgsTest, Help) {
   EXPECT_THAT(UsageText(), HasSubstr("usage: benchctl"));
 }
 
+TEST(ArgsTest, Version) {
+  EXPECT_EQ(Parse({"--version"})->command, Command::kVersion);
+  EXPECT_EQ(Parse({"version"})->command, Command::kVersion);
+  EXPECT_EQ(Parse({"list", "--version"})->command, Command::kVersion);
+  EXPECT_THAT(UsageText(), HasSubstr("\n  version "));
+}
+
 TEST(ArgsTest, ResultsMetric) {
   auto results = Parse({"results", "--metric", "energy_per_image", "--format", "csv"});
   ASSERT_TRUE(results.ok()) << results.status();

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/build_info.h"
 #include "common/names.h"
 #include "common/spec_defaults.h"
 #include "common/spec_names.h"
@@ -558,6 +559,18 @@ std::vector<CommandSpec> BuildTable() {
                    nullptr,
                    [](const CliOptions& o, const CommandContext& c) {
                      return RunLogs(o.job_id, o.format, o.follow, c);
+                   }});
+  table.push_back({"version",
+                   Command::kVersion,
+                   {},
+                   "",
+                   text,
+                   {},
+                   "benchctl's version and build id (also --version)",
+                   nullptr,
+                   [](const CliOptions&, const CommandContext& c) -> absl::StatusOr<int> {
+                     *c.out << VersionLine("benchctl") << "\n";
+                     return 0;
                    }});
   table.push_back({"help", Command::kHelp, {}, "", text, {}, "this text", nullptr, nullptr});
   return table;

@@ -27,9 +27,12 @@ int main(int argc, char** argv) {
               << bench::ctl::UsageText();
     return 2;
   }
-  if (options->command == bench::ctl::Command::kHelp) {
-    std::cout << bench::ctl::UsageText();
-    return 0;
+  if (options->command == bench::ctl::Command::kHelp ||
+      options->command == bench::ctl::Command::kVersion) {  // answered without a server
+    bench::ctl::CommandContext local;
+    local.out = &std::cout;
+    local.err = &std::cerr;
+    return bench::ctl::RunCommand(*options, local);
   }
   auto env = [](const char* name) {
     const char* value = std::getenv(name);

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/build_info.h"
 #include "common/log.h"
 #include "common/sd_notify.h"
 #include "server/benchd.h"
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
 
   Flags flags;
   CLI::App app("benchfleet controller.", "benchd");
+  app.set_version_flag("--version", bench::VersionLine("benchd"), "print the version and build id");
   AddFlag(app, "listen", &flags.listen, "gRPC address HOST:PORT (agents and benchctl)",
           "HOST:PORT");
   AddFlag(app, "http", &flags.http, "web address HOST:PORT; empty to disable", "HOST:PORT");
@@ -137,6 +139,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "benchd: %s (see benchd --help)\n", e.what());

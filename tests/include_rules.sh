@@ -15,10 +15,11 @@
 #   (b)  worker/train/: nothing from gRPC, protobuf, Abseil, the generated API
 #        (benchfleet/, *.pb.h, proto/), server/, ctl/, worker/agent/ or common/ -- except
 #        common/'s standard-library-only headers (STD_ONLY_COMMON below: the names, the
-#        spec defaults, the logger): the trainer builds against libtorch alone
-#        (-DBENCH_TRAINER_ONLY=ON).
-#   (b2) those headers, and common/log.cc (compiled into bench-train), include only
-#        standard headers (<...> without a folder, or <sys/...>/<unistd.h>) and each other.
+#        spec defaults, the logger, the build info): the trainer builds against libtorch
+#        alone (-DBENCH_TRAINER_ONLY=ON).
+#   (b2) those headers, common/log.cc and common/build_info.cc (compiled into bench-train),
+#        include only standard headers (<...> without a folder, or <sys/...>/<unistd.h>)
+#        and each other.
 #   (c)  worker/train/: a header whose contract comment (the comment block it opens with)
 #        says "Torch-free" includes no torch/, ATen/, c10/ or caffe2/ header, and no
 #        worker/train header that includes one (directly or further down).
@@ -81,7 +82,7 @@ in_folder() {  # PATH FOLDER
 is_generated() { [[ $1 == *.pb.h || $1 == benchfleet/* || $1 == google/protobuf/* ]]; }
 is_grpc() { [[ $1 == grpc/* || $1 == grpcpp/* || $1 == grpc++/* || $1 == common/grpc_status.h ]]; }
 # common/ headers worker/train may include, and the files that must stay std-only for it.
-STD_ONLY_COMMON=(common/names.h common/spec_defaults.h common/log.h)
+STD_ONLY_COMMON=(common/names.h common/spec_defaults.h common/log.h common/build_info.h)
 is_std_only_common() { local h; for h in "${STD_ONLY_COMMON[@]}"; do [ "$1" = "$h" ] && return 0; done; return 1; }
 is_torch() { [[ $1 =~ ^(torch|ATen|c10|caffe2)/ ]]; }
 
@@ -171,7 +172,8 @@ while IFS=: read -r file n path open; do
       if in_folder "$path" server || in_folder "$path" ctl || in_folder "$path" worker; then
         report "$file" "$n" d "common/ is shared by every binary: nothing from server/, ctl/ or worker/" "$path"
       fi
-      if { is_std_only_common "$file" || [ "$file" = common/log.cc ]; } &&
+      if { is_std_only_common "$file" || [ "$file" = common/log.cc ] ||
+           [ "$file" = common/build_info.cc ]; } &&
          ! is_std_only_common "$path" && [ "$path" != common/log.h ] &&
          ! { [ "$open" = "<" ] && [[ $path =~ ^([a-z_]+|sys/[a-z_]+\.h|unistd\.h)$ ]]; }; then
         report "$file" "$n" b2 "$file is built into bench-train (libtorch alone): standard headers and ${STD_ONLY_COMMON[*]} only" "$path"

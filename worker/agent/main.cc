@@ -9,15 +9,19 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/internal/program_name.h"
+#include "absl/flags/internal/usage.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/build_info.h"
 #include "common/grpc_credentials.h"
 #include "common/log.h"
 #include "common/sd_notify.h"
@@ -116,7 +120,20 @@ int main(int argc, char** argv) {
     return absl::EndsWith(path, "worker/agent/main.cc");
   };
   usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
+  usage_config.version_string = [] { return bench::VersionLine("bench-agent") + "\n"; };
   absl::SetFlagsUsageConfig(usage_config);
+  // Abseil prints --help and then exits 1; asked-for help is a success here (exit 0), so
+  // the same text is printed here (with Abseil's own functions) before Abseil parses.
+  for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-help" || arg == "-h") {
+      absl::flags_internal::SetProgramInvocationName(argv[0]);
+      absl::flags_internal::FlagsHelp(std::cout, "worker/agent/main.cc",
+                                      absl::flags_internal::HelpFormat::kHumanReadable,
+                                      absl::ProgramUsageMessage());
+      return 0;
+    }
+  }
   // --label repeats, which absl flags cannot express: taken out before they parse.
   std::vector<std::string> raw(argv, argv + argc);
   auto label_specs = bench::agent::ExtractRepeatedFlag("label", &raw);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/build_info.h"
 #include "common/log.h"
 #include "worker/train/event_writer.h"
 #include "worker/train/fatal_signal.h"
@@ -63,12 +64,14 @@ constexpr char kUsage[] =
     "  --threads N               intra-op CPU threads (libtorch default)\n"
     "  --seed N                  random seed (1)\n"
     "  --rendezvous-timeout-s N  how long to wait for peers (60)\n"
+    "  --help, --version         this text; the version and build id (exit 0)\n"
     "Ranks: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT as set by torchrun.\n";
 
 struct ParsedFlags {
   TrainOptions options;
   int rendezvous_timeout_s = 60;
   bool help = false;
+  bool version = false;
 };
 
 Status ParseInt(const std::string& flag, const std::string& value, int64_t* out) {
@@ -107,6 +110,10 @@ Status ParseFlags(int argc, char** argv, ParsedFlags* parsed) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
       parsed->help = true;
+      return Status::Ok();
+    }
+    if (flag == "--version") {
+      parsed->version = true;
       return Status::Ok();
     }
     if (flag.rfind("--", 0) != 0) return InvalidArgumentError("unexpected argument '" + flag + "'");
@@ -233,6 +240,10 @@ int main(int argc, char** argv) {
   if (!status.ok()) return Fail(events, BestEffortRank(), status, kExitUsage);
   if (parsed.help) {
     std::fputs(kUsage, stderr);
+    return 0;
+  }
+  if (parsed.version) {
+    std::printf("%s\n", bench::VersionLine("bench-train").c_str());
     return 0;
   }
 
