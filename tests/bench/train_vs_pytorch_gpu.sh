@@ -44,11 +44,10 @@ OUT=$(cd "$OUT" && pwd)
 eval "$("$PY" tests/bench/torch_paths.py)"  # TORCH_CMAKE_PREFIX, TORCH_LD_PATH, TORCH_NCCL_INCLUDE
 if [ -z "${BIN:-}" ]; then
   if [ ! -x "$BUILD/bin/bench-train" ]; then
-    cmake -S . -B "$BUILD" -G Ninja -DBENCH_TRAINER_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
-      -DBENCH_TRAIN_BUILD_TESTS=OFF -DCMAKE_PREFIX_PATH="$TORCH_CMAKE_PREFIX" \
-      ${TORCH_NCCL_INCLUDE:+-DBENCH_NCCL_INCLUDE_DIR="$TORCH_NCCL_INCLUDE"} >"$OUT/cmake.log" 2>&1 ||
-      { tail -40 "$OUT/cmake.log"; exit 1; }
-    cmake --build "$BUILD" -j"$(nproc)" >"$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
+    # The trainer-only build of tests/cuda/build_check.sh and the GPU container.
+    TORCH_CMAKE_PREFIX=$TORCH_CMAKE_PREFIX TORCH_NCCL_INCLUDE=${TORCH_NCCL_INCLUDE:-} \
+      bash deploy/gpu/build-trainer.sh "$BUILD" -DBENCH_TRAIN_BUILD_TESTS=OFF >"$OUT/build.log" 2>&1 ||
+      { tail -60 "$OUT/build.log"; exit 1; }
   fi
   BIN=$BUILD/bin/bench-train
 fi

@@ -167,12 +167,14 @@ EOF
 SUMMARY=()
 ROW_TORCH="" ROW_FLAGS="" ROW_TESTS="" ROW_ISA=""
 
+# The trainer-only configuration every CUDA build of bench-train uses (the GPU machine's,
+# the GPU container's): deploy/gpu/build-trainer.sh, against Debian 13's libtorch.
 configure() {  # configure CHROOT BUILD_DIR EXTRA_CMAKE_ARGS...; prints CMake's bench-train line
   local c=$1 dir=$2
   shift 2
   if [[ $FRESH -eq 1 ]]; then rm -rf "${c:?}$dir"; fi
-  in_chroot "$c" cmake -S /src -B "$dir" -G Ninja -DBENCH_TRAINER_ONLY=ON \
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/usr/lib/x86_64-linux-gnu/cmake "$@" \
+  in_chroot "$c" TORCH_CMAKE_PREFIX=/usr/lib/x86_64-linux-gnu/cmake \
+    bash /src/deploy/gpu/build-trainer.sh --configure-only "$dir" "$@" \
     | tee "$c$dir.configure.log"
 }
 

@@ -136,8 +136,7 @@ step_bundle() {
 step_build() {
   eval "$("$PY" "$ROOT/tests/bench/torch_paths.py")"
   [ -n "$TORCH_CMAKE_PREFIX" ] || { echo "no TorchConfig.cmake (torch at '$TORCH_DIR')"; return 1; }
-  local generator=(-G Ninja) nvcc arch
-  command -v ninja >/dev/null || generator=()
+  local nvcc arch
   if [ "$FL_DEVICE" = cuda ]; then
     # TorchConfig finds the CUDA toolkit through nvcc: on PATH, else CUDA's usual place.
     nvcc=$(command -v nvcc || true)
@@ -154,10 +153,10 @@ step_build() {
   : >>"$FL_LOGS/cmake.log"; : >>"$FL_LOGS/ninja.log"
   while :; do
     rc=0
-    cmake -S "$ROOT" -B "$FL_BUILD" "${generator[@]}" -DBENCH_TRAINER_ONLY=ON \
-      -DBENCH_TRAIN_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_PREFIX_PATH="$TORCH_CMAKE_PREFIX" "${nccl_args[@]}" \
-      ${TORCH_NCCL_INCLUDE:+-DBENCH_NCCL_INCLUDE_DIR="$TORCH_NCCL_INCLUDE"} >>"$FL_LOGS/cmake.log" 2>&1 || rc=1
+    # The trainer-only build of tests/cuda/build_check.sh and the GPU container.
+    TORCH_CMAKE_PREFIX=$TORCH_CMAKE_PREFIX TORCH_NCCL_INCLUDE=${TORCH_NCCL_INCLUDE:-} \
+      bash "$ROOT/deploy/gpu/build-trainer.sh" --configure-only "$FL_BUILD" \
+      -DBENCH_TRAIN_BUILD_TESTS=OFF "${nccl_args[@]}" >>"$FL_LOGS/cmake.log" 2>&1 || rc=1
     if [ $rc = 1 ]; then
       tail -60 "$FL_LOGS/cmake.log"
     else
