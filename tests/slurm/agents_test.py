@@ -2,8 +2,10 @@
 """e2e.slurm_agents: bench-agents inside a real Slurm allocation (issue 16, item 1).
 
 Real processes only: a two-node Slurm on this machine (tests/slurm/slurm_cluster.sh, as
-root), benchd on free loopback ports with SQLite in a temp dir, the agents started by
-`sbatch deploy/slurm/agents.sbatch` onto both Slurm nodes, jobs through benchctl. Checks:
+root), benchd on free loopback ports with SQLite in a temp dir and security on (mutual
+TLS; a PKI made with deploy/pki/), the agents started by `sbatch deploy/slurm/agents.sbatch`
+onto both Slurm nodes with their nodes' certificates (BENCH_TLS_CA, BENCH_AGENT_CERT_DIR),
+jobs through benchctl with an admin certificate. Checks:
   1. both agents register, named after their Slurm node, labelled slurm_job=ID, with the
      allocation's CPUs as slots; a 4-rank job over the two nodes succeeds and every
      (rank, iteration) is stored exactly once in SQLite;
@@ -69,6 +71,7 @@ class SlurmAgentsTest:
         self.tmp = tempfile.mkdtemp(prefix="bench-slurm-", dir="/tmp")
         os.chmod(self.tmp, 0o755)
         self.slurm_dir = os.path.join(self.tmp, "slurm")
+        self.pki = os.path.join(self.tmp, "pki")
         self.db = os.path.join(self.tmp, "bench.db")
         self.cluster_script = os.path.join(self.source_dir, "tests/slurm/slurm_cluster.sh")
         self.sbatch_script = os.path.join(self.source_dir, "deploy/slurm/agents.sbatch")
@@ -114,6 +117,14 @@ class SlurmAgentsTest:
         check("SLURM_CONF" in self.slurm_env, "slurm_cluster.sh start printed no SLURM_CONF")
         log(f"Slurm up: SLURM_CONF={self.slurm_env['SLURM_CONF']}")
 
+    def make_pki(self):
+        """The fleet's CA, benchd's certificate, one per Slurm node, an admin's."""
+        scripts = os.path.join(self.source_dir, "deploy/pki")
+        self.run(["bash", f"{scripts}/make-ca.sh", self.pki])
+        self.run(["bash", f"{scripts}/make-server-cert.sh", self.pki, "benchd", "IP:127.0.0.1"])
+        for role, name in (("agent", "nodeA"), ("agent", "nodeB"), ("admin", "tester")):
+            self.run(["bash", f"{scripts}/make-client-cert.sh", self.pki, role, name])
+
     def start_benchd(self):
         grpc_port, http_port = free_port(), free_port()
         self.server = f"127.0.0.1:{grpc_port}"
@@ -122,7 +133,9 @@ class SlurmAgentsTest:
         self.benchd = subprocess.Popen(
             [os.path.join(self.bin_dir, "benchd"), "--listen", self.server,
              "--http", f"127.0.0.1:{http_port}", "--db", self.db,
-             "--agent-lease", f"{AGENT_LEASE_S}s", "--requeue-on-node-lost", "0"],
+             "--agent-lease", f"{AGENT_LEASE_S}s", "--requeue-on-node-lost", "0",
+             "--tls-cert", f"{self.pki}/benchd.pem", "--tls-key", f"{self.pki}/benchd.key",
+             "--client-ca", f"{self.pki}/ca.pem"],
             stdout=self.benchd_log, stderr=subprocess.STDOUT, env=env)
         self.wait_until("benchd to answer", lambda: self.benchctl(
             ["agents", "--format", "json"], check_rc=False).returncode == 0, 30)
@@ -161,8 +174,10 @@ class SlurmAgentsTest:
     # --- clients ----------------------------------------------------------------------
 
     def benchctl(self, args, check_rc=True, timeout=60):
-        return self.run([os.path.join(self.bin_dir, "benchctl"), "--server", self.server]
-                        + args, timeout=timeout, check_rc=check_rc)
+        return self.run([os.path.join(self.bin_dir, "benchctl"), "--server", self.server,
+                         "--tls-ca", f"{self.pki}/ca.pem", "--tls-cert", f"{self.pki}/tester.pem",
+                         "--tls-key", f"{self.pki}/tester.key"] + args,
+                        timeout=timeout, check_rc=check_rc)
 
     def agents(self):
         return json.loads(self.benchctl(["agents", "--format", "json"]).stdout)
@@ -182,7 +197,8 @@ class SlurmAgentsTest:
         env.update(BENCH_CONTROLLER=self.server,
                    BENCH_AGENT=os.path.join(self.bin_dir, "bench-agent"),
                    BENCH_TRAIN=os.path.join(self.bin_dir, "bench-train"),
-                   BENCH_AGENT_STATE_ROOT=os.path.join(self.tmp, "agent-state"))
+                   BENCH_AGENT_STATE_ROOT=os.path.join(self.tmp, "agent-state"),
+                   BENCH_TLS_CA=f"{self.pki}/ca.pem", BENCH_AGENT_CERT_DIR=self.pki)
         result = self.run(["sbatch", "--parsable", "--nodes", "2", "--output",
                            os.path.join(self.tmp, "agents-%j.out")] + extra
                           + [self.sbatch_script], env=env)
@@ -324,6 +340,7 @@ class SlurmAgentsTest:
         log(f"Slurm job {slurm_job}: {state} after {ran:.0f}s")
 
     def run_all(self):
+        self.make_pki()
         self.start_slurm()
         self.start_benchd()
         slurm_job = self.check_job_over_both_nodes()
