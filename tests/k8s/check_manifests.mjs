@@ -5,8 +5,8 @@
 //   2. what benchfleet needs of it: benchd's and bench-agent's flags exist (their --help),
 //      every $(VAR) in args is defined, files named by flags are mounted (certificates and
 //      tokens read-only from Secrets, the database on the PersistentVolumeClaim), the probes
-//      on /healthz and /readyz of --http's port, Prometheus annotations, the Service, and the
-//      agent's /dev/shm (memory), node name (downward API), address, spool and, for --expect
+//      on /healthz and /readyz of --http's port, Prometheus annotations, the Service, the
+//      images deploy/compose builds, and the agent's /dev/shm (memory), node name (downward API), address, spool and, for --expect
 //      gpu, its GPU limit, toleration and node selector (--expect cpu: CPU slots, no GPU).
 // Prints every problem found (object and field named) and exits 1 if there is one.
 //
@@ -202,6 +202,15 @@ function containerPortNumber(container, port) {
   return (container.ports ?? []).find((p) => p.name === port)?.containerPort ?? NaN;
 }
 
+// The images deploy/compose builds: benchfleet (Dockerfile), benchfleet-gpu (Dockerfile.gpu),
+// under any registry and tag.
+function checkImage(where, container, name) {
+  const repository = String(container.image ?? "").replace(/@.*$/, "").replace(/:[^/:]*$/, "");
+  if (repository.split("/").pop() !== name) {
+    problem(where, `image ${container.image} is not deploy/compose's ${name} (REGISTRY/${name}:TAG)`);
+  }
+}
+
 // Namespace: one, declared.
 const namespaces = new Set(objects.filter((o) => o.kind !== "Namespace").map((o) => o.metadata?.namespace));
 if (namespaces.size !== 1 || namespaces.has(undefined)) {
@@ -238,6 +247,7 @@ for (const { owner, container } of benchds) {
     if (!(quantityBytes(claim.resources?.requests?.storage) > 0)) problem(where, "the database's claim requests no storage");
   }
 
+  checkImage(where, container, "benchfleet");
   benchdTls = flags.has("tls-cert");
   benchdClientCa = flags.has("client-ca");
   for (const flag of ["tls-cert", "tls-key", "client-ca", "tokens"]) {
@@ -308,6 +318,8 @@ for (const { owner, container } of agents) {
   const flags = flagsOf(container);
   checkFlagsExist(where, "bench-agent", container);
   checkVariablesDefined(where, container);
+
+  checkImage(where, container, expect === "gpu" ? "benchfleet-gpu" : "benchfleet");
 
   // /dev/shm: memory-backed and larger than Kubernetes' (and Docker's) 64 MiB.
   const shm = mountHolding(owner, container, "/dev/shm");

@@ -34,6 +34,12 @@ check() {  # check EXPECT RENDERED
     --help benchd="$work/benchd.help" --help bench-agent="$work/bench-agent.help" "$2"
 }
 
+# The images the manifests name (check_manifests.mjs) are the ones deploy/compose builds.
+grep -q '^  image: benchfleet:latest' "$SOURCE/deploy/compose/docker-compose.yml" ||
+  fail "deploy/compose/docker-compose.yml no longer builds the image benchfleet"
+grep -q '^    image: benchfleet-gpu:latest' "$SOURCE/deploy/compose/docker-compose.gpu.yml" ||
+  fail "deploy/compose/docker-compose.gpu.yml no longer builds the image benchfleet-gpu"
+
 # What each kustomization must be: the base a secured GPU fleet, the demo CPU only. A new
 # kustomization fails here until it is given its expectation.
 declare -A expected=([base]=gpu [overlays/cpu-demo]=cpu)
@@ -67,6 +73,7 @@ mutations=(
   's/hostNetwork: true/hostNetwork: "yes"/'             'hostNetwork must be boolean'
   's/^\( *\)dnsPolicy: \(.*\)/\1dnsPolicy: \2\n\1dnsPolcy: Default/' 'unknown field /spec/template/spec/dnsPolcy'
   '/readOnly: true/d'                                   'is not readOnly'
+  's/image: benchfleet-gpu:latest/image: benchfleet-gpu-cuda:latest/' "is not deploy/compose's benchfleet-gpu"
 )
 for ((i = 0; i < ${#mutations[@]}; i += 2)); do
   edit=${mutations[i]}
