@@ -98,14 +98,16 @@ class SlurmAgentsTest:
 
     def wait_until(self, what, probe, timeout, interval=0.25):
         """Calls probe() until it returns a true value, which is returned."""
-        end = time.monotonic() + self.remaining(timeout)
+        allowed = self.remaining(timeout)
+        end = time.monotonic() + allowed
         last = None
         while time.monotonic() < end:
             last = probe()
             if last:
                 return last
             time.sleep(interval)
-        raise Failure(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+        cut = " (the test's deadline)" if allowed < timeout else ""
+        raise Failure(f"timed out after {allowed:.0f}s{cut} waiting for {what} (last: {last!r})")
 
     def start_slurm(self):
         result = self.run(["bash", self.cluster_script, "start", self.slurm_dir], timeout=120)
