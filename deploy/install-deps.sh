@@ -31,6 +31,10 @@ packages=(
   # systemd-analyze verify and security --offline on deploy/systemd's units
   # (tests/systemd_units_test.sh); systemd need not run.
   systemd
+  # The Debian packages (cmake/Packaging.cmake, tests/packages/): CPack's DEB generator
+  # computes Depends with dpkg-shlibdeps (dpkg-dev), finding the ELF files with file;
+  # git gives --version its build id (cmake/WriteBuildInfo.cmake).
+  dpkg-dev file git
 )
 # node and npm: benchd embeds uPlot from web/node_modules (npm ci below) and the web tests
 # run on node. Where node is already installed (another packaging of it, with its own npm)
