@@ -222,6 +222,15 @@ std::string StateWithReason(const JobStatus& job) {
   return text;
 }
 
+// "Slurm job 4711 RUNNING on node[1-2]", "Slurm job 4712 PENDING (Resources)".
+std::string DescribeAllocation(const benchfleet::v1::Allocation& allocation) {
+  std::string system = allocation.system() == "slurm" ? "Slurm" : allocation.system();
+  std::string text = absl::StrCat(system, " job ", allocation.id(), " ", allocation.state());
+  if (!allocation.reason().empty()) absl::StrAppend(&text, " (", allocation.reason(), ")");
+  if (!allocation.nodes().empty()) absl::StrAppend(&text, " on ", allocation.nodes());
+  return text;
+}
+
 }  // namespace
 
 std::string FormatJobText(const JobStatus& job) {
@@ -243,6 +252,7 @@ std::string FormatJobText(const JobStatus& job) {
   if (job.requeues() > 0) {
     line("requeues", absl::StrCat(job.requeues(), " (back in the queue after losing a node)"));
   }
+  if (job.has_allocation()) line("allocation", DescribeAllocation(job.allocation()));
   line("spec", DescribeSpec(spec));
   if (std::string shape = DescribeShape(spec); !shape.empty()) line("shape", shape);
   if (std::string constraints = DescribeConstraints(spec); !constraints.empty()) {

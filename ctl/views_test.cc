@@ -94,6 +94,21 @@ TEST(ViewsTest, JobTextNamesTheSubmitterWhenBenchdRecordedOne) {
   EXPECT_THAT(FormatJobText(job), HasSubstr("\nsubmitted by: alice\n"));
 }
 
+TEST(ViewsTest, JobTextShowsTheSlurmAllocationWhenThereIsOne) {
+  EXPECT_THAT(FormatJobText(RunningJob()), Not(HasSubstr("allocation:")));
+  JobStatus job = RunningJob();
+  job.mutable_allocation()->set_system("slurm");
+  job.mutable_allocation()->set_id("4711");
+  job.mutable_allocation()->set_state("PENDING");
+  job.mutable_allocation()->set_reason("Resources");
+  EXPECT_THAT(FormatJobText(job), HasSubstr("\nallocation: Slurm job 4711 PENDING (Resources)\n"));
+  job.mutable_allocation()->set_state("TIMEOUT");
+  job.mutable_allocation()->set_reason("TimeLimit");
+  job.mutable_allocation()->set_nodes("node[1-2]");
+  EXPECT_THAT(FormatJobText(job),
+              HasSubstr("\nallocation: Slurm job 4711 TIMEOUT (TimeLimit) on node[1-2]\n"));
+}
+
 TEST(ViewsTest, JobTextShowsShapeConstraintsLimitsQueueAndRequeues) {
   const std::string plain = FormatJobText(RunningJob());
   for (const char* key : {"queue:", "requeues:", "shape:", "constraints:", "limits:"}) {

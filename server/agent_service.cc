@@ -134,7 +134,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Deregister(grpc::CallbackServerConte
                                                        grpc::ByteBuffer* response) {
   auto* call = new UnaryCall<v1::DeregisterRequest, v1::DeregisterResponse>(response);
   BENCH_ADMIT_OR_REPLY(call);
-  return call->Reply(manager_->Deregister(call->request().agent(), call->request().reason()));
+  const v1::DeregisterRequest& goodbye = call->request();
+  return call->Reply(
+      manager_->Deregister(goodbye.agent(), goodbye.reason(), goodbye.instance_id()));
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::UploadSamples(grpc::CallbackServerContext* context,

@@ -6,7 +6,10 @@
 #include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/impl/server_builder_plugin.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -145,6 +148,9 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
                                         : options.agent_lease;
   manager_options.default_wall_time = options.default_wall_time;
   manager_options.default_hang_timeout = options.default_hang_timeout;
+  manager_options.external_allocation = !options.slurm.partition.empty();
+  // Slurm's SIGTERM reaches every agent at once; its state says why a moment later.
+  manager_options.allocation_grace = absl::Seconds(30);
   benchd->metrics_ = std::make_unique<LiveMetrics>(options.metrics_retention);
   benchd->manager_ =
       std::make_unique<JobManager>(benchd->store_.get(), manager_options, benchd->metrics_.get());
@@ -180,6 +186,26 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
   benchd->ready_ = true;  // /readyz; main.cc tells systemd READY=1 when Start returns
   benchd->manager_->BeginReconcileGrace();
   benchd->liveness_ = std::thread([b = benchd.get()] { b->LivenessLoop(); });
+  if (!options.slurm.partition.empty()) {
+    SlurmOptions slurm = options.slurm;
+    if (slurm.controller.empty()) {
+      std::string host = grpc_host;
+      if (host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]") {
+        char name[256] = {};
+        gethostname(name, sizeof(name) - 1);
+        host = name;
+      }
+      slurm.controller = absl::StrCat(host, ":", benchd->grpc_port_);
+    }
+    if (slurm.script_dir.empty()) {
+      slurm.script_dir = std::filesystem::path(options.db).parent_path().append("slurm").string();
+      if (slurm.script_dir == "slurm") slurm.script_dir = "./slurm";
+    }
+    benchd->slurm_ = std::make_unique<SlurmAllocator>(benchd->manager_.get(), slurm);
+    RETURN_IF_ERROR(benchd->slurm_->Start());
+    Log("Slurm allocates: partition ", slurm.partition, ", agents dial ", slurm.controller,
+        ", batch scripts in ", slurm.script_dir);
+  }
   Log("serving gRPC on ", grpc_host, ":", benchd->grpc_port_,
       options.http.empty() ? ""
                            : absl::StrCat(benchd->tls_front_ ? ", HTTPS on " : ", HTTP on ",
@@ -254,6 +280,7 @@ void Benchd::Shutdown() {
   shut_down_ = true;
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (liveness_.joinable()) liveness_.join();
+  if (slurm_) slurm_->Stop();  // leaves the allocations: a restarted benchd takes them up
   if (tls_front_) tls_front_->Stop();
   if (http_) http_->Stop();  // ends the event streams before the manager they watch
   if (manager_) manager_->Shutdown();

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "server/slurm_allocator.h"
 
 namespace grpc {
 class Server;
@@ -49,6 +50,10 @@ struct BenchdOptions {
   absl::Duration cert_refresh = absl::Seconds(60);  // how often those files are re-read
   bool insecure = false;                            // allow a non-loopback address without TLS
   bool grpc_reflection = false;                     // serve gRPC server reflection
+  // Slurm allocates (server/slurm_allocator.h) when slurm.partition is set. Unset
+  // slurm.controller: --listen's address (this host's name for a wildcard address);
+  // unset slurm.script_dir: "slurm" beside the database.
+  SlurmOptions slurm;
 };
 
 // INVALID_ARGUMENT naming the flag when the security options do not fit together: a
@@ -95,6 +100,7 @@ class Benchd {
   int http_port_ = 0;
   absl::Notification stop_;
   std::thread liveness_;
+  std::unique_ptr<SlurmAllocator> slurm_;  // with --slurm-partition
   bool shut_down_ = false;
   std::atomic<bool> ready_{false};  // Recover() has returned and both ports listen
 };

@@ -175,11 +175,18 @@ int Fleet::ExpireLeases(Clock::time_point now, absl::Duration lease,
   return lost;
 }
 
-absl::StatusOr<Fleet::LostAgent> Fleet::Remove(const std::string& name) {
+absl::StatusOr<Fleet::LostAgent> Fleet::Remove(const std::string& name,
+                                               const std::string& instance_id) {
   if (!Registered(name)) {
     return absl::NotFoundError(absl::StrCat("agent ", name, " is not registered"));
   }
   auto it = agents_.find(name);
+  const std::string& registered = it->second.inventory.instance_id;
+  if (!instance_id.empty() && !registered.empty() && registered != instance_id) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("agent ", name, " registered again since (instance ", registered,
+                     ", not ", instance_id, "); the new one stays"));
+  }
   LostAgent entry = TakeOut(name, it->second, absl::UnavailableError("agent stopped"));
   agents_.erase(it);
   return entry;

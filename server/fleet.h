@@ -94,8 +94,10 @@ class Fleet {
 
   // The agent said it stops (Deregister): its stream is closed (UNAVAILABLE "agent
   // stopped"), its devices freed and it is forgotten (it may register again later).
-  // Returns what it held; NOT_FOUND unless it is registered.
-  absl::StatusOr<LostAgent> Remove(const std::string& name);
+  // Returns what it held; NOT_FOUND unless it is registered, FAILED_PRECONDITION (and
+  // nothing removed) when `instance_id` is set and another agent process registered
+  // under that name since.
+  absl::StatusOr<LostAgent> Remove(const std::string& name, const std::string& instance_id);
 
   // Adds connected agents and the pool's nodes (not lost, not placeholders) to `counts`.
   void AddTo(FleetCounts& counts) const;

@@ -190,6 +190,7 @@ struct AgentInventory {
   std::string name;
   std::string address;
   std::string hostname;
+  std::string instance_id;  // one per agent process; "" from older agents
   std::vector<Gpu> gpus;
   int cpu_slots = 0;
   Versions versions;  // from NVML: driver, nvml, cuda_driver (empty from older agents)

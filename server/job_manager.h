@@ -76,6 +76,7 @@ inline constexpr char kAllocationLabel[] = "bench_job";
 // What an external allocator has to do (JobManager::PendingAllocationWork).
 struct AllocationRequest {
   std::string job_id;
+  std::string job_name;  // the allocator's name for it (filled by the allocator)
   JobSpec spec;
   absl::Duration wall_time;  // the job's wall-time limit
 };
@@ -182,13 +183,19 @@ class JobManager {
   // The agent stops (its ranks were stopped and reported): it leaves the fleet now, and
   // the RUNNING attempts it still held lose their node (requeued or failed, as
   // CheckAgents) with `reason` in their reason. NOT_FOUND unless registered.
-  absl::Status Deregister(const std::string& agent, const std::string& reason);
+  // `instance_id`: the leaving agent process's (AgentInventory::instance_id); another
+  // process registered since under that name is left alone (FAILED_PRECONDITION).
+  absl::Status Deregister(const std::string& agent, const std::string& reason,
+                          const std::string& instance_id = "");
   // External allocation (options.external_allocation).
   AllocationWork PendingAllocationWork();
   // What the allocator made or saw of the job's allocation (recorded, shown in the job's
   // status). An allocation that ended while the job waits or runs fails it, with the
   // allocation's state and reason. NOT_FOUND for an unknown job.
   absl::Status UpdateAllocation(const std::string& job_id, const Allocation& allocation);
+  // The allocator was refused an allocation for the waiting job (e.g. sbatch: no such
+  // partition): it fails with `why`. NOT_FOUND for an unknown job.
+  absl::Status AllocationRefused(const std::string& job_id, const std::string& why);
 
   // Stores the samples (iterations and GPU readings) that belong to a rank of the
   // job's current attempt placed on `agent` (others are dropped, counted and logged)

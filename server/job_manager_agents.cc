@@ -500,9 +500,10 @@ void JobManager::AgentLost(const bench::Fleet::LostAgent& agent, const std::stri
   }
 }
 
-absl::Status JobManager::Deregister(const std::string& agent_name, const std::string& reason) {
+absl::Status JobManager::Deregister(const std::string& agent_name, const std::string& reason,
+                                    const std::string& instance_id) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<bench::Fleet::LostAgent> agent = fleet_.Remove(agent_name);
+  absl::StatusOr<bench::Fleet::LostAgent> agent = fleet_.Remove(agent_name, instance_id);
   if (!agent.ok()) return agent.status();
   std::string why = absl::StrCat("node left: agent ", agent_name, " stopped",
                                  reason.empty() ? "" : " (", Truncate(reason, 200),

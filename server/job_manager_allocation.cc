@@ -38,7 +38,7 @@ AllocationWork JobManager::PendingAllocationWork() {
     const Allocation& allocation = job.allocation;
     if (allocation.id.empty()) {
       if (job.state == JobState::kQueued && runtime_[job.id].persisted) {
-        work.to_allocate.push_back({job.id, job.spec, WallTimeLimit(job)});
+        work.to_allocate.push_back({job.id, "", job.spec, WallTimeLimit(job)});
       }
       continue;
     }
@@ -64,6 +64,15 @@ absl::Status JobManager::UpdateAllocation(const std::string& job_id, const Alloc
   if (job->state == JobState::kQueued) job->reason = AllocationWaitReason(*job);
   Persist(*job);
   Notify(*job);
+  return absl::OkStatus();
+}
+
+absl::Status JobManager::AllocationRefused(const std::string& job_id, const std::string& why) {
+  absl::MutexLock lock(&mu_);
+  Job* job = FindJob(job_id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  if (job->state != JobState::kQueued) return absl::OkStatus();
+  Transition(*job, JobState::kFailed, why);
   return absl::OkStatus();
 }
 

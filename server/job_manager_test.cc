@@ -394,6 +394,22 @@ TEST_F(JobManagerTest, AnAgentThatDeregistersLeavesAtOnceAndItsJobLosesTheNode) 
   EXPECT_EQ(manager_->ListAgents().size(), 2u);
 }
 
+TEST_F(JobManagerTest, AGoodbyeFromAReplacedAgentProcessLeavesTheNewOneRegistered) {
+  // The next Slurm allocation's agent on the node registered before the old one left.
+  AgentInventory inventory;
+  inventory.name = "node1";
+  inventory.address = "127.0.0.1";
+  inventory.cpu_slots = 1;
+  inventory.instance_id = "new-instance";
+  ASSERT_TRUE(manager_->RegisterAgent(inventory).ok());
+  absl::Status stale = manager_->Deregister("node1", "SIGTERM", "old-instance");
+  EXPECT_EQ(stale.code(), absl::StatusCode::kFailedPrecondition) << stale;
+  EXPECT_THAT(stale.message(), HasSubstr("registered again since"));
+  EXPECT_EQ(manager_->ListAgents().size(), 1u);
+  EXPECT_TRUE(manager_->Deregister("node1", "SIGTERM", "new-instance").ok());
+  EXPECT_TRUE(manager_->ListAgents().empty());
+}
+
 TEST_F(JobManagerTest, AnIdleAgentThatDeregistersChangesNoJob) {
   FakeChannel a, b;
   AddCpuAgent("a", 1, &a);
@@ -534,6 +550,8 @@ TEST_F(JobManagerAllocationTest, TheAllocationSurvivesARestart) {
   ASSERT_TRUE(submitted.ok());
   ASSERT_TRUE(manager_->UpdateAllocation(submitted->job_id, Slurm("PENDING", "Resources")).ok());
   manager_.reset();
+  store_.reset();  // commits what is queued
+  store_ = std::move(Store::Open(dir_ + "/bench.db")).value();
   JobManagerOptions options;
   options.external_allocation = true;
   manager_ = std::make_unique<JobManager>(store_.get(), options);

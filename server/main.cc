@@ -19,6 +19,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/build_info.h"
@@ -46,6 +47,13 @@ struct Flags {
   std::string cert_refresh = "60s";
   bool insecure = false;
   bool grpc_reflection = false;
+  std::string slurm_partition;
+  std::string slurm_agent = "bench-agent";
+  std::string slurm_controller;
+  std::string slurm_script_dir;
+  std::string slurm_poll = "2s";
+  std::string slurm_time_margin = "5m";
+  bool slurm_cpu_nodes = false;
 };
 
 // `--dashed-name` in the help, and `--dashed_name` as a hidden alias writing the same value.
@@ -123,6 +131,30 @@ int main(int argc, char** argv) {
           "how often certificate, key, CA and token files are checked for changes", "DURATION");
   app.add_flag("--insecure", flags.insecure, "allow serving a non-loopback address without TLS");
   app.add_flag("--grpc-reflection", flags.grpc_reflection, "serve gRPC server reflection");
+  AddFlag(app, "slurm-partition", &flags.slurm_partition,
+          "Slurm allocates: each job becomes a Slurm job in this partition whose step starts "
+          "its agents (docs/deploy.md)",
+          "PARTITION");
+  AddFlag(app, "slurm-agent", &flags.slurm_agent,
+          "with --slurm-partition: bench-agent's command on the nodes, with flags of its own "
+          "(TLS), split on spaces",
+          "COMMAND");
+  AddFlag(app, "slurm-controller", &flags.slurm_controller,
+          "with --slurm-partition: the address the agents dial (default: --listen's, this "
+          "host's name for a wildcard)",
+          "HOST:PORT");
+  AddFlag(app, "slurm-script-dir", &flags.slurm_script_dir,
+          "with --slurm-partition: where batch scripts and their output go, on a file system "
+          "the nodes share if Slurm writes output there (default: slurm/ beside --db)",
+          "DIR");
+  AddFlag(app, "slurm-poll", &flags.slurm_poll, "with --slurm-partition: how often Slurm is read",
+          "DURATION");
+  AddFlag(app, "slurm-time-margin", &flags.slurm_time_margin,
+          "with --slurm-partition: added to a job's wall-time limit for Slurm's --time",
+          "DURATION");
+  app.add_flag("--slurm-cpu-nodes", flags.slurm_cpu_nodes,
+               "with --slurm-partition: the nodes have no GPUs; ask for CPUs, agents offer CPU "
+               "slots");
   // CLI11 reads "--flag=" (an empty value after the '=', e.g. --http= to turn the web
   // port off) as a missing value, so that one is handed over as "--flag" "". CLI11
   // wants the arguments in reverse.
@@ -158,6 +190,12 @@ int main(int argc, char** argv) {
   options.tokens = flags.tokens;
   options.insecure = flags.insecure;
   options.grpc_reflection = flags.grpc_reflection;
+  options.slurm.partition = flags.slurm_partition;
+  options.slurm.agent_command =
+      absl::StrSplit(flags.slurm_agent, ' ', absl::SkipWhitespace());
+  options.slurm.controller = flags.slurm_controller;
+  options.slurm.script_dir = flags.slurm_script_dir;
+  options.slurm.cpu_nodes = flags.slurm_cpu_nodes;
   if (!ParseDurationFlag("agent-lease", flags.agent_lease, &options.agent_lease) ||
       !ParseDurationFlag("heartbeat-interval", flags.heartbeat_interval,
                          &options.heartbeat_interval) ||
@@ -168,7 +206,10 @@ int main(int argc, char** argv) {
                          &options.default_wall_time) ||
       !ParseDurationFlag("default-hang-timeout", flags.default_hang_timeout,
                          &options.default_hang_timeout) ||
-      !ParseDurationFlag("cert-refresh", flags.cert_refresh, &options.cert_refresh)) {
+      !ParseDurationFlag("cert-refresh", flags.cert_refresh, &options.cert_refresh) ||
+      !ParseDurationFlag("slurm-poll", flags.slurm_poll, &options.slurm.poll_interval) ||
+      !ParseDurationFlag("slurm-time-margin", flags.slurm_time_margin,
+                         &options.slurm.time_margin)) {
     return 2;
   }
   if (!absl::SimpleAtoi(flags.requeue_on_node_lost, &options.max_requeues)) {
@@ -178,10 +219,14 @@ int main(int argc, char** argv) {
   }
   if (options.max_requeues < 0 || options.default_wall_time <= absl::ZeroDuration() ||
       options.default_hang_timeout <= absl::ZeroDuration() ||
-      options.reconcile_grace < absl::ZeroDuration()) {
+      options.reconcile_grace < absl::ZeroDuration() ||
+      options.slurm.poll_interval <= absl::ZeroDuration() ||
+      options.slurm.time_margin < absl::ZeroDuration() ||
+      (!options.slurm.partition.empty() && options.slurm.agent_command.empty())) {
     std::fprintf(stderr,
-                 "benchd: --requeue-on-node-lost must be >= 0, --default-wall-time and "
-                 "--default-hang-timeout > 0, --reconcile-grace >= 0\n");
+                 "benchd: --requeue-on-node-lost must be >= 0, --default-wall-time, "
+                 "--default-hang-timeout and --slurm-poll > 0, --reconcile-grace and "
+                 "--slurm-time-margin >= 0, --slurm-agent not empty\n");
     return 2;
   }
 

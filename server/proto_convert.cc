@@ -88,6 +88,7 @@ AgentInventory FromProto(const v1::AgentInventory& proto) {
   inventory.name = proto.name();
   inventory.address = proto.address();
   inventory.hostname = proto.hostname();
+  inventory.instance_id = proto.instance_id();
   inventory.cpu_slots = proto.cpu_slots();
   for (const v1::Gpu& gpu : proto.gpus()) {
     inventory.gpus.push_back({gpu.index(), gpu.name(), gpu.uuid(), gpu.memory_bytes()});
@@ -259,6 +260,15 @@ void ToProto(const JobView& view, v1::JobStatus* proto) {
   if (view.baseline) ToProto(*view.baseline, proto->mutable_baseline());
   proto->set_requeues(job.requeues);
   proto->set_queue_position(view.queue_position);
+  if (!job.allocation.id.empty()) {
+    v1::Allocation* allocation = proto->mutable_allocation();
+    allocation->set_system(job.allocation.system);
+    allocation->set_id(job.allocation.id);
+    allocation->set_state(job.allocation.state);
+    allocation->set_reason(job.allocation.reason);
+    allocation->set_nodes(job.allocation.nodes);
+    allocation->set_ended(job.allocation.ended);
+  }
 }
 
 void ToProto(const GpuTelemetry& gpu, v1::GpuTelemetry* proto) {

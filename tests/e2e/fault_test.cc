@@ -322,6 +322,43 @@ TEST_F(FaultTest, AgentKilledMidJobIsRequeuedOnceAndSucceedsOnTheOtherAgent) {
             1);
 }
 
+// scancel, systemctl stop, a deleted pod: SIGTERM. The agent stops its ranks, reports them
+// and deregisters, so its job is requeued at once, not when a (long) lease runs out.
+TEST_F(FaultTest, AgentStoppedWithSigtermMidJobLeavesAtOnceAndTheJobIsRequeued) {
+  constexpr int kRanks = 2, kIters = 20;
+  const std::vector<std::string> long_lease = {"--agent_lease=60s", "--heartbeat_interval=500ms"};
+  v1::JobStatus job;
+  const std::string job_id = StartJobOnTwoSlowAgents(long_lease, kRanks, kIters,
+                                                     /*step_sleep_ms=*/200, /*min_done=*/2, &job);
+  ASSERT_FALSE(job_id.empty());
+  ASSERT_EQ(job.placements_size(), 1) << "a 2-rank job fits one 2-slot agent";
+  const std::string victim = job.placements(0).agent();
+  const std::string survivor = victim == "node-a" ? "node-b" : "node-a";
+
+  int64_t stopped_ms = NowMs();
+  cluster_->SignalAgent(victim, SIGTERM);
+  ASSERT_TRUE(WaitForJob(job_id, absl::Seconds(30),
+                         [](const v1::JobStatus& j) {
+                           return j.attempt() >= 2 || IsTerminal(j.state());
+                         },
+                         &job))
+      << job.DebugString() << Logs();
+  int64_t requeued_ms = TransitionTime(job, v1::JOB_STATE_QUEUED, "node left");
+  ASSERT_GT(requeued_ms, 0) << HistoryText(job) << Logs();
+  EXPECT_LE(requeued_ms - stopped_ms, 10000) << "the lease is 60 s: " << HistoryText(job);
+  EXPECT_EQ(cluster_->KillAgent(victim), 0) << "bench-agent exits 0 after SIGTERM";
+  CommandResult agents = cluster_->Benchctl({"agents"});
+  EXPECT_THAT(agents.stdout_text, ::testing::Not(HasSubstr(victim))) << agents.output;
+
+  ASSERT_TRUE(WaitForJob(job_id, absl::Seconds(180),
+                         [](const v1::JobStatus& j) { return IsTerminal(j.state()); }, &job))
+      << job.DebugString() << Logs();
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << HistoryText(job) << Logs();
+  ASSERT_EQ(job.placements_size(), 1);
+  EXPECT_EQ(job.placements(0).agent(), survivor);
+  ExpectEveryIterationOnce(job_id, 2, kRanks, kIters);
+}
+
 // --- 2. kill -9 benchd ten times mid-job -------------------------------------------------
 
 TEST_F(FaultTest, BenchdKilledTenTimesMidJobStillEndsWithEveryIterationOnce) {

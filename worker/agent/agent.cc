@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -63,6 +64,9 @@ absl::Status Agent::Start() {
   inventory_options.nvml_library = options_.nvml_library;
   inventory_ = BuildInventory(inventory_options);
   inventory_.mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
+  std::random_device random;
+  inventory_.set_instance_id(absl::StrCat(absl::Hex(random(), absl::kZeroPad8),
+                                          absl::Hex(random(), absl::kZeroPad8)));
   int hardware = static_cast<int>(std::thread::hardware_concurrency());
   if (inventory_.cpu_slots() > 0) {
     cpu_threads_ = std::max(1, hardware / inventory_.cpu_slots());
@@ -508,6 +512,7 @@ void Agent::Deregister(const std::string& reason) {
   benchfleet::v1::DeregisterRequest request;
   request.set_agent(name);
   request.set_reason(reason);
+  request.set_instance_id(inventory_.instance_id());
   absl::Status status = client_->Deregister(request);
   if (status.ok()) {
     Log("deregistered from the controller");

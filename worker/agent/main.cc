@@ -235,7 +235,10 @@ int main(int argc, char** argv) {
   while (read(signal_pipe[0], &received, 1) < 0 && errno == EINTR) {
   }
   bench::SdNotifyOrLog("STOPPING=1\nSTATUS=stopping its ranks and reporting them");
-  bench::Log("received signal ", static_cast<int>(received));
-  agent.Shutdown();
+  const char* signal_name = received == SIGTERM  ? "SIGTERM"
+                            : received == SIGINT ? "SIGINT"
+                                                 : "a signal";
+  bench::Log("received ", signal_name);
+  agent.Shutdown(signal_name);
   return 0;
 }
