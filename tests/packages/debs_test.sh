@@ -8,6 +8,7 @@
 #     /lib/systemd/system identical to deploy/systemd/, /etc/default files as conffiles,
 #     the Grafana and Prometheus files in /usr/share/benchfleet/; nothing outside /etc/default,
 #     /lib/systemd/system and /usr; binaries stripped; maintainer scripts parse (sh -n);
+#   - apt-get install -s of the three: apt finds every dependency installed here;
 #   - installed with dpkg into an empty root: --instdir/--admindir name a fresh dpkg
 #     database in a temporary folder, so dpkg itself unpacks, registers the conffiles and
 #     runs the real maintainer scripts (--force-script-chrootless: an empty root has no
@@ -155,6 +156,18 @@ for package in controller agent cli; do
     "control files"
 done
 [ "$failures" -eq 0 ] || { echo "debs_test: $failures failure(s)"; exit 1; }
+
+# apt's view, as an operator installs them (docs/deploy-packages.md): simulated, nothing
+# is installed; every dependency is found among this machine's packages.
+if apt-get install -s --no-install-recommends "${deb[controller]}" "${deb[agent]}" \
+     "${deb[cli]}" >"$work/apt.log" 2>&1 &&
+   [ "$(grep -c '^Inst benchfleet-' "$work/apt.log")" -eq 3 ] &&
+   ! grep -v '^Inst benchfleet-' "$work/apt.log" | grep -q '^Inst '; then
+  ok "apt-get install -s: the 3 packages and nothing else to install"
+else
+  cat "$work/apt.log"
+  fail "apt-get install -s of the three packages"
+fi
 
 # An empty root with a fresh dpkg database.
 root=$work/root admin=$work/root/var/lib/dpkg
