@@ -127,17 +127,24 @@ class SlurmAgentsTest:
         for role, name in (("agent", "nodeA"), ("agent", "nodeB"), ("admin", "tester")):
             self.run(["bash", f"{scripts}/make-client-cert.sh", self.pki, role, name])
 
+    def benchd_flags(self):
+        """benchd's flags besides the addresses, database and security (subclasses add)."""
+        return []
+
+    def benchd_env(self):
+        return {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+
     def start_benchd(self):
         grpc_port, http_port = free_port(), free_port()
         self.server = f"127.0.0.1:{grpc_port}"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+        env = self.benchd_env()
         self.benchd_log = open(os.path.join(self.tmp, "benchd.log"), "w")
         self.benchd = subprocess.Popen(
             [os.path.join(self.bin_dir, "benchd"), "--listen", self.server,
              "--http", f"127.0.0.1:{http_port}", "--db", self.db,
              "--agent-lease", f"{AGENT_LEASE_S}s", "--requeue-on-node-lost", "0",
              "--tls-cert", f"{self.pki}/benchd.pem", "--tls-key", f"{self.pki}/benchd.key",
-             "--client-ca", f"{self.pki}/ca.pem"],
+             "--client-ca", f"{self.pki}/ca.pem"] + self.benchd_flags(),
             stdout=self.benchd_log, stderr=subprocess.STDOUT, env=env)
         self.wait_until("benchd to answer", lambda: self.benchctl(
             ["agents", "--format", "json"], check_rc=False).returncode == 0, 30)
@@ -350,7 +357,7 @@ class SlurmAgentsTest:
         self.check_time_limit()
 
 
-def main():
+def main(test_class=SlurmAgentsTest):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin-dir", required=True, help="the build's bin/ (benchd, ...)")
     parser.add_argument("--source-dir", required=True, help="the source tree")
@@ -369,7 +376,7 @@ def main():
     signal.signal(signal.SIGTERM, interrupt)
     signal.signal(signal.SIGINT, interrupt)
 
-    test = SlurmAgentsTest(options.bin_dir, options.source_dir, options.deadline_s)
+    test = test_class(options.bin_dir, options.source_dir, options.deadline_s)
     failure = None
     try:
         test.run_all()
