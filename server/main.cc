@@ -50,6 +50,7 @@ struct Flags {
   std::string slurm_partition;
   std::string slurm_agent = "bench-agent";
   std::string slurm_controller;
+  std::string slurm_agent_cert_dir;
   std::string slurm_script_dir;
   std::string slurm_poll = "2s";
   std::string slurm_time_margin = "5m";
@@ -143,6 +144,10 @@ int main(int argc, char** argv) {
           "with --slurm-partition: the address the agents dial (default: --listen's, this "
           "host's name for a wildcard)",
           "HOST:PORT");
+  AddFlag(app, "slurm-agent-cert-dir", &flags.slurm_agent_cert_dir,
+          "with --slurm-partition: each node's agent presents DIR/<node>.pem and DIR/<node>.key "
+          "(deploy/pki/make-client-cert.sh agent <node>)",
+          "DIR");
   AddFlag(app, "slurm-script-dir", &flags.slurm_script_dir,
           "with --slurm-partition: where batch scripts and their output go, on a file system "
           "the nodes share if Slurm writes output there (default: slurm/ beside --db)",
@@ -194,6 +199,7 @@ int main(int argc, char** argv) {
   options.slurm.agent_command =
       absl::StrSplit(flags.slurm_agent, ' ', absl::SkipWhitespace());
   options.slurm.controller = flags.slurm_controller;
+  options.slurm.agent_cert_dir = flags.slurm_agent_cert_dir;
   options.slurm.script_dir = flags.slurm_script_dir;
   options.slurm.cpu_nodes = flags.slurm_cpu_nodes;
   if (!ParseDurationFlag("agent-lease", flags.agent_lease, &options.agent_lease) ||

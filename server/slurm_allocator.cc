@@ -89,8 +89,9 @@ std::string SlurmBatchScript(const SlurmOptions& options, const AllocationReques
                   "#SBATCH --time=", SlurmTimeLimit(request.wall_time + options.time_margin),
                   "\n", "#SBATCH --output=", options.script_dir, "/", request.job_id,
                   "-slurm-%j.out\n");
-  // Each node's agent is named after its Slurm node and job (so that the agents of the
-  // next allocation on that node are others), from the step's own environment.
+  // Each node's agent is named after its Slurm node (as its certificate, with security
+  // on), from the step's own environment; its instance id tells it apart from the agent
+  // of the next allocation on that node.
   std::vector<std::string> agent = options.agent_command;
   for (const std::string& arg :
        {std::string("--controller"), options.controller,
@@ -103,10 +104,15 @@ std::string SlurmBatchScript(const SlurmOptions& options, const AllocationReques
   }
   std::vector<std::string> quoted;
   for (const std::string& word : agent) quoted.push_back(ShellQuote(word));
+  if (!options.agent_cert_dir.empty()) {
+    absl::StrAppend(&script, "export BENCH_AGENT_CERT_DIR=", ShellQuote(options.agent_cert_dir),
+                    "\n");
+  }
   absl::StrAppend(&script,
                   "exec srun --kill-on-bad-exit=0 /bin/sh -c 'exec \"$@\" "
-                  "--name \"$SLURMD_NODENAME.slurm$SLURM_JOB_ID\" "
-                  "--label \"slurm_job=$SLURM_JOB_ID\"' sh ",
+                  "--name \"$SLURMD_NODENAME\" --label \"slurm_job=$SLURM_JOB_ID\" "
+                  "${BENCH_AGENT_CERT_DIR:+--tls-cert \"$BENCH_AGENT_CERT_DIR/$SLURMD_NODENAME.pem\" "
+                  "--tls-key \"$BENCH_AGENT_CERT_DIR/$SLURMD_NODENAME.key\"}' sh ",
                   absl::StrJoin(quoted, " "), "\n");
   return script;
 }

@@ -31,6 +31,9 @@ struct SlurmOptions {
   // --cpu-slots.
   std::vector<std::string> agent_command = {"bench-agent"};
   std::string controller;  // HOST:PORT the agents dial (benchd's gRPC address)
+  // With security on: each node's agent presents DIR/<Slurm node>.pem and .key (as
+  // deploy/pki/make-client-cert.sh agent <node> makes them); "" for none.
+  std::string agent_cert_dir;
   // The nodes have no GPUs: ask Slurm for CPUs and let the agents offer CPU slots.
   // Otherwise each node is asked for its GPUs (--gpus-per-node) and agents find them.
   bool cpu_nodes = false;

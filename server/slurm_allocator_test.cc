@@ -100,8 +100,18 @@ TEST_F(SlurmBatchScriptTest, AsksForTheShapeAndTimeAndStartsOneLabelledAgentPerN
   EXPECT_THAT(script, Not(HasSubstr("--cpus-per-task")));
   EXPECT_EQ(RunOnNode(script, "dgx-07"),
             "--tls-ca\n/etc/bench/ca it's.pem\n--controller\nctl.example:7600\n"
-            "--label=bench_job=job-000042\n--name\ndgx-07.slurm4711\n--label\n"
+            "--label=bench_job=job-000042\n--name\ndgx-07\n--label\n"
             "slurm_job=4711\n");
+}
+
+TEST_F(SlurmBatchScriptTest, WithACertDirEachNodesAgentPresentsItsOwnCertificate) {
+  SlurmOptions options = Options();
+  options.agent_cert_dir = "/etc/bench/nodes dir";
+  AllocationRequest request{"job-7", "n", Spec(8), absl::Hours(1)};
+  EXPECT_THAT(RunOnNode(SlurmBatchScript(options, request), "dgx-03"),
+              HasSubstr("--name\ndgx-03\n--label\nslurm_job=4711\n--tls-cert\n"
+                        "/etc/bench/nodes dir/dgx-03.pem\n--tls-key\n"
+                        "/etc/bench/nodes dir/dgx-03.key\n"));
 }
 
 TEST_F(SlurmBatchScriptTest, OnCpuNodesItAsksForCpusAndTheAgentsOfferThemAsSlots) {
@@ -111,7 +121,7 @@ TEST_F(SlurmBatchScriptTest, OnCpuNodesItAsksForCpusAndTheAgentsOfferThemAsSlots
   std::string script = SlurmBatchScript(options, request);
   EXPECT_THAT(script, HasSubstr("#SBATCH --cpus-per-task=2\n"));
   EXPECT_THAT(script, Not(HasSubstr("--gpus-per-node")));
-  EXPECT_THAT(RunOnNode(script, "nodeB"), HasSubstr("--cpu-slots\n2\n--name\nnodeB.slurm4711\n"));
+  EXPECT_THAT(RunOnNode(script, "nodeB"), HasSubstr("--cpu-slots\n2\n--name\nnodeB\n"));
 }
 
 TEST(ParseScontrolJobsTest, ReadsStateReasonNodesAndNameOfEveryJob) {
