@@ -71,7 +71,6 @@ set(CPACK_PACKAGE_NAME benchfleet)
 set(CPACK_PACKAGE_VENDOR benchfleet)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_STRIP_FILES ON)
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_COMPONENTS_ALL controller agent cli)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # benchfleet-agent_0.1.0_amd64.deb
@@ -107,5 +106,11 @@ set(CPACK_DEBIAN_CLI_DESCRIPTION
   "benchfleet command line (benchctl)
 benchctl submits and sweeps benchmark jobs, follows them, and prints results grids,
 comparisons, per-GPU variability and logs from a benchfleet controller.")
+
+# `package_source`: a tarball of the tree without what .gitignore leaves out (build trees,
+# node_modules) or .git; a build from it says "unknown" unless -DBENCH_BUILD_ID= is given.
+set(CPACK_SOURCE_GENERATOR TGZ)
+set(CPACK_SOURCE_IGNORE_FILES "/\\.git/" "/build[^/]*/" "/node_modules/" "/\\.run/" "/\\.gl/"
+  "/\\.whl/" "/dist/" "/\\.gpu-bundle/")
 
 include(CPack)
