@@ -7,8 +7,9 @@
 # The id: BUILD_ID when given (letters, digits and . _ + -), else the commit of
 # SOURCE_DIR's git work tree (`git rev-parse --short=12 HEAD`) with "-dirty" appended when
 # `git status` sees changes to tracked files, else "unknown" (no git, or SOURCE_DIR is not
-# the top of a git work tree). Git is asked with --no-optional-locks: a build never takes
-# the index lock from someone committing in the same tree.
+# the top of a git work tree). Git is asked with --no-optional-locks (a build never takes
+# the index lock from someone committing in the same tree) and trusts SOURCE_DIR even when
+# another user owns it (safe.directory).
 #
 # Writes OUTPUT_DIR/build_id.cc (ProjectVersion() and BuildId()) and OUTPUT_DIR/build_id.txt
 # (the id alone, for tests), each only when its content changes, so that an unchanged id
@@ -24,7 +25,10 @@ function(git_build_id out)
   if(NOT GIT_EXECUTABLE OR NOT EXISTS "${GIT_EXECUTABLE}")
     return()
   endif()
-  set(git "${GIT_EXECUTABLE}" --no-optional-locks -C "${SOURCE_DIR}")
+  # safe.directory: a tree checked out by another user (a build as root, or in a container
+  # over a mounted checkout) is still this build's own source.
+  set(git "${GIT_EXECUTABLE}" --no-optional-locks -c "safe.directory=${SOURCE_DIR}"
+    -C "${SOURCE_DIR}")
   execute_process(COMMAND ${git} rev-parse --show-toplevel
     OUTPUT_VARIABLE top RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(NOT rc EQUAL 0)

@@ -2,9 +2,10 @@
 # cmake/WriteBuildInfo.cmake, the build id behind every binary's --version, run on
 # throw-away trees: "unknown" outside git (and in a folder of someone else's
 # repository), the 12-digit commit in a clean work tree, "-dirty" after a change to a
-# tracked file but not for an untracked one, -DBUILD_ID winning over git, a bad id
-# refused with a message naming it, and the generated files left untouched (mtime kept)
-# when nothing changed, so that nothing recompiles.
+# tracked file but not for an untracked one, the same in a tree another user owns (as
+# root), -DBUILD_ID winning over git, a bad id refused with a message naming it, and the
+# generated files left untouched (mtime kept) when nothing changed, so that nothing
+# recompiles.
 #
 # Usage: build_id_test.sh SOURCE_DIR   (the benchfleet tree holding cmake/)
 # Needs cmake and git.
@@ -69,6 +70,13 @@ expect_id "untracked file only" "$commit"
 echo two >tracked
 write_info "$work/repo" >/dev/null
 expect_id "tracked file changed" "$commit-dirty"
+
+if [ "$(id -u)" -eq 0 ]; then  # a checkout owned by someone else, built as root
+  chown -R nobody "$work/repo"
+  write_info "$work/repo" >/dev/null
+  expect_id "work tree owned by another user" "$commit-dirty"
+  chown -R root "$work/repo"
+fi
 
 write_info "$work/repo/sub" >/dev/null
 expect_id "a folder inside another repository" unknown
