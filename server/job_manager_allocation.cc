@@ -11,10 +11,11 @@
 namespace bench {
 namespace {
 
-// "Slurm job 4711 TIMEOUT (TimeLimit)".
-std::string Describe(const Allocation& allocation) {
+// "Slurm job 4711 TIMEOUT (TimeLimit)", or with `ended`: "Slurm job 4711 ended: TIMEOUT
+// (TimeLimit)".
+std::string Describe(const Allocation& allocation, bool ended = false) {
   std::string system = allocation.system == "slurm" ? "Slurm" : allocation.system;
-  return absl::StrCat(system, " job ", allocation.id, " ", allocation.state,
+  return absl::StrCat(system, " job ", allocation.id, ended ? " ended: " : " ", allocation.state,
                       allocation.reason.empty() ? "" : absl::StrCat(" (", allocation.reason, ")"));
 }
 
@@ -77,7 +78,7 @@ absl::Status JobManager::AllocationRefused(const std::string& job_id, const std:
 }
 
 void JobManager::AllocationEnded(Job& job) {
-  std::string reason = absl::StrCat(Describe(job.allocation), " ended");
+  std::string reason = Describe(job.allocation, /*ended=*/true);
   if (job.state == JobState::kQueued) {
     Transition(job, JobState::kFailed, absl::StrCat(reason, " before the job ran"));
     return;

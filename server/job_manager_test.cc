@@ -511,7 +511,7 @@ TEST_F(JobManagerAllocationTest, AnAllocationThatEndsFirstFailsTheJobWithItsReas
   EXPECT_EQ(view.job.state, JobState::kFailed);
   EXPECT_EQ(view.job.requeues, 0);
   EXPECT_EQ(view.job.reason,
-            "Slurm job 4711 TIMEOUT (TimeLimit) ended; node left: agent node2 stopped (SIGTERM)");
+            "Slurm job 4711 ended: TIMEOUT (TimeLimit); node left: agent node2 stopped (SIGTERM)");
   EXPECT_FALSE(a.cancels.empty());
 }
 
@@ -523,7 +523,7 @@ TEST_F(JobManagerAllocationTest, AnAllocationThatEndsBeforeTheJobRanFailsIt) {
       manager_->UpdateAllocation(submitted->job_id, Slurm("CANCELLED", "", /*ended=*/true)).ok());
   JobView view = *manager_->Get(submitted->job_id);
   EXPECT_EQ(view.job.state, JobState::kFailed);
-  EXPECT_EQ(view.job.reason, "Slurm job 4711 CANCELLED ended before the job ran");
+  EXPECT_EQ(view.job.reason, "Slurm job 4711 ended: CANCELLED before the job ran");
   EXPECT_EQ(manager_->UpdateAllocation("job-404", Slurm("RUNNING", "")).code(),
             absl::StatusCode::kNotFound);
 }

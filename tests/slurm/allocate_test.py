@@ -10,7 +10,10 @@ allocated nodes, each with its node's certificate. Checks:
      succeeds with every (rank, iteration) stored exactly once, and `benchctl status`
      shows its Slurm job, state and node list; its allocation is released (scancel) and
      its agents leave;
-  2. `benchctl cancel` mid-run scancels the Slurm job: CANCELLED, agents gone;
+  2. while one job holds both nodes, the next waits in Slurm's queue: QUEUED "waiting for
+     its allocation: Slurm job N PENDING (Resources)"; `benchctl cancel` of the first
+     scancels its Slurm job (CANCELLED, agents gone) and the second then runs and
+     succeeds; an operator's `scancel` mid-run fails the job with Slurm's CANCELLED;
   3. a Slurm job that reaches its time limit (set to one minute with `scontrol update`,
      as an operator would) fails its bench job with Slurm's reason (TIMEOUT), not
      requeued, and no rank process is left.
@@ -118,6 +121,17 @@ class SlurmAllocateTest(agents_test.SlurmAgentsTest):
 
     def check_cancel(self):
         job_id, slurm_job = self.start_long_allocated_job()
+        # A second job waits in Slurm's queue (both nodes are taken), and says so.
+        waiting = self.submit(["--iters", "20"])
+        pending = self.wait_until(
+            f"{waiting}'s Slurm job to wait for resources",
+            lambda: (lambda a: a if a.get("state") == "PENDING" and a.get("reason") == "Resources"
+                     else None)(self.allocation(waiting)), 30)
+        job = self.job(waiting)
+        expected = f"waiting for its allocation: Slurm job {pending['id']} PENDING (Resources)"
+        check(job["state"] == "JOB_STATE_QUEUED" and job["reason"] == expected,
+              f"{waiting} is {job['state']} ({job['reason']}), not QUEUED ({expected})")
+        log(f"{waiting}: QUEUED, {job['reason']}")
         cancelled_at = time.monotonic()
         self.benchctl(["cancel", job_id])
         self.wait_until(f"Slurm job {slurm_job} to be cancelled",
@@ -130,6 +144,28 @@ class SlurmAllocateTest(agents_test.SlurmAgentsTest):
         check(state == "JOB_STATE_CANCELLED", f"{job_id} is {state} after benchctl cancel")
         log(f"benchctl cancel {job_id}: Slurm job {slurm_job} CANCELLED and its agents gone "
             f"after {time.monotonic() - cancelled_at:.1f}s")
+        # The nodes are free: the waiting job's allocation starts and it runs to the end.
+        done = self.wait_until(f"{waiting} to end",
+                               lambda: (lambda j: j if j["state"] not in (
+                                   "JOB_STATE_QUEUED", "JOB_STATE_RUNNING") else None)(
+                                   self.job(waiting)), 180)
+        check(done["state"] == "JOB_STATE_SUCCEEDED", f"{waiting} ended {done['state']}: "
+              f"{done['reason']}")
+        log(f"{waiting}: SUCCEEDED once the nodes were free")
+
+    def check_external_scancel(self):
+        """An operator's scancel of the allocation fails the job with Slurm's reason."""
+        job_id, slurm_job = self.start_long_allocated_job()
+        self.run(["scancel", slurm_job], env=self.slurm_env)
+        job = self.wait_until(f"{job_id} to end after scancel {slurm_job}",
+                              lambda: (lambda j: j if j["state"] != "JOB_STATE_RUNNING"
+                                       else None)(self.job(job_id)), 45)
+        check(job["state"] == "JOB_STATE_FAILED" and
+              job["reason"].startswith(f"Slurm job {slurm_job} ended: CANCELLED"),
+              f"{job_id} is {job['state']} ({job['reason']}), not FAILED for Slurm's CANCELLED")
+        self.wait_until(f"the ranks of Slurm job {slurm_job} to exit",
+                        lambda: not self.job_processes(slurm_job), 15)
+        log(f"scancel {slurm_job}: {job_id} FAILED ({job['reason']})")
 
     def check_time_limit(self):
         job_id, slurm_job = self.start_long_allocated_job()
@@ -140,7 +176,7 @@ class SlurmAllocateTest(agents_test.SlurmAgentsTest):
                                        else None)(self.job(job_id)), 200, interval=0.5)
         check(job["state"] == "JOB_STATE_FAILED",
               f"{job_id} is {job['state']}, not FAILED: {job['reason']}")
-        check(job["reason"].startswith(f"Slurm job {slurm_job} TIMEOUT"),
+        check(job["reason"].startswith(f"Slurm job {slurm_job} ended: TIMEOUT (TimeLimit)"),
               f"{job_id} failed for '{job['reason']}', not for Slurm's TIMEOUT")
         check(job.get("requeues", 0) == 0, f"{job_id} was requeued")
         check(job["allocation"]["state"] == "TIMEOUT" and job["allocation"]["ended"],
@@ -156,6 +192,7 @@ class SlurmAllocateTest(agents_test.SlurmAgentsTest):
         check(not self.agents(), "benchd has agents before any allocation")
         self.check_job_in_an_allocation()
         self.check_cancel()
+        self.check_external_scancel()
         self.check_time_limit()
 
 
