@@ -81,22 +81,25 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)  # scripts 0755, conffiles 0644
 
 set(CPACK_DEBIAN_CONTROLLER_PACKAGE_NAME benchfleet-controller)
+# Descriptions: a synopsis line, then the long description in lines of at most 79
+# columns (Debian policy 3.4.1; debs_test.sh checks the width).
 set(CPACK_DEBIAN_CONTROLLER_DESCRIPTION
   "benchfleet controller (benchd): training benchmarks across GPU nodes
-benchd places benchmark jobs on the fleet's agents, stores every iteration and GPU
-reading in SQLite, serves the gRPC API, a web page, a JSON API and Prometheus metrics.
-Ships benchd.service (disabled until enabled), /etc/default/benchd, and the Grafana
-dashboard and Prometheus configurations in /usr/share/benchfleet/.")
+benchd places benchmark jobs on the fleet's agents, stores every iteration
+and GPU reading in SQLite, and serves the gRPC API, a web page, a JSON API
+and Prometheus metrics. Ships benchd.service (disabled until enabled),
+/etc/default/benchd, and the Grafana dashboard and Prometheus
+configurations in /usr/share/benchfleet/.")
 set(CPACK_DEBIAN_CONTROLLER_PACKAGE_SUGGESTS "prometheus, benchfleet-cli")
 
 set(CPACK_DEBIAN_AGENT_PACKAGE_NAME benchfleet-agent)
 set(CPACK_DEBIAN_AGENT_DESCRIPTION
   "benchfleet node agent (bench-agent) and trainer (bench-train)
-bench-agent registers a node's GPUs (through NVML, loaded at run time) or CPU slots
-with benchd and runs one bench-train process per rank, streaming iteration times and
-GPU power, clocks and temperatures back. bench-train is the libtorch training core,
-also usable alone. Ships bench-agent.service (disabled until enabled) and
-/etc/default/bench-agent.")
+bench-agent registers a node's GPUs (through NVML, loaded at run time) or
+CPU slots with benchd and runs one bench-train process per rank, streaming
+iteration times and GPU power, clocks and temperatures back. bench-train is
+the libtorch training core, also usable alone. Ships bench-agent.service
+(disabled until enabled) and /etc/default/bench-agent.")
 # Debian's libtorch calls the system BLAS; the reference BLAS is ~3.5x slower on some
 # layers (deploy/install-deps.sh).
 set(CPACK_DEBIAN_AGENT_PACKAGE_RECOMMENDS libopenblas0-pthread)
@@ -104,8 +107,9 @@ set(CPACK_DEBIAN_AGENT_PACKAGE_RECOMMENDS libopenblas0-pthread)
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME benchfleet-cli)
 set(CPACK_DEBIAN_CLI_DESCRIPTION
   "benchfleet command line (benchctl)
-benchctl submits and sweeps benchmark jobs, follows them, and prints results grids,
-comparisons, per-GPU variability and logs from a benchfleet controller.")
+benchctl submits and sweeps benchmark jobs, follows them, and prints
+results grids, comparisons, per-GPU variability and logs from a benchfleet
+controller.")
 
 # `package_source`: a tarball of the tree without what .gitignore leaves out (build trees,
 # node_modules) or .git; a build from it says "unknown" unless -DBENCH_BUILD_ID= is given.

@@ -108,6 +108,8 @@ for package in controller agent cli; do
   description=$(field Description)
   [[ $(head -1 <<<"$description") == benchfleet* ]] && [ "$(wc -l <<<"$description")" -ge 2 ] ||
     fail "$name: Description lacks a synopsis and a long description: $description"
+  wide=$(sed 's/^ *//' <<<"$description" | awk 'length > 79')
+  [ -z "$wide" ] || fail "$name: Description lines over 79 columns: $wide"
   depends=$(field Depends)
   for library in libc6 "${needs[$package]}"; do
     grep -qF "$library" <<<"$depends" || fail "$name: Depends lacks $library: $depends"
