@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
   app.add_flag("--grpc-reflection", flags.grpc_reflection, "serve gRPC server reflection");
   AddFlag(app, "slurm-partition", &flags.slurm_partition,
           "Slurm allocates: each job becomes a Slurm job in this partition whose step starts "
-          "its agents (docs/deploy.md)",
+          "its agents (docs/deploy-slurm.md)",
           "PARTITION");
   AddFlag(app, "slurm-agent", &flags.slurm_agent,
           "with --slurm-partition: bench-agent's command on the nodes, with flags of its own "

@@ -1,4 +1,4 @@
-// benchd's Slurm adapter (benchd --slurm-partition; docs/deploy.md, "Slurm allocates"):
+// benchd's Slurm adapter (benchd --slurm-partition; docs/deploy-slurm.md, "Slurm allocates"):
 // each job waiting for an allocation becomes a Slurm job — a batch script whose one
 // step starts a bench-agent on every node, labelled bench_job=<job id> so that only
 // this job runs there — and Slurm's queue, not benchd's, decides when it runs. Every
