@@ -74,7 +74,7 @@ std::string SlurmBatchScript(const SlurmOptions& options, const AllocationReques
       "#!/bin/sh\n",
       "# Written by benchd for ", request.job_id,
       ": one bench-agent per node, for this job only\n"
-      "# (docs/deploy.md, \"Slurm allocates\"). Slurm's SIGTERM at scancel or the time\n"
+      "# (docs/deploy-slurm.md, \"Slurm allocates\"). Slurm's SIGTERM at scancel or the time\n"
       "# limit stops the agents, which stop their ranks, report them and deregister.\n",
       "#SBATCH --job-name=", request.job_name, "\n");
   if (!options.partition.empty()) absl::StrAppend(&script, "#SBATCH --partition=", options.partition, "\n");
