@@ -33,9 +33,12 @@ inline constexpr char kInEffectTf32[] = "tf32";
 inline constexpr char kInEffectAmpFp16[] = "amp_fp16";
 inline constexpr char kInEffectAmpBf16[] = "amp_bf16";
 
-// Data sources.
-inline constexpr char kDataSynthetic[] = "synthetic";
-inline constexpr char kDataImageFolder[] = "imagefolder";  // bench-train only, for now
+// Data sources (a job spec's data, bench-train --data). imagefolder and coco read a
+// folder on the nodes (JobSpec data_path, bench-train --data-dir).
+inline constexpr char kDataSynthetic[] = "synthetic";      // generated, no decoding
+inline constexpr char kDataImageFolder[] = "imagefolder";  // JPEGs, a folder per class
+inline constexpr char kDataCoco[] = "coco";  // annotations/instances_*.json + images
+inline constexpr const char* kDataNames[] = {kDataSynthetic, kDataImageFolder, kDataCoco};
 
 // Job states, in the order of the controller's JobState enum (server/job.h) and of the
 // v1 API's (JOB_STATE_QUEUED = 1 ...); `terminal`: the job will not change any more.
