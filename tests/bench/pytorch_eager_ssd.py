@@ -297,6 +297,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--check", action="store_true")
     p.add_argument("--facts", action="store_true")
+    p.add_argument("--model", default="ssd_resnet34", choices=["ssd_resnet34"])
     p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "amp", "bf16"])
     p.add_argument("--bs", type=int, default=8)
     p.add_argument("--iters", type=int, default=20)

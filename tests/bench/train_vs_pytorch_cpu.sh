@@ -10,8 +10,12 @@
 # default there); PyTorch runs with glibc's defaults, as people run it, and once more
 # with the same malloc policy set through glibc's environment (MALLOC_MMAP_MAX_=0,
 # MALLOC_TRIM_THRESHOLD_ huge), which shows how much of the difference is the heap.
+# MODEL=ssd_resnet34 compares SSD-ResNet34 the same way against
+# tests/bench/pytorch_eager_ssd.py (the MLPerf SSD reference's model, loss and SGD; random
+# boxes encoded once and replayed), at 300 x 300.
 # Usage: tests/bench/train_vs_pytorch_cpu.sh [REPEATS]
-#   env THREADS (default nproc), BIN (default build-train/bin), CASES (see below)
+#   env THREADS (default nproc), BIN (default build-train/bin), MODEL (resnet50 or
+#   ssd_resnet34), CASES (see below)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-build-train/bin}
@@ -21,8 +25,13 @@ PY=/usr/bin/python3  # Debian's python, not a pyenv one: it has python3-torch
 if ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
   apt-get install -y --no-install-recommends python3-torch python3-torchvision >&2
 fi
+MODEL=${MODEL:-resnet50}
+SCRIPT=tests/bench/pytorch_eager_resnet.py
+[ "$MODEL" = ssd_resnet34 ] && SCRIPT=tests/bench/pytorch_eager_ssd.py
 # "image batch precision iters warmup" per case.
-CASES=${CASES:-"64 16 fp32 13 3;64 16 amp 13 3;224 16 fp32 6 2;224 16 amp 6 2"}
+DEFAULT_CASES="64 16 fp32 13 3;64 16 amp 13 3;224 16 fp32 6 2;224 16 amp 6 2"
+[ "$MODEL" = ssd_resnet34 ] && DEFAULT_CASES="300 4 fp32 7 2;300 4 amp 7 2"
+CASES=${CASES:-$DEFAULT_CASES}
 
 median() { sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int((NR+1)/2)]}'; }
 min() { sort -g | head -1; }
@@ -30,20 +39,21 @@ best() { local n=$1; shift; printf '%s\n' "$@" | min | awk -v n="$n" '{printf "%
 ratio() { awk -v x="$1" -v y="$2" 'BEGIN{printf "%.2f", x/y}'; }
 ours() {  # size bs precision iters warmup -> "img/s min_step_s"
   local out
-  out=$("$BIN/bench-train" --model resnet50 --image-size "$1" --bs "$2" --precision "$3" \
+  out=$("$BIN/bench-train" --model "$MODEL" --image-size "$1" --bs "$2" --precision "$3" \
     --iters "$4" --warmup "$5" --threads "$THREADS" 2>/dev/null)
   echo "$(grep '"event":"summary"' <<< "$out" | sed 's/.*"images_per_second":\([0-9.e+-]*\).*/\1/')" \
        "$(grep '"warmup":false' <<< "$out" | sed 's/.*"step_time_s":\([0-9.e+-]*\).*/\1/' | min)"
 }
 theirs() {  # size bs precision iters warmup [env assignments...]
   local out
-  out=$(env OMP_NUM_THREADS="$THREADS" "${@:6}" "$PY" tests/bench/pytorch_eager_resnet.py --device cpu \
+  out=$(env OMP_NUM_THREADS="$THREADS" "${@:6}" "$PY" "$SCRIPT" --model "$MODEL" --device cpu \
     --image-size "$1" --bs "$2" --precision "$3" --iters "$4" --warmup "$5" \
     --threads "$THREADS" 2>/dev/null)
   echo "$(sed 's/.*"images_per_second": \([0-9.e+-]*\).*/\1/' <<< "$out")" \
        "$(sed 's/.*"step_time_min_s": \([0-9.e+-]*\).*/\1/' <<< "$out")"
 }
 
+echo "model: $MODEL"
 echo "torch (python): $("$PY" -c 'import torch,torchvision;print(torch.__version__, "torchvision", torchvision.__version__)')"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), threads $THREADS"
 echo
