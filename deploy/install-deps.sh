@@ -23,6 +23,9 @@ packages=(
   # tests/e2e/probes_test.py: issue 15's probes from a client apart from the project
   # (Debian's gRPC and protobuf for Python; messages from the v1 API's descriptor set).
   python3-grpcio python3-protobuf
+  # ctest bench.pytorch_ssd_reference: tests/bench/pytorch_eager_ssd.py --check (the SSD
+  # reference model beside which bench-train's ssd_resnet34 is measured), on the same libtorch.
+  python3-torch python3-torchvision
   # The web page's tests drive Debian's Chromium with playwright-core (tests/web/).
   chromium
   # A real two-node Slurm for the Slurm tests (tests/slurm/slurm_cluster.sh): the
