@@ -1,21 +1,66 @@
 // The user-facing names of models, precisions, data sources and job states: defined
-// once here and used by benchd, bench-agent, benchctl and bench-train.
+// once here and used by benchd, bench-agent, benchctl and bench-train. Models form a
+// registry (kModels): per model its default input size, its data kind (classification
+// or detection) and its MLPerf MLLOG benchmark name.
 //
 // Standard library only (no Abseil, no protobuf), so that bench-train, which builds
 // against libtorch alone, includes it too. common/spec_names.h maps these names to and
 // from the v1 API's enums; server/job.cc to and from the controller's domain enums.
 #pragma once
 
+#include <cstddef>
 #include <iterator>
 #include <string>
 #include <string_view>
 
 namespace bench {
 
-// Models bench-train can build (its registry's names, worker/train/models.cc), in the
-// order error messages list them.
+// What a model trains on: class labels per image, or boxes and classes per image.
+enum class DataKind { kClassification, kDetection };
+
+inline constexpr const char* DataKindName(DataKind kind) {
+  return kind == DataKind::kDetection ? "detection" : "classification";
+}
+
+// One model bench-train can build (worker/train/models.cc builds each by its name).
+struct ModelInfo {
+  const char* name;
+  int default_image_size;       // square input side when a spec or flag leaves it out
+  int default_num_classes;      // outputs when a flag leaves it out (SSD: with background)
+  DataKind data_kind;           // what its batches carry besides the images
+  const char* mllog_benchmark;  // MLPerf MLLOG `submission_benchmark`: "resnet", "ssd"
+};
+
+// The model registry, in the order error messages and help list the models.
+inline constexpr ModelInfo kModels[] = {
+    {"resnet18", 224, 1000, DataKind::kClassification, "resnet"},
+    {"resnet34", 224, 1000, DataKind::kClassification, "resnet"},
+    {"resnet50", 224, 1000, DataKind::kClassification, "resnet"},
+    {"resnet101", 224, 1000, DataKind::kClassification, "resnet"},
+    {"resnet152", 224, 1000, DataKind::kClassification, "resnet"},
+};
+
+// kModels' names alone, in the same order (checked below), for JoinNames and flag help.
 inline constexpr const char* kModelNames[] = {"resnet18", "resnet34", "resnet50", "resnet101",
                                               "resnet152"};
+
+namespace names_internal {
+constexpr bool SameName(const char* a, const char* b) {
+  for (; *a != '\0' || *b != '\0'; ++a, ++b) {
+    if (*a != *b) return false;
+  }
+  return true;
+}
+constexpr bool ModelNamesMatchRegistry() {
+  if (std::size(kModelNames) != std::size(kModels)) return false;
+  for (size_t i = 0; i < std::size(kModels); ++i) {
+    if (!SameName(kModelNames[i], kModels[i].name)) return false;
+  }
+  return true;
+}
+}  // namespace names_internal
+static_assert(names_internal::ModelNamesMatchRegistry(),
+              "kModelNames must list kModels' names in the same order");
 
 // Precisions a spec asks for (benchctl --precision, bench-train --precision).
 inline constexpr char kPrecisionFp32[] = "fp32";  // TF32 off
@@ -52,12 +97,15 @@ inline constexpr JobStateNaming kJobStates[] = {
 };
 inline constexpr char kJobStateUnknown[] = "UNSPECIFIED";
 
-inline bool IsKnownModel(std::string_view model) {
-  for (const char* known : kModelNames) {
-    if (model == known) return true;
+// The registry's entry for `model`; null for an unknown name (names are case-sensitive).
+inline const ModelInfo* FindModel(std::string_view model) {
+  for (const ModelInfo& info : kModels) {
+    if (model == info.name) return &info;
   }
-  return false;
+  return nullptr;
 }
+
+inline bool IsKnownModel(std::string_view model) { return FindModel(model) != nullptr; }
 
 // The names, separated by `separator` and the last two by `last`: "fp32, tf32, amp or bf16"
 // by default, for messages and help.

@@ -50,6 +50,23 @@ TEST(NamesTest, ModelsAndJoin) {
   EXPECT_EQ(JoinNames(kPrecisionNames), "fp32, tf32, amp or bf16");
 }
 
+TEST(NamesTest, ModelRegistryDeclaresSizeKindAndBenchmark) {
+  const ModelInfo* resnet50 = FindModel("resnet50");
+  ASSERT_NE(resnet50, nullptr);
+  EXPECT_EQ(resnet50->default_image_size, kDefaultImageSize);
+  EXPECT_EQ(resnet50->default_num_classes, 1000);
+  EXPECT_EQ(resnet50->data_kind, DataKind::kClassification);
+  EXPECT_STREQ(resnet50->mllog_benchmark, "resnet");
+  EXPECT_EQ(FindModel("ResNet50"), nullptr);
+  EXPECT_STREQ(DataKindName(DataKind::kClassification), "classification");
+  EXPECT_STREQ(DataKindName(DataKind::kDetection), "detection");
+  ASSERT_EQ(std::size(kModels), std::size(kModelNames));
+  for (size_t i = 0; i < std::size(kModels); ++i) {
+    EXPECT_STREQ(kModels[i].name, kModelNames[i]);
+    EXPECT_GE(kModels[i].default_image_size, 32) << kModels[i].name;
+  }
+}
+
 TEST(SpecDefaultsTest, DevicesOfShape) {
   EXPECT_EQ(ShapeDevices(4, 8), 32);
   EXPECT_EQ(ShapeDevices(65536, 65536), int64_t{1} << 32);  // no overflow

@@ -15,6 +15,7 @@
 
 #include "common/build_info.h"
 #include "common/log.h"
+#include "common/names.h"
 #include "worker/train/event_writer.h"
 #include "worker/train/fatal_signal.h"
 #include "worker/train/options.h"
@@ -39,8 +40,8 @@ constexpr char kUsage[] =
     "  --bs N                    batch size per rank (32)\n"
     "  --iters N                 iterations, warm-up included (100)\n"
     "  --warmup N                warm-up iterations, 0 <= N < iters (10)\n"
-    "  --image-size N            square image side, >= 32 (224)\n"
-    "  --num-classes N           classifier outputs (1000)\n"
+    "  --image-size N            square image side, >= 32 (the model's: 224 for ResNets)\n"
+    "  --num-classes N           classes (the model's: 1000 for ResNets)\n"
     "  --data SOURCE             synthetic | imagefolder:PATH (synthetic)\n"
     "  --data-dir PATH           = --data imagefolder:PATH (JPEGs, one sub-folder per class)\n"
     "  --loader-threads N        JPEG decode threads (0: hardware threads)\n"
@@ -69,6 +70,8 @@ constexpr char kUsage[] =
 
 struct ParsedFlags {
   TrainOptions options;
+  bool image_size_given = false;  // else the model's default (common/names.h)
+  bool num_classes_given = false;  // else the model's default
   int rendezvous_timeout_s = 60;
   bool help = false;
   bool version = false;
@@ -190,8 +193,10 @@ Status ParseFlags(int argc, char** argv, ParsedFlags* parsed) {
       BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.warmup_iterations));
     } else if (flag == "--image-size") {
       BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.image_size));
+      parsed->image_size_given = true;
     } else if (flag == "--num-classes") {
       BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.num_classes));
+      parsed->num_classes_given = true;
     } else if (flag == "--threads") {
       BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &number));
       if (number < 0 || number > 4096) return InvalidArgumentError("--threads out of range");
@@ -209,6 +214,10 @@ Status ParseFlags(int argc, char** argv, ParsedFlags* parsed) {
     } else {
       return InvalidArgumentError("unknown flag '" + flag + "' (see --help)");
     }
+  }
+  if (const bench::ModelInfo* model = bench::FindModel(o.model)) {
+    if (!parsed->image_size_given) o.image_size = model->default_image_size;
+    if (!parsed->num_classes_given) o.num_classes = model->default_num_classes;
   }
   return Status::Ok();
 }
