@@ -10,6 +10,7 @@ packages=(
   libcli11-dev  # benchctl's command line (ctl/args.cc)
   libcivetweb-dev  # benchd's web port (server/http_server.cc); prometheus-cpp-dev pulls it too
   libtorch-dev libgloo-dev libjpeg62-turbo-dev
+  nlohmann-json3-dev  # bench-train's COCO annotations reader (worker/train/coco_annotations.cc)
   # Debian's libtorch calls the system BLAS for some layers (1x1 convolutions at small
   # batch on one thread); the reference BLAS makes fp32 ResNet-50 ~3.5x slower there.
   # OpenBLAS takes over the libblas.so.3 alternative.
