@@ -32,6 +32,23 @@ std::string PrecisionName(Precision precision) {
   }
 }
 
+std::string DataSourceName(benchfleet::v1::DataSource data) {
+  switch (data) {
+    case benchfleet::v1::DATA_SOURCE_IMAGEFOLDER: return kDataImageFolder;
+    case benchfleet::v1::DATA_SOURCE_COCO: return kDataCoco;
+    default: return kDataSynthetic;
+  }
+}
+
+absl::StatusOr<benchfleet::v1::DataSource> ParseDataSource(absl::string_view name) {
+  std::string lower = absl::AsciiStrToLower(name);
+  if (lower == kDataSynthetic) return benchfleet::v1::DATA_SOURCE_SYNTHETIC;
+  if (lower == kDataImageFolder) return benchfleet::v1::DATA_SOURCE_IMAGEFOLDER;
+  if (lower == kDataCoco) return benchfleet::v1::DATA_SOURCE_COCO;
+  return absl::InvalidArgumentError(absl::StrCat("unknown data source \"", name,
+                                                 "\" (known: ", JoinNames(kDataNames), ")"));
+}
+
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
   std::string lower = absl::AsciiStrToLower(name);
   if (lower == kPrecisionFp32) return benchfleet::v1::PRECISION_FP32;

@@ -406,6 +406,33 @@ TEST(ArgsTest, SubmitConstraints) {
   EXPECT_THAT(Error({"list", "--node-label", "a=b"}), HasSubstr("unknown flag --node-label"));
 }
 
+TEST(ArgsTest, SubmitData) {
+  auto parsed = Parse({"submit", "--gpus", "2", "--bs", "4", "--data", "imagefolder",
+                       "--data-path", "/data/imagenet/train", "--loader-threads", "6"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->submit.spec.data(), benchfleet::v1::DATA_SOURCE_IMAGEFOLDER);
+  EXPECT_EQ(parsed->submit.spec.data_path(), "/data/imagenet/train");
+  EXPECT_EQ(parsed->submit.spec.loader_threads(), 6);
+  parsed = Parse({"submit", "--gpus", "1", "--bs", "1", "--data=COCO", "--data-path=/c"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->submit.spec.data(), benchfleet::v1::DATA_SOURCE_COCO);
+  // Left out: unset, for benchd to fill (synthetic).
+  parsed = Parse({"submit", "--gpus", "1", "--bs", "1"});
+  EXPECT_EQ(parsed->submit.spec.data(), benchfleet::v1::DATA_SOURCE_UNSPECIFIED);
+  EXPECT_EQ(Error({"submit", "--gpus", "1", "--bs", "1", "--data", "imagenet"}),
+            "--data: expected synthetic, imagefolder or coco, got \"imagenet\"");
+  EXPECT_THAT(Error({"submit", "--gpus", "1", "--bs", "1", "--loader-threads", "x"}),
+              HasSubstr("--loader-threads"));
+  // sweep shares them.
+  parsed = Parse({"sweep", "--gpus", "1,2", "--bs", "4", "--data", "imagefolder",
+                  "--data-path", "/d"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->sweep.base.data_path(), "/d");
+  // The help lists the models and the data sources from common/names.h.
+  EXPECT_THAT(UsageText(), HasSubstr("--model resnet18|"));
+  EXPECT_THAT(UsageText(), HasSubstr("--data synthetic|imagefolder|coco"));
+}
+
 TEST(ArgsTest, SubmitLimits) {
   auto parsed = Parse({"submit", "--gpus", "1", "--bs", "1", "--wall-time", "2h",
                        "--hang-timeout=90s"});

@@ -138,12 +138,15 @@ std::vector<FlagSpec> JobFlags(bool with_defaults) {
     return with_defaults ? absl::StrCat("(", value, ")") : std::string();
   };
   std::vector<FlagSpec> flags;
-  flags.push_back(Value("model", with_defaults ? kDefaultModel : "M",
-                        [](ParseState& state, const std::string& value) {
-                          state.options.submit.spec.set_model(value);
-                          state.options.model = value;
-                          return absl::OkStatus();
-                        }));
+  // The models and data sources in the help come from common/names.h's lists.
+  flags.push_back(Value(
+      "model", JoinNames(kModelNames, "|", "|"),
+      [](ParseState& state, const std::string& value) {
+        state.options.submit.spec.set_model(value);
+        state.options.model = value;
+        return absl::OkStatus();
+      },
+      with_defaults ? absl::StrCat("(", kDefaultModel, ")") : ""));
   flags.push_back(Int(
       "iters", [](ParseState& s, int32_t n) { s.options.submit.spec.set_iterations(n); },
       dflt(kDefaultIterations)));
@@ -153,6 +156,21 @@ std::vector<FlagSpec> JobFlags(bool with_defaults) {
   flags.push_back(Int(
       "image-size", [](ParseState& s, int32_t n) { s.options.submit.spec.set_image_size(n); },
       dflt(kDefaultImageSize)));
+  flags.push_back(Value(
+      "data", JoinNames(kDataNames, "|", "|"),
+      [](ParseState& state, const std::string& value) -> absl::Status {
+        ASSIGN_OR_RETURN(v1::DataSource data, ParseDataSourceFlag(value));
+        state.options.submit.spec.set_data(data);
+        return absl::OkStatus();
+      },
+      with_defaults ? absl::StrCat("(", kDefaultData, ")") : ""));
+  flags.push_back(Value("data-path", "PATH", [](ParseState& state, const std::string& value) {
+    state.options.submit.spec.set_data_path(value);
+    return absl::OkStatus();
+  }));
+  flags.push_back(Int("loader-threads", [](ParseState& s, int32_t n) {
+    s.options.submit.spec.set_loader_threads(n);
+  }));
   flags.push_back(Value("name", "S", [](ParseState& state, const std::string& value) {
     state.options.submit.spec.set_name(value);
     return absl::OkStatus();

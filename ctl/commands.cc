@@ -139,7 +139,27 @@ absl::StatusOr<int> WaitForJob(const std::string& job_id, const CommandContext& 
 absl::StatusOr<int> RunStatus(const std::string& job_id, OutputFormat format,
                            const CommandContext& context) {
   ASSIGN_OR_RETURN(v1::JobStatus job, GetJob(job_id, context));
-  *context.out << (format == OutputFormat::kJson ? ToJson(job) : FormatJobText(job));
+  if (format == OutputFormat::kJson) {
+    *context.out << ToJson(job);
+    return 0;
+  }
+  // The measured window's data wait, from the stored samples (the API's samples carry
+  // data_time_s; JobStatus has no figure of it).
+  std::string data_wait;
+  if (job.samples_stored() > 0) {
+    v1::GetSamplesRequest request;
+    request.set_job_id(job.id());
+    request.set_from_iteration(job.spec().warmup_iterations() + 1);
+    absl::StatusOr<v1::GetSamplesResponse> response =
+        context.client->Call(&Stub::GetSamples, request);
+    if (response.ok()) {
+      data_wait = DataWaitText(std::vector<v1::IterationSample>(response->samples().begin(),
+                                                                response->samples().end()));
+    } else {
+      data_wait = absl::StrCat("unknown (GetSamples: ", response.status().message(), ")");
+    }
+  }
+  *context.out << FormatJobText(job, data_wait);
   return 0;
 }
 

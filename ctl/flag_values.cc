@@ -74,6 +74,15 @@ absl::StatusOr<benchfleet::v1::Precision> ParsePrecisionFlag(absl::string_view v
   return *precision;
 }
 
+absl::StatusOr<benchfleet::v1::DataSource> ParseDataSourceFlag(absl::string_view value) {
+  absl::StatusOr<benchfleet::v1::DataSource> data = ParseDataSource(value);
+  if (!data.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data: expected ", JoinNames(kDataNames), ", got \"", value, "\""));
+  }
+  return *data;
+}
+
 absl::StatusOr<std::vector<benchfleet::v1::Precision>> ParsePrecisionListFlag(
     absl::string_view value) {
   std::vector<benchfleet::v1::Precision> out;

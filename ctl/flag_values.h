@@ -29,6 +29,8 @@ absl::StatusOr<std::pair<std::string, std::string>> ParseKeyValueFlag(absl::stri
 absl::StatusOr<std::vector<int>> ParseIntListFlag(absl::string_view flag, absl::string_view value);
 // A precision name (fp32, tf32, amp, bf16; any case).
 absl::StatusOr<benchfleet::v1::Precision> ParsePrecisionFlag(absl::string_view value);
+// A data source name (synthetic, imagefolder, coco; common/names.h kDataNames).
+absl::StatusOr<benchfleet::v1::DataSource> ParseDataSourceFlag(absl::string_view value);
 // "fp32,amp": precision names, none empty, none repeated.
 absl::StatusOr<std::vector<benchfleet::v1::Precision>> ParsePrecisionListFlag(
     absl::string_view value);

@@ -61,6 +61,13 @@ std::string SweepHash(const v1::JobSpec& base, const std::string& nonce) {
       Fnv(&hash, value);
     }
   }
+  // Real data's folder and decode threads: another sweep; left out when unset, so
+  // synthetic sweeps keep their earlier ids.
+  if (!base.data_path().empty() || base.loader_threads() != 0) {
+    Fnv(&hash, "data");
+    Fnv(&hash, base.data_path());
+    Fnv(&hash, absl::StrCat(base.loader_threads()));
+  }
   Fnv(&hash, nonce);
   return absl::StrFormat("%016x", hash);
 }

@@ -100,6 +100,13 @@ TEST(SweepTest, ConstraintsAndLimitsPassThrough) {
   EXPECT_NE(plain, Ids(with({"--node-label", "gpu=h100"})));
   EXPECT_NE(Ids(with({"--node", "a"})), Ids(with({"--node-label", "a="})));
   EXPECT_EQ(Ids(with({"--node", "a", "--node", "b"})), Ids(with({"--node", "b", "--node", "a"})));
+  // Real data is another sweep: its source, its folder and its decode threads.
+  const auto imagenet = with({"--data", "imagefolder", "--data-path", "/data/imagenet"});
+  EXPECT_EQ(imagenet.front().spec.data_path(), "/data/imagenet");
+  EXPECT_NE(plain, Ids(imagenet));
+  EXPECT_NE(Ids(imagenet), Ids(with({"--data", "imagefolder", "--data-path", "/data/other"})));
+  EXPECT_NE(Ids(imagenet), Ids(with({"--data", "imagefolder", "--data-path", "/data/imagenet",
+                                     "--loader-threads", "4"})));
   // Limits do not: a longer wall time finds the same cells.
   EXPECT_EQ(plain, Ids(with({"--wall-time", "2h", "--hang-timeout", "10m"})));
   // The shape flags belong to submit.

@@ -113,6 +113,48 @@ std::string DescribeLimits(const JobSpec& spec) {
   return absl::StrJoin(parts, ", ");
 }
 
+std::string DescribeData(const JobSpec& spec) {
+  const std::string data = DataSourceName(spec.data());
+  if (data == kDataSynthetic && spec.loader_threads() == 0) return data;
+  std::string out = data;
+  if (!spec.data_path().empty()) absl::StrAppend(&out, " at ", spec.data_path());
+  absl::StrAppend(&out, ", ",
+                  spec.loader_threads() > 0
+                      ? absl::StrCat(spec.loader_threads(), " loader thread",
+                                     spec.loader_threads() == 1 ? "" : "s", " per rank")
+                      : std::string("bench-train's default loader threads"));
+  return out;
+}
+
+namespace {
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+}  // namespace
+
+std::string DataWaitText(const std::vector<benchfleet::v1::IterationSample>& samples) {
+  std::vector<double> data;
+  std::vector<double> step;
+  for (const auto& sample : samples) {
+    if (sample.warmup()) continue;
+    data.push_back(sample.data_time_s());
+    step.push_back(sample.step_time_s());
+  }
+  if (data.empty()) return "no measured iterations";
+  const double data_median = Median(data);
+  const double step_median = Median(step);
+  std::string out = absl::StrFormat("%.3g ms median per step", data_median * 1e3);
+  if (step_median > 0) {
+    absl::StrAppend(&out, absl::StrFormat(", %.1f%% of the median step time",
+                                          100.0 * data_median / step_median));
+  }
+  absl::StrAppend(&out, " (", data.size(), data.size() == 1 ? " iteration" : " iterations",
+                  ")");
+  return out;
+}
+
 std::string DescribeDevices(const benchfleet::v1::AgentInventory& inventory) {
   if (inventory.gpus_size() == 0) return absl::StrCat(inventory.cpu_slots(), " CPU slots");
   std::vector<std::pair<std::string, int>> groups;
@@ -233,7 +275,7 @@ std::string DescribeAllocation(const benchfleet::v1::Allocation& allocation) {
 
 }  // namespace
 
-std::string FormatJobText(const JobStatus& job) {
+std::string FormatJobText(const JobStatus& job, const std::string& data_wait) {
   const JobSpec& spec = job.spec();
   std::string out;
   auto line = [&out](absl::string_view key, absl::string_view value) {
@@ -254,6 +296,7 @@ std::string FormatJobText(const JobStatus& job) {
   }
   if (job.has_allocation()) line("allocation", DescribeAllocation(job.allocation()));
   line("spec", DescribeSpec(spec));
+  line("data", DescribeData(spec));
   if (std::string shape = DescribeShape(spec); !shape.empty()) line("shape", shape);
   if (std::string constraints = DescribeConstraints(spec); !constraints.empty()) {
     line("constraints", constraints);
@@ -285,6 +328,7 @@ std::string FormatJobText(const JobStatus& job) {
   }
   line("parameters", job.parameters() > 0 ? absl::StrCat(job.parameters()) : "unknown");
   line("images/s", Throughput(job));
+  if (!data_wait.empty()) line("data wait", data_wait);
   line("energy", EnergyText(job));
   if (std::string verdict = FormatBaselineVerdict(job.baseline()); !verdict.empty()) {
     line("baseline", verdict);

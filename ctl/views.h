@@ -29,6 +29,12 @@ std::string DescribeShape(const benchfleet::v1::JobSpec& spec);
 std::string DescribeConstraints(const benchfleet::v1::JobSpec& spec);
 // "wall time 2h, hang timeout 10m" (either alone); "" when both are benchd's defaults.
 std::string DescribeLimits(const benchfleet::v1::JobSpec& spec);
+// "synthetic", or "imagefolder at /data/imagenet/train, 8 loader threads per rank" (0:
+// "bench-train's default loader threads").
+std::string DescribeData(const benchfleet::v1::JobSpec& spec);
+// The measured window's data wait (iterations past warm-up, every rank): "12.3 ms median
+// per step, 8.1% of the median step time (240 iterations)", or "no measured iterations".
+std::string DataWaitText(const std::vector<benchfleet::v1::IterationSample>& samples);
 // "8x NVIDIA A100-SXM4-80GB" (identical names grouped, in order), or "4 CPU slots".
 std::string DescribeDevices(const benchfleet::v1::AgentInventory& inventory);
 
@@ -44,8 +50,10 @@ std::string FormatRankDevicesTable(const benchfleet::v1::JobStatus& job);
 // known; shape, constraints, limits, queue position of a QUEUED job and requeues (> 0)
 // where set; once placed, the precision in effect (flagging a mismatch with the request),
 // the non-finite losses and the skipped fp16 steps of the current attempt), then
-// placements, rank devices and history.
-std::string FormatJobText(const benchfleet::v1::JobStatus& job);
+// placements, rank devices and history. The data source always; `data_wait`, where not
+// empty, as the "data wait" line (DataWaitText).
+std::string FormatJobText(const benchfleet::v1::JobStatus& job,
+                          const std::string& data_wait = "");
 // Per GPU of a finished job: energy per image and power / clock / temperature over
 // the measured window ("no data" where a figure is missing).
 std::string FormatGpuTelemetryTable(const benchfleet::v1::JobStatus& job);

@@ -63,6 +63,38 @@ TEST(ViewsTest, CompactRanges) {
   EXPECT_EQ(CompactRanges({0, 1, 2, 3, 6, 8, 9, 10}), "0-3,6,8-10");
 }
 
+TEST(ViewsTest, DataSourceAndDataWait) {
+  JobStatus job = RunningJob();
+  EXPECT_THAT(FormatJobText(job), HasSubstr("\ndata:       synthetic\n"));
+  EXPECT_THAT(FormatJobText(job), Not(HasSubstr("data wait")));
+  job.mutable_spec()->set_data(benchfleet::v1::DATA_SOURCE_IMAGEFOLDER);
+  job.mutable_spec()->set_data_path("/data/imagenet/train");
+  job.mutable_spec()->set_loader_threads(8);
+  EXPECT_THAT(FormatJobText(job, "x"),
+              HasSubstr("\ndata:       imagefolder at /data/imagenet/train, 8 loader threads "
+                        "per rank\n"));
+  EXPECT_THAT(FormatJobText(job, "x"), HasSubstr("\ndata wait:  x\n"));
+  job.mutable_spec()->set_loader_threads(0);
+  EXPECT_EQ(DescribeData(job.spec()),
+            "imagefolder at /data/imagenet/train, bench-train's default loader threads");
+
+  std::vector<benchfleet::v1::IterationSample> samples;
+  auto add = [&](double step, double data, bool warmup) {
+    benchfleet::v1::IterationSample sample;
+    sample.set_step_time_s(step);
+    sample.set_data_time_s(data);
+    sample.set_warmup(warmup);
+    samples.push_back(sample);
+  };
+  EXPECT_EQ(DataWaitText(samples), "no measured iterations");
+  add(5.0, 4.0, true);  // warm-up: left out
+  add(0.2, 0.010, false);
+  add(0.2, 0.020, false);
+  add(0.1, 0.030, false);
+  // median data 20 ms over median step 200 ms
+  EXPECT_EQ(DataWaitText(samples), "20 ms median per step, 10.0% of the median step time (3 iterations)");
+}
+
 TEST(ViewsTest, JobText) {
   std::string text = FormatJobText(RunningJob());
   EXPECT_THAT(text, HasSubstr("id:         j-7\n"));

@@ -1,5 +1,7 @@
 #include "server/proto_convert.h"
 
+#include "absl/strings/str_cat.h"
+#include "common/names.h"
 #include "server/environment.h"
 #include "server/telemetry.h"
 
@@ -68,9 +70,23 @@ JobSpec FromProto(const v1::JobSpec& proto) {
   spec.iterations = proto.iterations();
   spec.warmup_iterations = proto.warmup_iterations();
   spec.image_size = proto.image_size();
-  spec.data = proto.data() == v1::DATA_SOURCE_UNSPECIFIED || proto.data() == v1::DATA_SOURCE_SYNTHETIC
-                  ? "synthetic"
-                  : "unknown";
+  switch (proto.data()) {
+    case v1::DATA_SOURCE_UNSPECIFIED:
+    case v1::DATA_SOURCE_SYNTHETIC:
+      spec.data = kDataSynthetic;
+      break;
+    case v1::DATA_SOURCE_IMAGEFOLDER:
+      spec.data = kDataImageFolder;
+      break;
+    case v1::DATA_SOURCE_COCO:
+      spec.data = kDataCoco;
+      break;
+    default:  // a newer client's source: validation refuses it by its number
+      spec.data = absl::StrCat("data source ", static_cast<int>(proto.data()));
+      break;
+  }
+  spec.data_path = proto.data_path();
+  spec.loader_threads = proto.loader_threads();
   spec.name = proto.name();
   spec.labels.insert(proto.labels().begin(), proto.labels().end());
   spec.request_id = proto.request_id();
@@ -187,7 +203,11 @@ void ToProto(const JobSpec& spec, v1::JobSpec* proto) {
   proto->set_iterations(spec.iterations);
   proto->set_warmup_iterations(spec.warmup_iterations);
   proto->set_image_size(spec.image_size);
-  proto->set_data(v1::DATA_SOURCE_SYNTHETIC);
+  proto->set_data(spec.data == kDataImageFolder ? v1::DATA_SOURCE_IMAGEFOLDER
+                  : spec.data == kDataCoco      ? v1::DATA_SOURCE_COCO
+                                                : v1::DATA_SOURCE_SYNTHETIC);
+  proto->set_data_path(spec.data_path);
+  proto->set_loader_threads(spec.loader_threads);
   proto->set_name(spec.name);
   proto->mutable_labels()->insert(spec.labels.begin(), spec.labels.end());
   proto->set_request_id(spec.request_id);

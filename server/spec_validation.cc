@@ -114,6 +114,64 @@ absl::Status CheckAllowedNodes(const std::vector<std::string>& nodes) {
   return absl::OkStatus();
 }
 
+// imagefolder feeds classification models, coco detection ones.
+absl::Status CheckDataKind(const JobSpec& spec) {
+  if (spec.data == kDataSynthetic) return absl::OkStatus();
+  const ModelInfo* model = FindModel(spec.model);
+  if (model == nullptr) return absl::OkStatus();  // refused as unknown before this
+  const bool detection = model->data_kind == DataKind::kDetection;
+  const char* wanted = detection ? kDataCoco : kDataImageFolder;
+  if (spec.data == wanted) return absl::OkStatus();
+  return FieldError("data", "--data",
+                    absl::StrCat(spec.model, " is a ", DataKindName(model->data_kind),
+                                 " model: it trains on ", wanted, " or ", kDataSynthetic,
+                                 " data, not ", spec.data));
+}
+
+bool IsKnownData(std::string_view data) {
+  for (const char* known : kDataNames) {
+    if (data == known) return true;
+  }
+  return false;
+}
+
+// The data source, its folder and its decode threads (see the header).
+absl::Status CheckData(const JobSpec& spec) {
+  if (!IsKnownData(spec.data)) {
+    return FieldError("data", "--data",
+                      absl::StrCat("unknown data source ", QuotePrefix(spec.data),
+                                   " (known: ", JoinNames(kDataNames), ")"));
+  }
+  if (spec.data == kDataSynthetic) {
+    if (!spec.data_path.empty()) {
+      return FieldError("data_path", "--data-path",
+                        absl::StrCat("synthetic data reads no folder, but the path ",
+                                     QuotePrefix(spec.data_path), " was given: leave it out, "
+                                     "or use --data ", kDataImageFolder, " or ", kDataCoco));
+    }
+  } else {
+    if (spec.data_path.empty()) {
+      return FieldError("data_path", "--data-path",
+                        absl::StrCat(spec.data, " data needs the folder it is in on the nodes "
+                                                "(an absolute path)"));
+    }
+    RETURN_IF_ERROR(CheckText("data_path", "--data-path", "data path", spec.data_path,
+                              kMaxDataPathBytes, Bytes::kNoControl));
+    if (spec.data_path.front() != '/') {
+      return FieldError("data_path", "--data-path",
+                        absl::StrCat("data path ", QuotePrefix(spec.data_path),
+                                     " is relative: give an absolute path (the folder on "
+                                     "the nodes, e.g. /data/imagenet/train)"));
+    }
+  }
+  if (spec.loader_threads < 0 || spec.loader_threads > kMaxLoaderThreads) {
+    return FieldError("loader_threads", "--loader-threads",
+                      absl::StrCat("must be between 0 (bench-train's default) and ",
+                                   kMaxLoaderThreads, ", got ", spec.loader_threads));
+  }
+  return CheckDataKind(spec);
+}
+
 }  // namespace
 
 absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
@@ -205,12 +263,7 @@ absl::Status NormalizeAndValidateSpec(JobSpec& spec) {
                                    "which BatchNorm cannot train on: use --bs 2 or more, "
                                    "or --image-size 33 or more"));
   }
-  if (spec.data != kDataSynthetic) {
-    return FieldError("data", "--data",
-                      absl::StrCat("unknown data source ", QuotePrefix(spec.data),
-                                   " (known: ", kDataSynthetic, ")"));
-  }
-  return absl::OkStatus();
+  return CheckData(spec);
 }
 
 }  // namespace bench

@@ -16,6 +16,8 @@ inline constexpr size_t kMaxJobNameBytes = 256;
 inline constexpr size_t kMaxRequestIdBytes = 128;
 inline constexpr size_t kMaxModelBytes = 64;
 inline constexpr size_t kMaxDataBytes = 64;
+inline constexpr size_t kMaxDataPathBytes = 1024;  // data_path, an absolute path on the nodes
+inline constexpr int kMaxLoaderThreads = 256;       // loader_threads, per rank
 inline constexpr size_t kMaxLabels = 32;  // spec.labels, and node_labels, each
 inline constexpr size_t kMaxLabelKeyBytes = 63;
 inline constexpr size_t kMaxLabelValueBytes = 256;
@@ -30,6 +32,10 @@ inline constexpr size_t kMaxNodeNameBytes = 63;
 // label keys refuse every control byte (below 0x20, and 0x7f: a newline would forge a log
 // line); label values refuse NUL, CR and LF only (any other byte, 0x1f and '=' included, is
 // kept as given). Label keys are non-empty and have no '='.
+// Data: `data` is one of kDataNames; imagefolder and coco need `data_path`, an absolute
+// path of at most kMaxDataPathBytes without control bytes (its existence is each agent's
+// to check, on its node), and synthetic refuses one; imagefolder is for classification
+// models and coco for detection ones; loader_threads is 0..kMaxLoaderThreads.
 absl::Status NormalizeAndValidateSpec(JobSpec& spec);
 
 }  // namespace bench

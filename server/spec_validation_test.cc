@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "common/names.h"
+
 namespace bench {
 namespace {
 
@@ -234,6 +236,61 @@ TEST(SpecValidationTest, MessageCarriesTheCliFlag) {
   s.batch_size = 0;
   absl::Status status = NormalizeAndValidateSpec(s);
   EXPECT_NE(status.message().find("--bs"), std::string::npos);
+}
+
+// Real data: a folder for imagefolder and coco (absolute, bounded, no control bytes), none
+// for synthetic; each model's data kind decides which folder it reads; loader threads
+// 0..256.
+TEST(SpecValidationTest, RealDataNeedsAnAbsolutePathOfTheModelsKind) {
+  JobSpec s = Valid();
+  s.data = "imagefolder";
+  s.data_path = "/data/imagenet/train";
+  s.loader_threads = 8;
+  EXPECT_TRUE(NormalizeAndValidateSpec(s).ok());
+
+  s.data_path = "";
+  EXPECT_TRUE(Contains(Refusal(s, "data_path"), "needs the folder"));
+  s.data_path = "data/imagenet";
+  EXPECT_TRUE(Contains(Refusal(s, "data_path"), "\"data/imagenet\" is relative"));
+  s.data_path = "/data/a\nb";
+  EXPECT_TRUE(Contains(Refusal(s, "data_path"), "control byte"));
+  s.data_path = "/" + std::string(kMaxDataPathBytes, 'p');
+  EXPECT_TRUE(Contains(Refusal(s, "data_path"), "1024 bytes"));
+  s.data_path = "/" + std::string(kMaxDataPathBytes - 1, 'p');
+  EXPECT_TRUE(NormalizeAndValidateSpec(s).ok());
+
+  s = Valid();
+  s.data_path = "/data/imagenet/train";  // synthetic reads none
+  absl::Status refusal = Refusal(s, "data_path");
+  EXPECT_TRUE(Contains(refusal, "--data-path")) << refusal.message();
+  EXPECT_TRUE(Contains(refusal, "synthetic data reads no folder")) << refusal.message();
+
+  s = Valid();
+  s.loader_threads = -1;
+  EXPECT_TRUE(Contains(Refusal(s, "loader_threads"), "--loader-threads"));
+  s.loader_threads = kMaxLoaderThreads + 1;
+  EXPECT_TRUE(Contains(Refusal(s, "loader_threads"), "between 0"));
+  s.loader_threads = kMaxLoaderThreads;
+  EXPECT_TRUE(NormalizeAndValidateSpec(s).ok());
+
+  s = Valid();
+  s.data = "imagenet";
+  EXPECT_TRUE(Contains(Refusal(s, "data"), "(known: synthetic, imagefolder or coco)"));
+
+  // Every registered model takes the folder of its kind and refuses the other.
+  for (const ModelInfo& model : kModels) {
+    const bool detection = model.data_kind == DataKind::kDetection;
+    s = Valid();
+    s.model = model.name;
+    s.image_size = model.default_image_size;
+    s.data_path = "/data/set";
+    s.data = detection ? "coco" : "imagefolder";
+    EXPECT_TRUE(NormalizeAndValidateSpec(s).ok()) << model.name;
+    s.data = detection ? "imagefolder" : "coco";
+    refusal = Refusal(s, "data");
+    EXPECT_TRUE(Contains(refusal, detection ? "is a detection model" : "is a classification model"))
+        << refusal.message();
+  }
 }
 
 }  // namespace

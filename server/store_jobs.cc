@@ -176,8 +176,9 @@ absl::Status InsertJobRows(Database& db, const Job& job) {
                  "iterations, warmup_iterations, image_size, data, name, state, reason, "
                  "attempt, device_kind, parameters, created_ms, updated_ms, telemetry_note, "
                  "nodes, devices_per_node, wall_time_limit_s, hang_timeout_s, requeues, "
-                 "submitted_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                 "?13, ?14, ?15, ?16, ?17, ?18, ?18, '', ?19, ?20, ?21, ?22, ?23, ?24)"));
+                 "submitted_by, data_path, loader_threads) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                 "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18, '', ?19, ?20, "
+                 "?21, ?22, ?23, ?24, ?25, ?26)"));
   const JobSpec& spec = job.spec;
   insert->Bind(1, job.id);
   insert->Bind(2, job.seq);
@@ -207,6 +208,8 @@ absl::Status InsertJobRows(Database& db, const Job& job) {
   insert->Bind(22, int64_t{spec.hang_timeout_s});
   insert->Bind(23, int64_t{job.requeues});
   insert->Bind(24, job.submitted_by);
+  insert->Bind(25, spec.data_path);
+  insert->Bind(26, int64_t{spec.loader_threads});
   RETURN_IF_ERROR(insert->Run());
   // Labels and constraints, one row per item: any bytes round-trip.
   ASSIGN_OR_RETURN(Statement * label, db.Prepare("INSERT INTO job_labels VALUES (?1, ?2, ?3)"));

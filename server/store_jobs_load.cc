@@ -58,8 +58,8 @@ absl::Status LoadJobRows(Database& db, LoadedJobs& loaded) {
                               "batch_size, iterations, warmup_iterations, image_size, data, "
                               "name, state, reason, attempt, device_kind, parameters, "
                               "created_ms, telemetry_note, nodes, devices_per_node, "
-                              "wall_time_limit_s, hang_timeout_s, requeues, submitted_by "
-                              "FROM jobs ORDER BY seq"));
+                              "wall_time_limit_s, hang_timeout_s, requeues, submitted_by, "
+                              "data_path, loader_threads FROM jobs ORDER BY seq"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, select->Step());
     if (!row) break;
@@ -89,6 +89,8 @@ absl::Status LoadJobRows(Database& db, LoadedJobs& loaded) {
     job.spec.hang_timeout_s = static_cast<int>(select->Int(22));
     job.requeues = static_cast<int>(select->Int(23));
     job.submitted_by = select->Text(24);
+    job.spec.data_path = select->Text(25);
+    job.spec.loader_threads = static_cast<int>(select->Int(26));
     loaded.index[job.id] = loaded.jobs.size();
     loaded.jobs.push_back(std::move(job));
   }

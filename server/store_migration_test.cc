@@ -378,6 +378,8 @@ TEST_F(StoreTest, ASchemaSevenDatabaseKeepsItsConstraintsAsRows) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const char* to_v7 = R"sql(
+ALTER TABLE jobs DROP COLUMN data_path;
+ALTER TABLE jobs DROP COLUMN loader_threads;
 DROP TABLE job_allocations;
 DROP TABLE job_allowed_nodes;
 DROP TABLE job_node_labels;
@@ -420,6 +422,48 @@ DELETE FROM schema_version WHERE version > 7;
   ASSERT_EQ(jobs->size(), 3u);
   EXPECT_EQ(jobs->back().spec.allowed_nodes, std::vector<std::string>{"dgx-03"});
   EXPECT_EQ(jobs->back().submitted_by, "alice");
+}
+
+// Schema 9 had no data path or loader threads: its jobs come back synthetic with neither
+// (what they ran), and a job of schema 10 keeps both beside them.
+TEST_F(StoreTest, ASchemaNineDatabaseKeepsItsJobsAsSyntheticWithoutPath) {
+  Job old_job = MakeJob(1);
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(old_job).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* to_v9 = R"sql(
+ALTER TABLE jobs DROP COLUMN data_path;
+ALTER TABLE jobs DROP COLUMN loader_threads;
+DELETE FROM schema_version WHERE version > 9;
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, to_v9, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ(jobs->front().spec, old_job.spec);
+  EXPECT_EQ(jobs->front().spec.data, "synthetic");
+  EXPECT_EQ(jobs->front().spec.data_path, "");
+  EXPECT_EQ(jobs->front().spec.loader_threads, 0);
+
+  Job real = MakeJob(2);
+  real.spec.data = "coco";
+  real.spec.data_path = "/data/coco2017";
+  real.spec.loader_threads = 12;
+  ASSERT_TRUE((*store)->InsertJob(real).ok());
+  jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ(jobs->back().spec, real.spec);
+  EXPECT_EQ(jobs->back().spec.data_path, "/data/coco2017");
+  EXPECT_EQ(jobs->back().spec.loader_threads, 12);
 }
 
 }  // namespace

@@ -311,6 +311,13 @@ CREATE TABLE job_allocations (
   ended INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql",
+    // 10: real data through the fleet (issue 17): an imagefolder or coco job's folder on
+    // the nodes and its decode threads per rank. Older jobs are synthetic: no path, and
+    // 0 threads (bench-train's default).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN data_path TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN loader_threads INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);

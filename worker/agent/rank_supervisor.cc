@@ -2,7 +2,10 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +15,7 @@
 #include "absl/strings/strip.h"
 #include "common/free_port.h"
 #include "common/log.h"
+#include "common/names.h"
 #include "common/spec_names.h"
 #include "worker/agent/trainer_echo.h"
 #include "worker/agent/trainer_event_parser.h"
@@ -45,6 +49,20 @@ void WaitForExitNoReap(pid_t pid) {
 
 }  // namespace
 
+absl::Status CheckDataPath(const benchfleet::v1::JobSpec& spec, absl::string_view node) {
+  if (DataSourceName(spec.data()) == kDataSynthetic) return absl::OkStatus();
+  const std::string& path = spec.data_path();
+  auto refused = [&](absl::string_view why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", node, ": data path ", path, ": ", why));
+  };
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) return refused(strerror(errno));
+  if (!S_ISDIR(info.st_mode)) return refused(strerror(ENOTDIR));
+  if (access(path.c_str(), R_OK | X_OK) != 0) return refused(strerror(errno));
+  return absl::OkStatus();
+}
+
 RankLaunch BuildRankLaunch(const benchfleet::v1::Assignment& assignment, size_t index,
                            const std::string& master_addr, int master_port,
                            const RankSupervisorOptions& options) {
@@ -63,9 +81,19 @@ RankLaunch BuildRankLaunch(const benchfleet::v1::Assignment& assignment, size_t 
                  "--bs", absl::StrCat(spec.batch_size()),
                  "--iters", absl::StrCat(spec.iterations()),
                  "--warmup", absl::StrCat(spec.warmup_iterations()),
-                 "--image-size", absl::StrCat(spec.image_size()),
-                 "--data", "synthetic",
-                 "--device", on_gpu ? absl::StrCat("cuda:", device_index) : "cpu"};
+                 "--image-size", absl::StrCat(spec.image_size())};
+  // --data-dir before --data: bench-train's --data-dir alone means imagefolder.
+  const std::string data = DataSourceName(spec.data());
+  if (data != kDataSynthetic) {
+    launch.argv.insert(launch.argv.end(), {"--data-dir", spec.data_path()});
+  }
+  launch.argv.insert(launch.argv.end(), {"--data", data});
+  if (spec.loader_threads() > 0) {
+    launch.argv.insert(launch.argv.end(),
+                       {"--loader-threads", absl::StrCat(spec.loader_threads())});
+  }
+  launch.argv.insert(launch.argv.end(),
+                     {"--device", on_gpu ? absl::StrCat("cuda:", device_index) : "cpu"});
   int threads = std::max(1, options.cpu_threads);
   if (!on_gpu) {
     launch.argv.push_back("--threads");
@@ -143,6 +171,11 @@ void RankSupervisor::Start() {
     return fail_all(absl::StrCat("malformed assignment: ", a.ranks_size(), " ranks, ",
                                  a.device_indices_size(), " device indices, world size ",
                                  a.world_size()));
+  }
+  // The data must be here before any rank starts: a node without it fails the job with
+  // the node and the path, not a trainer's stack of errors (and not as a lost node).
+  if (absl::Status data = CheckDataPath(a.spec(), options_.node_name); !data.ok()) {
+    return fail_all(data.message());
   }
   std::string master_addr = a.master_addr().empty() ? options_.address : a.master_addr();
   int master_port = a.master_port();

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -43,6 +44,7 @@ struct RankSupervisorOptions {
   // This node's address: where the rendezvous port is picked when hosting rank 0, and
   // MASTER_ADDR when the assignment names none.
   std::string address = "127.0.0.1";
+  std::string node_name;  // this agent's name, in messages (a missing data path)
   int cpu_threads = 1;  // --threads and OMP_NUM_THREADS of each CPU rank
   int host_cores = 1;   // the node's cores, shared by a GPU job's ranks for host threads
   absl::Duration kill_grace = absl::Seconds(5);
@@ -59,6 +61,10 @@ struct RankSupervisorOptions {
   // restarted after a crash kills it. Not owned; null: ranks are not recorded.
   RankRegistry* registry = nullptr;
 };
+
+// OK for synthetic data; otherwise the spec's data_path must be a directory this process
+// can read and search, else FAILED_PRECONDITION "node NODE: data path PATH: <strerror>".
+absl::Status CheckDataPath(const benchfleet::v1::JobSpec& spec, absl::string_view node);
 
 // The command line and environment of one rank (exposed for tests).
 struct RankLaunch {

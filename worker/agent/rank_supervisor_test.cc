@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/spec_names.h"
 #include "worker/agent/sample_uploader.h"
 #include "worker/agent/temp_dir.h"
 
@@ -452,6 +453,81 @@ TEST_F(RankSupervisorTest, TrainerThatCannotStartFailsTheRanks) {
   EXPECT_THAT(finals[0].message(), HasSubstr("cannot start"));
   EXPECT_EQ(finals[1].state(), benchfleet::v1::RANK_STATE_CANCELLED);
   EXPECT_THAT(finals[1].message(), HasSubstr("not started"));
+}
+
+// Real data the node lacks: no rank starts, every rank is FAILED with the node and the
+// path, and no rendezvous port is reported (nothing else of the job starts from it).
+TEST_F(RankSupervisorTest, AMissingDataPathFailsEveryRankNamingTheNodeAndPath) {
+  const std::string trainer = WriteTrainer("ok");
+  const std::string not_a_dir = dir_ + "/file";
+  std::ofstream(not_a_dir) << "x";
+  const std::pair<std::string, std::string> cases[] = {
+      {dir_ + "/no-such-data", "No such file or directory"},
+      {not_a_dir, "Not a directory"},
+  };
+  for (const auto& [path, why] : cases) {
+    SCOPED_TRACE(path);
+    SlowUploadRpc rpc;
+    SampleUploader uploader(&rpc, UploaderOptions());
+    RecordingReportSink reports(&rpc);
+    Assignment assignment = TwoRanks();
+    assignment.mutable_spec()->set_data(benchfleet::v1::DATA_SOURCE_IMAGEFOLDER);
+    assignment.mutable_spec()->set_data_path(path);
+    RankSupervisorOptions options = Options(trainer);
+    options.node_name = "dgx-03";
+    RankSupervisor supervisor(assignment, options, &uploader, &reports);
+    supervisor.Start();
+    EXPECT_TRUE(supervisor.Done());
+    supervisor.Join();
+    auto all = reports.reports();
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].master_port(), 0);
+    ASSERT_EQ(all[0].ranks_size(), 2);
+    for (const auto& rank : all[0].ranks()) {
+      EXPECT_EQ(rank.state(), benchfleet::v1::RANK_STATE_FAILED);
+      EXPECT_EQ(rank.message(), absl::StrCat("node dgx-03: data path ", path, ": ", why));
+    }
+    EXPECT_FALSE(WaitForFile("args.0", absl::Milliseconds(50))) << "a rank was started";
+  }
+}
+
+// A folder that is there: the ranks start with bench-train's data flags.
+TEST_F(RankSupervisorTest, RealDataIsPassedToTheTrainer) {
+  SlowUploadRpc rpc;
+  SampleUploader uploader(&rpc, UploaderOptions());
+  RecordingReportSink reports(&rpc);
+  Assignment assignment = TwoRanks();
+  assignment.mutable_spec()->set_data(benchfleet::v1::DATA_SOURCE_IMAGEFOLDER);
+  assignment.mutable_spec()->set_data_path(dir_);
+  assignment.mutable_spec()->set_loader_threads(6);
+  RankSupervisor supervisor(assignment, Options(WriteTrainer("ok")), &uploader, &reports);
+  supervisor.Start();
+  supervisor.Join();
+  EXPECT_EQ(reports.final_states()[1].state(), benchfleet::v1::RANK_STATE_SUCCEEDED);
+  EXPECT_EQ(ReadFile("args.1"),
+            absl::StrCat("--model resnet50 --precision amp --bs 2 --iters 5 --warmup 1 "
+                         "--image-size 64 --data-dir ",
+                         dir_, " --data imagefolder --loader-threads 6 --device cpu --threads 3\n"));
+}
+
+TEST(RankLaunchTest, DataFlags) {
+  Assignment assignment;
+  assignment.mutable_spec()->set_model("ssd_resnet34");
+  assignment.mutable_spec()->set_data(benchfleet::v1::DATA_SOURCE_COCO);
+  assignment.mutable_spec()->set_data_path("/data/coco");
+  assignment.add_ranks(0);
+  assignment.add_device_indices(0);
+  assignment.set_world_size(1);
+  RankLaunch launch = BuildRankLaunch(assignment, 0, "127.0.0.1", 29500, RankSupervisorOptions());
+  auto dir = std::find(launch.argv.begin(), launch.argv.end(), "--data-dir");
+  auto data = std::find(launch.argv.begin(), launch.argv.end(), "--data");
+  ASSERT_NE(dir, launch.argv.end());
+  ASSERT_NE(data, launch.argv.end());
+  EXPECT_EQ(*(dir + 1), "/data/coco");
+  EXPECT_EQ(*(data + 1), "coco");
+  EXPECT_LT(dir, data) << "bench-train's --data-dir alone means imagefolder";
+  EXPECT_THAT(launch.argv, ::testing::Not(::testing::Contains("--loader-threads")));
+  EXPECT_EQ(DataSourceName(benchfleet::v1::DATA_SOURCE_UNSPECIFIED), "synthetic");
 }
 
 // A GPU assignment run as CI does: NVML is the fake library, ranks run on the CPU.
