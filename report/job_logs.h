@@ -9,9 +9,11 @@
 //              data train.throughput (only when the job has one), train.iterations (measured,
 //              rank 0), global_batch_size, status, and a note when there is no throughput).
 //   kMllog     MLPerf logging `:::MLLOG {"namespace", "time_ms", "event_type", "key",
-//              "value", "metadata": {"file", "lineno", ...}}`: submission_benchmark,
+//              "value", "metadata": {"file", "lineno", ...}}`: submission_benchmark (the
+//              model registry's MLLOG name, common/names.h: "resnet", "ssd"),
 //              submission_division, submission_platform (when known), init_start,
 //              global_batch_size, opt_name, train_samples (planned measured images),
+//              for a detection model (SSD) max_samples 1 as MLPerf's SSD logs it,
 //              init_stop, run_start, block_start, epoch_start, one tracked_stats
 //              {"throughput": images/s of the step} per rank-0 iteration (metadata step),
 //              then once ended epoch_stop, block_stop, run_stop (metadata status "success"

@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "common/names.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -156,6 +157,31 @@ TEST(JobLogsTest, MllogLinesParseAndCarryTheRequiredKeys) {
                              "\"event_type\": \"POINT_IN_TIME\", \"key\": \"submission_benchmark\", "
                              "\"value\": \"resnet\", \"metadata\": {\"file\": \"benchfleet\", "
                              "\"lineno\": 1}}\n"));
+}
+
+// Every model of the registry logs its own MLLOG benchmark name ("ssd" for
+// ssd_resnet34); detection models add SSD's max_samples; a model it lacks keeps its name.
+TEST(JobLogsTest, MllogNamesTheBenchmarkFromTheModelRegistry) {
+  for (const ModelInfo& model : kModels) {
+    v1::JobStatus job = FinishedJob();
+    job.mutable_spec()->set_model(model.name);
+    const auto lines = ParseLines(RenderJobLog(LogFormat::kMllog, job, Samples(4)), ":::MLLOG ");
+    ASSERT_NE(MllogKey(lines, "submission_benchmark"), nullptr) << model.name;
+    EXPECT_EQ(Field(*MllogKey(lines, "submission_benchmark"), "value")->string_value(),
+              model.mllog_benchmark);
+    const Struct* max_samples = MllogKey(lines, "max_samples");
+    if (model.data_kind == DataKind::kDetection) {
+      ASSERT_NE(max_samples, nullptr) << model.name;
+      EXPECT_EQ(Field(*max_samples, "value")->number_value(), 1);
+    } else {
+      EXPECT_EQ(max_samples, nullptr) << model.name;
+    }
+  }
+  v1::JobStatus job = FinishedJob();
+  job.mutable_spec()->set_model("vgg16");
+  const auto lines = ParseLines(RenderJobLog(LogFormat::kMllog, job, Samples(4)), ":::MLLOG ");
+  ASSERT_NE(MllogKey(lines, "submission_benchmark"), nullptr);
+  EXPECT_EQ(Field(*MllogKey(lines, "submission_benchmark"), "value")->string_value(), "vgg16");
 }
 
 TEST(JobLogsTest, MllogWithoutThroughputIsAbortedAndSaysSo) {
