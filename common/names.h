@@ -38,11 +38,12 @@ inline constexpr ModelInfo kModels[] = {
     {"resnet50", 224, 1000, DataKind::kClassification, "resnet"},
     {"resnet101", 224, 1000, DataKind::kClassification, "resnet"},
     {"resnet152", 224, 1000, DataKind::kClassification, "resnet"},
+    {"ssd_resnet34", 300, 81, DataKind::kDetection, "ssd"},  // MLPerf's SSD300, COCO's 80 + 1
 };
 
 // kModels' names alone, in the same order (checked below), for JoinNames and flag help.
-inline constexpr const char* kModelNames[] = {"resnet18", "resnet34", "resnet50", "resnet101",
-                                              "resnet152"};
+inline constexpr const char* kModelNames[] = {"resnet18",  "resnet34",  "resnet50",
+                                              "resnet101", "resnet152", "ssd_resnet34"};
 
 namespace names_internal {
 constexpr bool SameName(const char* a, const char* b) {

@@ -45,7 +45,7 @@ TEST(NamesTest, ModelsAndJoin) {
   EXPECT_FALSE(IsKnownModel("ResNet50"));
   EXPECT_FALSE(IsKnownModel(""));
   EXPECT_EQ(JoinNames(kModelNames, ", ", ", "),
-            "resnet18, resnet34, resnet50, resnet101, resnet152");
+            "resnet18, resnet34, resnet50, resnet101, resnet152, ssd_resnet34");
   EXPECT_EQ(JoinNames(kPrecisionNames, "|", "|"), "fp32|tf32|amp|bf16");
   EXPECT_EQ(JoinNames(kPrecisionNames), "fp32, tf32, amp or bf16");
 }
@@ -58,6 +58,12 @@ TEST(NamesTest, ModelRegistryDeclaresSizeKindAndBenchmark) {
   EXPECT_EQ(resnet50->data_kind, DataKind::kClassification);
   EXPECT_STREQ(resnet50->mllog_benchmark, "resnet");
   EXPECT_EQ(FindModel("ResNet50"), nullptr);
+  const ModelInfo* ssd = FindModel("ssd_resnet34");
+  ASSERT_NE(ssd, nullptr);
+  EXPECT_EQ(ssd->default_image_size, 300);
+  EXPECT_EQ(ssd->default_num_classes, 81);
+  EXPECT_EQ(ssd->data_kind, DataKind::kDetection);
+  EXPECT_STREQ(ssd->mllog_benchmark, "ssd");
   EXPECT_STREQ(DataKindName(DataKind::kClassification), "classification");
   EXPECT_STREQ(DataKindName(DataKind::kDetection), "detection");
   ASSERT_EQ(std::size(kModels), std::size(kModelNames));

@@ -286,7 +286,7 @@ const std::map<std::string, JsonValue::Kind> kStartFields = {
     {"momentum", JsonValue::kNumber},    {"weight_decay", JsonValue::kNumber},
     {"bn_weight_decay", JsonValue::kBool}, {"label_smoothing", JsonValue::kNumber},
     {"zero_init_residual", JsonValue::kBool}, {"allreduce_buckets", JsonValue::kNumber},
-    {"broadcast_buffers", JsonValue::kBool}};
+    {"broadcast_buffers", JsonValue::kBool}, {"model_kind", JsonValue::kString}};
 const std::map<std::string, JsonValue::Kind> kIterFields = {
     {"event", JsonValue::kString},       {"rank", JsonValue::kNumber},
     {"iteration", JsonValue::kNumber},   {"step_time_s", JsonValue::kNumber},
@@ -427,6 +427,48 @@ TEST(BenchTrainE2eTest, SmallRunEmitsStartItersSummary) {
       RunBenchTrain("--model resnet50 --image-size 32 --bs 2 --iters 3 --warmup 1 --threads 1");
   ASSERT_NO_FATAL_FAILURE(ExpectSuccessfulStream(result, /*rank=*/0, /*world_size=*/1,
                                                  /*iters=*/3, /*warmup=*/1, /*bs=*/2));
+}
+
+// The detection model at its defaults (300x300, 81 classes), as a user would run it.
+TEST(BenchTrainE2eTest, SsdResNet34RunsOnSyntheticDetectionData) {
+  const RunResult result =
+      RunBenchTrain("--model ssd_resnet34 --iters 3 --warmup 1 --bs 2 --threads 1");
+  ASSERT_EQ(result.exit_code, 0) << Describe(result);
+  ASSERT_EQ(result.events.size(), 5u) << Describe(result);
+  const auto start = OfKind(result, "start");
+  ASSERT_EQ(start.size(), 1u) << Describe(result);
+  ExpectFields(start[0], kStartFields);
+  ExpectNoUndocumentedFields(start[0], kStartFields);
+  EXPECT_EQ(start[0].members.at("model").text, "ssd_resnet34");
+  EXPECT_EQ(start[0].members.at("model_kind").text, "detection");
+  EXPECT_EQ(start[0].members.at("parameters").text, "19972534");
+  EXPECT_EQ(Number(start[0], "image_size"), 300);
+  EXPECT_EQ(Number(start[0], "label_smoothing"), 0);
+  for (const JsonValue& it : OfKind(result, "iter")) {
+    ASSERT_EQ(it.members.at("loss").kind, JsonValue::kNumber) << Describe(result);
+    EXPECT_GT(Number(it, "loss"), 0);
+    EXPECT_EQ(Number(it, "images"), 2);
+  }
+  const auto summary = OfKind(result, "summary");
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_EQ(Number(summary[0], "measured_images"), 4);
+  EXPECT_EQ(Number(summary[0], "nonfinite_losses"), 0);
+  EXPECT_NEAR(Number(summary[0], "images_per_second"),
+              Number(summary[0], "measured_images") / Number(summary[0], "window_s"), 1e-6);
+
+  const RunResult amp =
+      RunBenchTrain("--model ssd_resnet34 --iters 2 --warmup 1 --bs 1 --precision amp");
+  ASSERT_EQ(amp.exit_code, 0) << Describe(amp);
+  ASSERT_EQ(OfKind(amp, "start").size(), 1u) << Describe(amp);
+  EXPECT_EQ(OfKind(amp, "start")[0].members.at("precision").text, "amp_bf16");
+  for (const JsonValue& it : OfKind(amp, "iter")) {
+    EXPECT_EQ(it.members.at("loss").kind, JsonValue::kNumber) << Describe(amp);
+  }
+
+  const RunResult wrong_size = RunBenchTrain("--model ssd_resnet34 --image-size 224 --iters 2");
+  EXPECT_EQ(wrong_size.exit_code, 2);
+  EXPECT_NE(ExpectOneError(wrong_size).members.at("message").text.find("--image-size must be 300"),
+            std::string::npos);
 }
 
 TEST(BenchTrainE2eTest, NoWarmupAndAmp) {

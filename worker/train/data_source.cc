@@ -11,10 +11,23 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/names.h"
+#include "worker/train/detection.h"
 #include "worker/train/image_folder.h"
 
 namespace bench_train {
 namespace {
+
+// One image's random ground truth: 1..kMaxSyntheticObjects boxes with sides of 5% to
+// 50% of the image, anywhere inside it, and classes 1..num_classes-1.
+EncodedTargets SyntheticImageTargets(int64_t num_classes, const at::Tensor& default_boxes) {
+  const int64_t objects = at::randint(1, kMaxSyntheticObjects + 1, {1}).item<int64_t>();
+  const at::Tensor size = at::rand({objects, 2}) * 0.45 + 0.05;
+  const at::Tensor left_top = at::rand({objects, 2}) * (1 - size);
+  const at::Tensor boxes = at::cat({left_top, left_top + size}, 1);
+  const at::Tensor classes = at::randint(1, num_classes, {objects}, at::kLong);
+  return EncodeTargets(boxes, classes, default_boxes);
+}
 
 class SyntheticData : public DataSource {
  public:
@@ -23,14 +36,31 @@ class SyntheticData : public DataSource {
     const auto on_device = at::TensorOptions().device(device);
     images_ = at::randn({options.batch_size, 3, options.image_size, options.image_size},
                         on_device.dtype(at::kFloat));
-    labels_ = at::randint(0, options.num_classes, {options.batch_size}, on_device.dtype(at::kLong));
+    const bench::ModelInfo* model = bench::FindModel(options.model);
+    if (model != nullptr && model->data_kind == bench::DataKind::kDetection) {
+      const at::Tensor default_boxes = MakeDefaultBoxes();
+      std::vector<at::Tensor> labels, boxes;
+      for (int64_t i = 0; i < options.batch_size; ++i) {
+        EncodedTargets targets = SyntheticImageTargets(options.num_classes, default_boxes);
+        labels.push_back(targets.labels);
+        boxes.push_back(targets.offsets);
+      }
+      labels_ = at::stack(labels).to(device);
+      boxes_ = at::stack(boxes).to(device);
+    } else {
+      labels_ =
+          at::randint(0, options.num_classes, {options.batch_size}, on_device.dtype(at::kLong));
+    }
   }
-  StatusOr<DeviceBatch> Next() override { return DeviceBatch{next_++, images_, labels_}; }
+  StatusOr<DeviceBatch> Next() override {
+    return DeviceBatch{next_++, images_, labels_, boxes_};
+  }
 
  private:
   int64_t next_ = 0;
   at::Tensor images_;
   at::Tensor labels_;
+  at::Tensor boxes_;
 };
 
 class ImageFolderData : public DataSource {

@@ -2,6 +2,10 @@
 //
 // OpenDataSource gives, for options.data:
 //   "synthetic"    one random batch made once on the device (measures compute alone);
+//                  for a detection model (common/names.h) each image also gets 1 to
+//                  kMaxSyntheticObjects random boxes and classes, encoded against the
+//                  default boxes once (detection.h, EncodeTargets) and replayed every
+//                  step, as NVIDIA's synthetic mode does;
 //   "imagefolder"  JPEGs decoded on loader threads (image_folder.h) into host slots
 //                  (pinned on CUDA); on CUDA each batch is copied asynchronously into
 //                  one device buffer, and a slot goes back to the loader once the step
@@ -22,10 +26,16 @@
 
 namespace bench_train {
 
+// A batch's images and the targets its model's loss reads (models.h, TrainableModel).
+// Classification: `labels` [N] int64, `boxes` undefined. Detection: `labels` [N, B]
+// int64 per default box (0: background), `boxes` [N, 4, B] fp32 encoded offsets
+// (detection.h, EncodeTargets); a real detection source (COCO-format folders) encodes
+// its images' ground truths the same way and fills the same two tensors.
 struct DeviceBatch {
   int64_t number = 0;
   at::Tensor images;  // float NCHW or uint8 NHWC, on the device
   at::Tensor labels;
+  at::Tensor boxes;
 };
 
 class DataSource {
@@ -42,6 +52,9 @@ class DataSource {
   virtual int64_t dataset_classes() const { return 0; }
   virtual int loader_threads() const { return 0; }
 };
+
+// Synthetic detection data: objects per image, drawn uniformly from 1..this.
+inline constexpr int kMaxSyntheticObjects = 5;
 
 // Host slots an image-folder source keeps in flight: enough for the steps whose
 // reading lags behind (one) plus the loader's prefetch.

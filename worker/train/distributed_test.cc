@@ -37,7 +37,7 @@ RendezvousOptions Loopback(int rank, int world_size, int port, int timeout_s) {
 
 std::shared_ptr<ImageClassifier> SeededModel(uint64_t seed) {
   torch::manual_seed(seed);
-  auto model = MakeModel("resnet50", 10);
+  auto model = MakeClassifier("resnet50", 10);
   EXPECT_TRUE(model.ok());
   (*model)->eval();  // BN on running stats: per-sample independent, so shards add up
   return *model;

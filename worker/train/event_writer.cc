@@ -166,7 +166,8 @@ std::string FormatEvent(const StartEvent& e) {
       .Add("label_smoothing", e.label_smoothing)
       .Add("zero_init_residual", e.zero_init_residual)
       .Add("allreduce_buckets", e.allreduce_buckets)
-      .Add("broadcast_buffers", e.broadcast_buffers);
+      .Add("broadcast_buffers", e.broadcast_buffers)
+      .Add("model_kind", e.model_kind);
   if (!e.cuda_graphs_fallback.empty()) builder.Add("cuda_graphs_fallback", e.cuda_graphs_fallback);
   return builder.Build();
 }

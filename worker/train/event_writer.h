@@ -96,6 +96,8 @@ struct StartEvent {
   bool zero_init_residual = false;
   int64_t allreduce_buckets = 0;  // 0 without a process group
   bool broadcast_buffers = false;  // rank 0's BatchNorm statistics broadcast every step
+  // "classification" or "detection" (common/names.h, the model's data kind).
+  std::string model_kind = "classification";
 };
 
 // loss, lr and loss_scale are written as JsonDouble: a NaN or infinite loss is data.

@@ -99,7 +99,8 @@ TEST(FormatEventTest, Start) {
             R"("channels_last":false,"cuda_graphs":false,"host_memory_cache":false,)"
             R"("lr":0.032,"lr_warmup_iterations":0,)"
             R"("momentum":0.875,"weight_decay":0,"bn_weight_decay":false,"label_smoothing":0,)"
-            R"("zero_init_residual":false,"allreduce_buckets":0,"broadcast_buffers":false})");
+            R"("zero_init_residual":false,"allreduce_buckets":0,"broadcast_buffers":false,)"
+            R"("model_kind":"classification"})");
 }
 
 TEST(FormatEventTest, Iter) {

@@ -33,7 +33,8 @@ constexpr int kExitUsage = 2;
 
 constexpr char kUsage[] =
     "usage: bench-train [flags]\n"
-    "  --model NAME              resnet18|resnet34|resnet50|resnet101|resnet152 (resnet50)\n"
+    "  --model NAME              resnet18|resnet34|resnet50|resnet101|resnet152|ssd_resnet34\n"
+    "                            (resnet50; ssd_resnet34: MLPerf's SSD300, 300x300, 81 classes)\n"
     "  --precision P             fp32|tf32|amp|bf16 (fp32). fp32: TF32 off; tf32: CUDA only;\n"
     "                            amp: fp16 autocast + dynamic loss scaling on CUDA, bf16\n"
     "                            autocast on CPU; bf16: bf16 autocast, no scaling\n"

@@ -28,6 +28,44 @@ TEST(ModelsTest, ParameterCountsMatchTorchvision) {
   }
 }
 
+// MLPerf's SSD reference (v0.7-v1.0 ssd300.py, label_num=81): sum(p.numel() for p in
+// SSD300(81).parameters()). Its extra blocks are convolutions with biases and no
+// BatchNorm; with BatchNorm and no biases (NVIDIA's variant) it would be 19,975,222.
+TEST(ModelsTest, SsdResNet34HasTheReferenceParameterCount) {
+  auto model = MakeModel("ssd_resnet34", 81);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_EQ(CountParameters(**model), 19972534);
+  EXPECT_FALSE(MakeClassifier("ssd_resnet34", 81).ok());  // a detector, not a classifier
+}
+
+TEST(ModelsTest, SsdResNet34BackboneHasStrideOneConv4AndGivesOneOutputPerDefaultBox) {
+  torch::manual_seed(0);
+  auto model = MakeModel("ssd_resnet34", 81);
+  ASSERT_TRUE(model.ok());
+  std::map<std::string, std::vector<int64_t>> strides;
+  for (const auto& item : (*model)->named_modules()) {
+    if (auto* conv = item.value()->as<torch::nn::Conv2d>()) {
+      strides[item.key()] = c10::IntArrayRef(conv->options.stride()).vec();
+    }
+  }
+  const std::vector<int64_t> one = {1, 1};
+  const std::vector<int64_t> two = {2, 2};
+  EXPECT_EQ(strides["layer2.0.conv1"], two);
+  EXPECT_EQ(strides["layer3.0.conv1"], one);
+  EXPECT_EQ(strides["layer3.0.downsample.0"], one);
+  EXPECT_EQ(strides.count("layer4.0.conv1"), 0u);
+  EXPECT_EQ(strides["additional_blocks.0.2"], two);
+  EXPECT_EQ(strides["additional_blocks.4.2"], one);
+
+  (*model)->eval();
+  torch::NoGradGuard no_grad;
+  const auto outputs = (*model)->Forward(torch::randn({1, 3, 300, 300}));
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_EQ(outputs[0].sizes().vec(), (std::vector<int64_t>{1, 4, 8732}));
+  EXPECT_EQ(outputs[1].sizes().vec(), (std::vector<int64_t>{1, 81, 8732}));
+  EXPECT_TRUE(torch::isfinite(outputs[1]).all().item<bool>());
+}
+
 TEST(ModelsTest, EveryKnownNameBuilds) {
   for (const auto& name : KnownModelNames()) {
     EXPECT_TRUE(MakeModel(name, 10).ok()) << name;
@@ -88,7 +126,7 @@ TEST(ModelsTest, InitIsKaimingFanOutAndUnitBatchNorm) {
 
 TEST(ModelsTest, ForwardAtSmallestImageSize) {
   for (const char* name : {"resnet18", "resnet50"}) {
-    auto model = MakeModel(name, 7);
+    auto model = MakeClassifier(name, 7);
     ASSERT_TRUE(model.ok());
     const torch::Tensor out = (*model)->forward(torch::randn({2, 3, kMinImageSize, kMinImageSize}));
     EXPECT_EQ(out.sizes().vec(), (std::vector<int64_t>{2, 7})) << name;

@@ -83,6 +83,23 @@ Status ValidateTrainOptions(const TrainOptions& options) {
     return InvalidArgumentError("--data imagefolder needs a folder (--data imagefolder:PATH or "
                                 "--data-dir PATH)");
   }
+  const bench::ModelInfo* model = bench::FindModel(options.model);
+  if (model != nullptr && model->data_kind == bench::DataKind::kDetection) {
+    if (options.data != kDataSynthetic) {
+      return InvalidArgumentError("--model " + options.model +
+                                  " (detection) trains on --data synthetic only for now");
+    }
+    if (options.image_size != model->default_image_size) {
+      return InvalidArgumentError("--image-size must be " +
+                                  std::to_string(model->default_image_size) + " for --model " +
+                                  options.model + " (its default boxes are defined for it; got " +
+                                  std::to_string(options.image_size) + ")");
+    }
+    if (options.num_classes < 2) {
+      return InvalidArgumentError("--num-classes must be >= 2 for --model " + options.model +
+                                  " (the background and at least one class)");
+    }
+  }
   if (options.loader_threads < 0) return InvalidArgumentError("--loader-threads must be >= 0");
   if (!(options.lr >= 0) || !(options.momentum >= 0 && options.momentum < 1) ||
       !(options.weight_decay >= 0)) {

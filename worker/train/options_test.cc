@@ -35,6 +35,21 @@ TEST(ValidateTrainOptionsTest, RejectsBadValuesNamingTheFlag) {
       {[](TrainOptions& o) { o.data = "imagenet"; }, "--data"},
       {[](TrainOptions& o) { o.device = "tpu"; }, "--device"},
       {[](TrainOptions& o) { o.device = "cuda:x"; }, "--device"},
+      // A detection model: 300x300 only (its default boxes), synthetic data only so far.
+      {[](TrainOptions& o) { o.model = "ssd_resnet34"; o.num_classes = 81; }, "--image-size"},
+      {[](TrainOptions& o) {
+         o.model = "ssd_resnet34";
+         o.image_size = 300;
+         o.data = kDataImageFolder;
+         o.data_dir = "/data";
+       },
+       "--data"},
+      {[](TrainOptions& o) {
+         o.model = "ssd_resnet34";
+         o.image_size = 300;
+         o.num_classes = 1;
+       },
+       "--num-classes"},
   };
   for (const auto& c : cases) {
     TrainOptions options;
@@ -53,6 +68,14 @@ TEST(ValidateTrainOptionsTest, AcceptsEdgeValues) {
   options.device = "cuda:3";  // whether it exists is the trainer's business
   options.precision = kPrecisionAmp;
   EXPECT_TRUE(ValidateTrainOptions(options).ok());
+}
+
+TEST(ValidateTrainOptionsTest, AcceptsSsdAtItsDefaults) {
+  TrainOptions options;
+  options.model = "ssd_resnet34";
+  options.image_size = 300;
+  options.num_classes = 81;
+  EXPECT_TRUE(ValidateTrainOptions(options).ok()) << ValidateTrainOptions(options).message();
 }
 
 TEST(RendezvousFromEnvTest, NoVariablesMeansSingleProcess) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/names.h"
 #include "worker/train/data_source.h"
 #include "worker/train/distributed.h"
 #include "worker/train/host_memory.h"
@@ -75,6 +76,11 @@ std::map<std::string, std::string> Versions() {
   return versions;
 }
 
+bool IsDetection(const TrainOptions& options) {
+  const bench::ModelInfo* model = bench::FindModel(options.model);
+  return model != nullptr && model->data_kind == bench::DataKind::kDetection;
+}
+
 StepOptions MakeStepOptions(const TrainOptions& options, const RunPlan& plan) {
   StepOptions step;
   step.device = plan.device;
@@ -88,7 +94,6 @@ StepOptions MakeStepOptions(const TrainOptions& options, const RunPlan& plan) {
   step.sgd.momentum = options.momentum;
   step.sgd.weight_decay = options.weight_decay;
   step.sgd.bn_weight_decay = options.bn_weight_decay;
-  step.label_smoothing = options.label_smoothing;
   step.broadcast_buffers = options.broadcast_buffers;
   return step;
 }
@@ -127,7 +132,9 @@ StartEvent MakeStartEvent(const TrainOptions& options, const RunPlan& plan,
   start.momentum = options.momentum;
   start.weight_decay = options.weight_decay;
   start.bn_weight_decay = options.bn_weight_decay;
-  start.label_smoothing = options.label_smoothing;
+  start.label_smoothing = IsDetection(options) ? 0 : options.label_smoothing;
+  start.model_kind = bench::DataKindName(IsDetection(options) ? bench::DataKind::kDetection
+                                                              : bench::DataKind::kClassification);
   start.zero_init_residual = options.zero_init_residual;
   start.allreduce_buckets = allreduce_buckets;
   return start;
@@ -165,7 +172,8 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
   ModelOptions model_options;
   model_options.num_classes = options.num_classes;
   model_options.zero_init_residual = options.zero_init_residual;
-  BENCH_TRAIN_ASSIGN_OR_RETURN(std::shared_ptr<ImageClassifier> model,
+  model_options.label_smoothing = options.label_smoothing;
+  BENCH_TRAIN_ASSIGN_OR_RETURN(std::shared_ptr<TrainableModel> model,
                                MakeModel(options.model, model_options));
   model->to(device);
   model->train();

@@ -50,7 +50,7 @@ std::vector<float> ToFloats(const at::Tensor& outputs) {
 class EagerRunner : public StepRunner {
  public:
   explicit EagerRunner(StepFunction step) : step_(std::move(step)) {}
-  at::Tensor Run(const DeviceBatch& batch) override { return step_(batch.images, batch.labels); }
+  at::Tensor Run(const DeviceBatch& batch) override { return step_(batch.images, batch.labels, batch.boxes); }
   bool settled() const override { return true; }
   bool graphed() const override { return false; }
   const std::string& fallback_reason() const override { return no_reason_; }
@@ -68,7 +68,7 @@ class GraphRunner : public StepRunner {
   at::Tensor Run(const DeviceBatch& batch) override {
     if (eager_steps_left_ > 0) {
       --eager_steps_left_;
-      return step_(batch.images, batch.labels);
+      return step_(batch.images, batch.labels, batch.boxes);
     }
     if (!settled_) {
       settled_ = true;
@@ -76,18 +76,20 @@ class GraphRunner : public StepRunner {
       // become the graph's inputs, so a replay needs no extra copy.
       images_ = batch.images;
       labels_ = batch.labels;
+      boxes_ = batch.boxes;
       try {
-        outputs_ = capture_->Capture([this] { return step_(images_, labels_); });
+        outputs_ = capture_->Capture([this] { return step_(images_, labels_, boxes_); });
         graphed_ = true;
       } catch (const std::exception& e) {
         fallback_reason_ = "CUDA graph capture failed, running eagerly: " + ErrorText(e);
         capture_.reset();
       }
     }
-    if (!graphed_) return step_(batch.images, batch.labels);
+    if (!graphed_) return step_(batch.images, batch.labels, batch.boxes);
     if (batch.images.data_ptr() != images_.data_ptr()) {
       images_.copy_(batch.images, /*non_blocking=*/true);
       labels_.copy_(batch.labels, /*non_blocking=*/true);
+      if (boxes_.defined()) boxes_.copy_(batch.boxes, /*non_blocking=*/true);
     }
     capture_->Replay();
     return outputs_;
@@ -105,6 +107,7 @@ class GraphRunner : public StepRunner {
   std::string fallback_reason_;
   at::Tensor images_;
   at::Tensor labels_;
+  at::Tensor boxes_;
   at::Tensor outputs_;
 };
 
@@ -256,8 +259,8 @@ at::Tensor PackStepOutputs(const at::Tensor& loss, const at::Tensor& lr,
 }
 
 StepFunction PackedStep(TrainingStep& step) {
-  return [&step](const at::Tensor& images, const at::Tensor& labels) {
-    const at::Tensor loss = step.Run(images, labels);
+  return [&step](const at::Tensor& images, const at::Tensor& labels, const at::Tensor& boxes) {
+    const at::Tensor loss = step.Run(images, labels, boxes);
     return PackStepOutputs(loss, step.last_lr(),
                            step.scaler() != nullptr ? step.scaler()->scale() : at::Tensor());
   };

@@ -47,8 +47,10 @@ inline constexpr size_t kStepReadLag = 1;
 at::Tensor PackStepOutputs(const at::Tensor& loss, const at::Tensor& lr,
                            const at::Tensor& loss_scale);
 
-// Enqueues one step on a batch and returns its packed outputs.
-using StepFunction = std::function<at::Tensor(const at::Tensor& images, const at::Tensor& labels)>;
+// Enqueues one step on a batch (DeviceBatch's tensors; `boxes` undefined for a
+// classifier) and returns its packed outputs.
+using StepFunction = std::function<at::Tensor(const at::Tensor& images, const at::Tensor& labels,
+                                              const at::Tensor& boxes)>;
 
 // `step`'s Run with its loss, LR and loss scale packed.
 StepFunction PackedStep(TrainingStep& step);

@@ -88,7 +88,7 @@ class NumberedBatches : public DataSource {
 
 // A step whose loss is `losses[k]` at its k-th run, LR 0.1 * k.
 StepFunction ScriptedStep(std::vector<double> losses, int* runs) {
-  return [losses, runs](const at::Tensor&, const at::Tensor&) {
+  return [losses, runs](const at::Tensor&, const at::Tensor&, const at::Tensor&) {
     const int k = (*runs)++;
     return PackStepOutputs(at::scalar_tensor(losses.at(k), at::kFloat),
                            at::scalar_tensor(0.1 * k, at::kFloat), at::Tensor());

@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
-#include <torch/nn/functional/loss.h>
 #include <torch/version.h>
 
 // libtorch 2.4 made the autocast API device-generic and deprecated the
@@ -66,7 +65,7 @@ class AutocastScope {
 
 }  // namespace
 
-TrainingStep::TrainingStep(std::shared_ptr<ImageClassifier> model, const StepOptions& options,
+TrainingStep::TrainingStep(std::shared_ptr<TrainableModel> model, const StepOptions& options,
                            Communicator* communicator)
     : model_(std::move(model)), options_(options) {
   SgdOptions sgd = options.sgd;
@@ -93,7 +92,8 @@ TrainingStep::TrainingStep(std::shared_ptr<ImageClassifier> model, const StepOpt
 
 TrainingStep::~TrainingStep() = default;
 
-at::Tensor TrainingStep::Run(const at::Tensor& raw_images, const at::Tensor& labels) {
+at::Tensor TrainingStep::Run(const at::Tensor& raw_images, const at::Tensor& labels,
+                             const at::Tensor& boxes) {
   at::Tensor images = raw_images;
   if (images.scalar_type() == at::kByte) {  // NHWC RGB -> normalised float NCHW
     images = images.permute({0, 3, 1, 2}).to(at::kFloat).sub_(mean_).mul_(inv_std_);
@@ -103,16 +103,14 @@ at::Tensor TrainingStep::Run(const at::Tensor& raw_images, const at::Tensor& lab
   optimizer_->ZeroGrad();
   if (buffer_communicator_ != nullptr) BroadcastTensors(buffers_, *buffer_communicator_, 0);
   if (reducer_) reducer_->Prepare();
-  at::Tensor logits;
+  std::vector<at::Tensor> outputs;
   if (options_.autocast) {
     AutocastScope autocast(options_.device.type(), options_.autocast_dtype);
-    logits = model_->forward(images);
+    outputs = model_->Forward(images);
   } else {
-    logits = model_->forward(images);
+    outputs = model_->Forward(images);
   }
-  at::Tensor loss = torch::nn::functional::cross_entropy(
-      logits.to(at::kFloat), labels,
-      torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing));
+  at::Tensor loss = model_->Loss(outputs, labels, boxes);
   if (scaler_) {
     scaler_->Scale(loss).backward();
   } else {

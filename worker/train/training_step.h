@@ -1,13 +1,13 @@
-// One data-parallel training step of an image classifier, with everything on the
-// device: flat SGD (optimizer.h), the device LR schedule, fp16 loss scaling
+// One data-parallel training step of any TrainableModel (models.h), with everything on
+// the device: flat SGD (optimizer.h), the device LR schedule, fp16 loss scaling
 // (loss_scaler.h) and the overlapped gradient all-reduce (distributed.h).
 //
-//   Run(images, labels): zero grads; rank 0's buffers broadcast (more than one rank);
-//   forward under autocast (if any); label-smoothed
-//   cross-entropy in fp32; backward (scaled for fp16; buckets all-reduced as
-//   their gradients become ready); unscale + inf check; masked SGD update; scale
-//   update. Nothing is read on the host, so Run can be captured in a CUDA graph
-//   (with no communicator).
+//   Run(images, labels, boxes): zero grads; rank 0's buffers broadcast (more than one
+//   rank); the model's Forward under autocast (if any); the model's Loss in fp32 on
+//   the batch's targets (a classifier's label-smoothed cross-entropy, SSD's loss);
+//   backward (scaled for fp16; buckets all-reduced as their gradients become ready);
+//   unscale + inf check; masked SGD update; scale update. Nothing is read on the host,
+//   so Run can be captured in a CUDA graph (with no communicator).
 //
 // `images` are float NCHW, or uint8 NHWC RGB (then converted and normalised with
 // ImageNet's mean/std on the device, in the step). Not thread-safe.
@@ -40,7 +40,6 @@ struct StepOptions {
   int64_t lr_warmup = 0;
   int64_t total_steps = 1;
   SgdOptions sgd;
-  double label_smoothing = 0.1;
   int64_t bucket_bytes = kDefaultBucketBytes;
   // With a communicator of more than one rank: rank 0's buffers (BatchNorm
   // running statistics) overwrite every rank's before each forward (DDP's
@@ -53,12 +52,14 @@ class TrainingStep {
   // `model` must already be on options.device; its parameters become views of
   // the optimizer's flat buffers. `communicator` (not owned; null for one rank)
   // must outlive the step.
-  TrainingStep(std::shared_ptr<ImageClassifier> model, const StepOptions& options,
+  TrainingStep(std::shared_ptr<TrainableModel> model, const StepOptions& options,
                Communicator* communicator);
   ~TrainingStep();
 
-  // Enqueues one step; returns the unscaled fp32 loss (0-dim, on the device).
-  at::Tensor Run(const at::Tensor& images, const at::Tensor& labels);
+  // Enqueues one step on a batch and its targets (DeviceBatch, data_source.h; `boxes`
+  // only for detection); returns the unscaled fp32 loss (0-dim, on the device).
+  at::Tensor Run(const at::Tensor& images, const at::Tensor& labels,
+                 const at::Tensor& boxes = at::Tensor());
 
   LossScaler* scaler() { return scaler_.get(); }  // null without loss scaling
   FlatSgd& optimizer() { return *optimizer_; }
@@ -67,7 +68,7 @@ class TrainingStep {
   const at::Tensor& last_lr() const { return last_lr_; }
 
  private:
-  std::shared_ptr<ImageClassifier> model_;
+  std::shared_ptr<TrainableModel> model_;
   StepOptions options_;
   std::unique_ptr<FlatSgd> optimizer_;
   std::unique_ptr<LrSchedule> schedule_;

@@ -219,7 +219,7 @@ StepOptions SmallStep() {
 
 std::shared_ptr<ImageClassifier> EvalModel(uint64_t seed) {
   torch::manual_seed(seed);
-  auto model = MakeModel("resnet18", 10);
+  auto model = MakeClassifier("resnet18", 10);
   EXPECT_TRUE(model.ok());
   (*model)->eval();  // BN on running stats: per-sample independent, so shards add up
   return *model;
