@@ -75,6 +75,11 @@ Status ValidateTrainOptions(const TrainOptions& options) {
     return InvalidArgumentError("unknown --precision '" + options.precision + "' (known: " +
                                 bench::JoinNames(bench::kPrecisionNames, ", ", ", ") + ")");
   }
+  if (options.data == bench::kDataCoco) {
+    return InvalidArgumentError(
+        "--data coco (COCO-format detection data) is not in bench-train yet: train "
+        "detection models on --data synthetic");
+  }
   if (options.data != kDataSynthetic && options.data != kDataImageFolder) {
     return InvalidArgumentError("unknown --data '" + options.data +
                                 "' (known: synthetic, imagefolder:PATH)");

@@ -33,6 +33,7 @@ TEST(ValidateTrainOptionsTest, RejectsBadValuesNamingTheFlag) {
       {[](TrainOptions& o) { o.model = "vgg16"; }, "--model"},
       {[](TrainOptions& o) { o.precision = "fp16"; }, "--precision"},
       {[](TrainOptions& o) { o.data = "imagenet"; }, "--data"},
+      {[](TrainOptions& o) { o.data = bench::kDataCoco; }, "--data coco"},
       {[](TrainOptions& o) { o.device = "tpu"; }, "--device"},
       {[](TrainOptions& o) { o.device = "cuda:x"; }, "--device"},
       // A detection model: 300x300 only (its default boxes), synthetic data only so far.
