@@ -26,8 +26,8 @@ single_stage_detector/ssd: ssd300.py, base_model.py, utils.py, train.py), writte
 - recipe: the reference's SGD, momentum 0.9, weight decay 5e-4 on every parameter,
   lr 2.5e-3 * batch / 32.
 
-Synthetic data, as bench-train's: random images once; per image BOXES random boxes
-(ltrb inside [0, 1], sides 0.05-0.5 of the image) with random classes 1..80, encoded
+Synthetic data, as bench-train's: random images once; per image 1..MAX_BOXES (5) random
+boxes (ltrb inside [0, 1], sides 0.05-0.5 of the image) with random classes 1..80, encoded
 against the default boxes once (the reference's Encoder, IoU > 0.5, each ground-truth
 box's best default box forced) and replayed every step.
 
@@ -200,9 +200,10 @@ class SSDLoss(nn.Module):
 
 # --- synthetic data -----------------------------------------------------------------
 
-def synthetic_targets(batch, boxes_per_image, dboxes_xywh, generator=None):
+def synthetic_targets(batch, max_boxes, dboxes_xywh, generator=None):
     glocs, glabels = [], []
     for _ in range(batch):
+        boxes_per_image = int(torch.randint(1, max_boxes + 1, (1,), generator=generator))
         wh = 0.05 + 0.45 * torch.rand(boxes_per_image, 2, generator=generator)
         lt = torch.rand(boxes_per_image, 2, generator=generator) * (1 - wh)
         boxes = torch.cat([lt, lt + wh], dim=1)
@@ -303,7 +304,8 @@ def main():
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--image-size", type=int, default=300)
-    p.add_argument("--boxes", type=int, default=8, help="ground-truth boxes per image")
+    p.add_argument("--max-boxes", type=int, default=5,
+                   help="ground-truth boxes per image: 1..N (bench-train's kMaxSyntheticObjects)")
     p.add_argument("--device", default="cuda")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--channels-last", choices=["auto", "on", "off"], default="auto")
@@ -345,7 +347,7 @@ def main():
 
     images = torch.randn(a.bs, 3, a.image_size, a.image_size, device=device).contiguous(
         memory_format=memory_format)
-    gloc, glabel = synthetic_targets(a.bs, a.boxes, dboxes)
+    gloc, glabel = synthetic_targets(a.bs, a.max_boxes, dboxes)
     gloc, glabel = gloc.to(device), glabel.to(device)
 
     autocast_dtype = None
