@@ -593,9 +593,15 @@ TEST_F(AgentTest, RecordsItsRanksWhileTheyRunAndRefusesASecondAgentOnItsState) {
   ASSERT_TRUE(WaitForFile("started.0"));
   ASSERT_TRUE(WaitForFile("started.1"));
   for (int rank : {0, 1}) {
-    std::ifstream in(absl::StrCat(state, "/ranks/rank-", Pid(rank)));
+    // The record is written once the spawn returns, which may be after the rank's
+    // first lines ran.
     std::string line;
-    ASSERT_TRUE(std::getline(in, line)) << "rank " << rank << " not recorded";
+    for (int i = 0; i < 500; ++i) {
+      std::ifstream in(absl::StrCat(state, "/ranks/rank-", Pid(rank)));
+      if (std::getline(in, line)) break;
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    ASSERT_FALSE(line.empty()) << "rank " << rank << " not recorded";
     auto record = ParseRankRecord(line);
     ASSERT_TRUE(record.ok());
     EXPECT_EQ(record->job_id, "job-7");
