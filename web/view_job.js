@@ -22,6 +22,17 @@ function chips(map, sep = '=') {
   return entries.map(([k, v]) => h('span', { class: 'chip' }, `${k}${sep}${v}`));
 }
 
+// As benchctl status says it (ctl/views.cc DescribeData): the source (proto JSON:
+// DATA_SOURCE_*), its folder on the nodes, the decode threads per rank.
+function dataText(spec) {
+  const source = String(spec.data || '').replace(/^DATA_SOURCE_/, '').toLowerCase();
+  const name = !source || source === 'unspecified' ? 'synthetic' : source;
+  const threads = num(spec.loader_threads) || 0;
+  if (name === 'synthetic' && !threads) return name;
+  const where = spec.data_path ? ` at ${spec.data_path}` : '';
+  return `${name}${where}, ${threads ? `${threads} loader thread${threads === 1 ? '' : 's'} per rank` : "bench-train's default loader threads"}`;
+}
+
 function summary(job) {
   const spec = job.spec || {};
   const s = stateName(job.state);
@@ -32,6 +43,7 @@ function summary(job) {
     ['name', spec.name || noData('-')],
     ['model', `${spec.model || ''}, ${num(spec.image_size) || 0}px images, ${num(job.parameters) ? `${num(job.parameters)} parameters` : 'parameters not known yet'}`],
     ['devices', `${num(spec.devices) || 0}${num(spec.nodes) ? ` (${num(spec.nodes)} nodes × ${num(spec.devices_per_node)})` : ''} ${job.device_kind || ''}`],
+    ['data', dataText(spec)],
     ['precision', [precisionName(spec.precision), job.effective_precision ? ` (in effect: ${job.effective_precision})` : '']],
     ['batch size', `${num(spec.batch_size) || 0} per device`],
     ['iterations', `${num(job.iterations_done) || 0} of ${num(spec.iterations) || 0} done, ${num(spec.warmup_iterations) || 0} warm-up`],

@@ -336,6 +336,9 @@ test('the job view follows a running job live', async () => {
     // GPU readings join the chart: power and SM clock series in the legend.
     await page.waitForFunction(() => [...document.querySelectorAll('.u-legend .u-label')].some((l) => l.textContent.includes(' W')),
       null, { timeout: 15000 });
+    // The data source shows as benchctl status says it (synthetic here).
+    assert.ok(await page.evaluate(() => [...document.querySelectorAll('main .kv dt')].some((dt) =>
+      dt.textContent === 'data' && dt.nextElementSibling.textContent === 'synthetic')), 'a data row');
     // The status follows too (progress is read again while samples arrive).
     await page.waitForFunction(() => [...document.querySelectorAll('main .kv dt')].some((dt) =>
       dt.textContent === 'iterations' && !dt.nextElementSibling.textContent.startsWith('0 of')), null, { timeout: 15000 });
