@@ -122,10 +122,10 @@ class ImageFolderData : public DataSource {
         batch.images, {batch_size_, image_size_, image_size_, 3}, at::TensorOptions(at::kByte));
     const at::Tensor labels =
         at::from_blob(batch.labels, {batch_size_}, at::TensorOptions(at::kLong));
-    if (!device_.is_cuda()) return DeviceBatch{batch.number, images, labels};
+    if (!device_.is_cuda()) return DeviceBatch{batch.number, images, labels, at::Tensor()};
     device_images_.copy_(images, /*non_blocking=*/true);
     device_labels_.copy_(labels, /*non_blocking=*/true);
-    return DeviceBatch{batch.number, device_images_, device_labels_};
+    return DeviceBatch{batch.number, device_images_, device_labels_, at::Tensor()};
   }
 
   void Done(int64_t number) override {

@@ -77,7 +77,7 @@ class NumberedBatches : public DataSource {
  public:
   explicit NumberedBatches(Log& log) : log_(log) {}
   StatusOr<DeviceBatch> Next() override {
-    return DeviceBatch{next_++, at::zeros({2, 3}), at::zeros({2}, at::kLong)};
+    return DeviceBatch{next_++, at::zeros({2, 3}), at::zeros({2}, at::kLong), at::Tensor()};
   }
   void Done(int64_t number) override { log_.push_back("done " + std::to_string(number)); }
 
