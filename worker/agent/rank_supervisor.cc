@@ -1,5 +1,6 @@
 #include "worker/agent/rank_supervisor.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/free_port.h"
@@ -60,6 +62,20 @@ absl::Status CheckDataPath(const benchfleet::v1::JobSpec& spec, absl::string_vie
   if (stat(path.c_str(), &info) != 0) return refused(strerror(errno));
   if (!S_ISDIR(info.st_mode)) return refused(strerror(ENOTDIR));
   if (access(path.c_str(), R_OK | X_OK) != 0) return refused(strerror(errno));
+  if (DataSourceName(spec.data()) == kDataCoco) {
+    // A COCO folder: annotations/instances_*.json beside the images.
+    DIR* dir = opendir((path + "/annotations").c_str());
+    if (dir == nullptr) {
+      return refused(absl::StrCat("no annotations folder (annotations/: ", strerror(errno), ")"));
+    }
+    bool found = false;
+    while (dirent* entry = readdir(dir)) {
+      const absl::string_view name = entry->d_name;
+      if (absl::StartsWith(name, "instances_") && absl::EndsWith(name, ".json")) found = true;
+    }
+    closedir(dir);
+    if (!found) return refused("no annotations/instances_*.json (not a COCO-format folder)");
+  }
   return absl::OkStatus();
 }
 

@@ -63,7 +63,8 @@ struct RankSupervisorOptions {
 };
 
 // OK for synthetic data; otherwise the spec's data_path must be a directory this process
-// can read and search, else FAILED_PRECONDITION "node NODE: data path PATH: <strerror>".
+// can read and search, else FAILED_PRECONDITION "node NODE: data path PATH: <strerror>";
+// for coco it must also hold annotations/instances_*.json ("...: no annotations/...").
 absl::Status CheckDataPath(const benchfleet::v1::JobSpec& spec, absl::string_view node);
 
 // The command line and environment of one rank (exposed for tests).

@@ -504,10 +504,35 @@ TEST_F(RankSupervisorTest, RealDataIsPassedToTheTrainer) {
   supervisor.Start();
   supervisor.Join();
   EXPECT_EQ(reports.final_states()[1].state(), benchfleet::v1::RANK_STATE_SUCCEEDED);
-  EXPECT_EQ(ReadFile("args.1"),
-            absl::StrCat("--model resnet50 --precision amp --bs 2 --iters 5 --warmup 1 "
-                         "--image-size 64 --data-dir ",
-                         dir_, " --data imagefolder --loader-threads 6 --device cpu --threads 3\n"));
+  EXPECT_EQ(
+      ReadFile("args.1"),
+      absl::StrCat("--model resnet50 --precision amp --bs 2 --iters 5 --warmup 1 "
+                   "--image-size 64 --data-dir ",
+                   dir_, " --data imagefolder --loader-threads 6 --device cpu --threads 3\n"));
+}
+
+TEST(CheckDataPathTest, ACocoFolderNeedsItsInstancesFile) {
+  TempDir temp("agent_coco_test_");
+  ASSERT_TRUE(temp.ok());
+  benchfleet::v1::JobSpec spec;
+  spec.set_data(benchfleet::v1::DATA_SOURCE_COCO);
+  spec.set_data_path(temp.path());
+  absl::Status status = CheckDataPath(spec, "dgx-03");
+  EXPECT_EQ(status.message(),
+            absl::StrCat("node dgx-03: data path ", temp.path(),
+                         ": no annotations folder (annotations/: No such file or directory)"));
+  ASSERT_EQ(mkdir((temp.path() + "/annotations").c_str(), 0755), 0);
+  std::ofstream(temp.path() + "/annotations/captions_val2017.json") << "{}";
+  status = CheckDataPath(spec, "dgx-03");
+  EXPECT_THAT(std::string(status.message()), HasSubstr("no annotations/instances_*.json"));
+  std::ofstream(temp.path() + "/annotations/instances_val2017.json") << "{}";
+  EXPECT_TRUE(CheckDataPath(spec, "dgx-03").ok());
+  // The same folder as an ImageFolder: only the folder itself is checked here.
+  spec.set_data(benchfleet::v1::DATA_SOURCE_IMAGEFOLDER);
+  EXPECT_TRUE(CheckDataPath(spec, "dgx-03").ok());
+  spec.set_data(benchfleet::v1::DATA_SOURCE_SYNTHETIC);
+  spec.set_data_path("/no/such/folder");
+  EXPECT_TRUE(CheckDataPath(spec, "dgx-03").ok()) << "synthetic reads no folder";
 }
 
 TEST(RankLaunchTest, DataFlags) {
