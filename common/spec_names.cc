@@ -45,8 +45,8 @@ absl::StatusOr<benchfleet::v1::DataSource> ParseDataSource(absl::string_view nam
   if (lower == kDataSynthetic) return benchfleet::v1::DATA_SOURCE_SYNTHETIC;
   if (lower == kDataImageFolder) return benchfleet::v1::DATA_SOURCE_IMAGEFOLDER;
   if (lower == kDataCoco) return benchfleet::v1::DATA_SOURCE_COCO;
-  return absl::InvalidArgumentError(absl::StrCat("unknown data source \"", name,
-                                                 "\" (known: ", JoinNames(kDataNames), ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown data source \"", name, "\" (known: ", JoinNames(kDataNames), ")"));
 }
 
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {

@@ -407,8 +407,8 @@ TEST(ArgsTest, SubmitConstraints) {
 }
 
 TEST(ArgsTest, SubmitData) {
-  auto parsed = Parse({"submit", "--gpus", "2", "--bs", "4", "--data", "imagefolder",
-                       "--data-path", "/data/imagenet/train", "--loader-threads", "6"});
+  auto parsed = Parse({"submit", "--gpus", "2", "--bs", "4", "--data", "imagefolder", "--data-path",
+                       "/data/imagenet/train", "--loader-threads", "6"});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->submit.spec.data(), benchfleet::v1::DATA_SOURCE_IMAGEFOLDER);
   EXPECT_EQ(parsed->submit.spec.data_path(), "/data/imagenet/train");
@@ -424,8 +424,8 @@ TEST(ArgsTest, SubmitData) {
   EXPECT_THAT(Error({"submit", "--gpus", "1", "--bs", "1", "--loader-threads", "x"}),
               HasSubstr("--loader-threads"));
   // sweep shares them.
-  parsed = Parse({"sweep", "--gpus", "1,2", "--bs", "4", "--data", "imagefolder",
-                  "--data-path", "/d"});
+  parsed =
+      Parse({"sweep", "--gpus", "1,2", "--bs", "4", "--data", "imagefolder", "--data-path", "/d"});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->sweep.base.data_path(), "/d");
   // The help lists the models and the data sources from common/names.h.

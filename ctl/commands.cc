@@ -153,8 +153,8 @@ absl::StatusOr<int> RunStatus(const std::string& job_id, OutputFormat format,
     absl::StatusOr<v1::GetSamplesResponse> response =
         context.client->Call(&Stub::GetSamples, request);
     if (response.ok()) {
-      data_wait = DataWaitText(std::vector<v1::IterationSample>(response->samples().begin(),
-                                                                response->samples().end()));
+      data_wait = DataWaitText(
+          std::vector<v1::IterationSample>(response->samples().begin(), response->samples().end()));
     } else {
       data_wait = absl::StrCat("unknown (GetSamples: ", response.status().message(), ")");
     }

@@ -150,8 +150,7 @@ std::string DataWaitText(const std::vector<benchfleet::v1::IterationSample>& sam
     absl::StrAppend(&out, absl::StrFormat(", %.1f%% of the median step time",
                                           100.0 * data_median / step_median));
   }
-  absl::StrAppend(&out, " (", data.size(), data.size() == 1 ? " iteration" : " iterations",
-                  ")");
+  absl::StrAppend(&out, " (", data.size(), data.size() == 1 ? " iteration" : " iterations", ")");
   return out;
 }
 

@@ -52,8 +52,7 @@ std::string FormatRankDevicesTable(const benchfleet::v1::JobStatus& job);
 // the non-finite losses and the skipped fp16 steps of the current attempt), then
 // placements, rank devices and history. The data source always; `data_wait`, where not
 // empty, as the "data wait" line (DataWaitText).
-std::string FormatJobText(const benchfleet::v1::JobStatus& job,
-                          const std::string& data_wait = "");
+std::string FormatJobText(const benchfleet::v1::JobStatus& job, const std::string& data_wait = "");
 // Per GPU of a finished job: energy per image and power / clock / temperature over
 // the measured window ("no data" where a figure is missing).
 std::string FormatGpuTelemetryTable(const benchfleet::v1::JobStatus& job);

@@ -92,7 +92,8 @@ TEST(ViewsTest, DataSourceAndDataWait) {
   add(0.2, 0.020, false);
   add(0.1, 0.030, false);
   // median data 20 ms over median step 200 ms
-  EXPECT_EQ(DataWaitText(samples), "20 ms median per step, 10.0% of the median step time (3 iterations)");
+  EXPECT_EQ(DataWaitText(samples),
+            "20 ms median per step, 10.0% of the median step time (3 iterations)");
 }
 
 TEST(ViewsTest, JobText) {

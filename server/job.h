@@ -32,8 +32,8 @@ struct JobSpec {
   int warmup_iterations = 0;
   int image_size = 0;
   std::string data = "synthetic";  // common/names.h kDataNames
-  std::string data_path;            // imagefolder, coco: absolute, on the nodes
-  int loader_threads = 0;           // decode threads per rank; 0: bench-train's default
+  std::string data_path;           // imagefolder, coco: absolute, on the nodes
+  int loader_threads = 0;          // decode threads per rank; 0: bench-train's default
   std::string name;
   std::map<std::string, std::string> labels;
   std::string request_id;

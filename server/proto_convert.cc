@@ -72,15 +72,9 @@ JobSpec FromProto(const v1::JobSpec& proto) {
   spec.image_size = proto.image_size();
   switch (proto.data()) {
     case v1::DATA_SOURCE_UNSPECIFIED:
-    case v1::DATA_SOURCE_SYNTHETIC:
-      spec.data = kDataSynthetic;
-      break;
-    case v1::DATA_SOURCE_IMAGEFOLDER:
-      spec.data = kDataImageFolder;
-      break;
-    case v1::DATA_SOURCE_COCO:
-      spec.data = kDataCoco;
-      break;
+    case v1::DATA_SOURCE_SYNTHETIC: spec.data = kDataSynthetic; break;
+    case v1::DATA_SOURCE_IMAGEFOLDER: spec.data = kDataImageFolder; break;
+    case v1::DATA_SOURCE_COCO: spec.data = kDataCoco; break;
     default:  // a newer client's source: validation refuses it by its number
       spec.data = absl::StrCat("data source ", static_cast<int>(proto.data()));
       break;

@@ -122,10 +122,10 @@ absl::Status CheckDataKind(const JobSpec& spec) {
   const bool detection = model->data_kind == DataKind::kDetection;
   const char* wanted = detection ? kDataCoco : kDataImageFolder;
   if (spec.data == wanted) return absl::OkStatus();
-  return FieldError("data", "--data",
-                    absl::StrCat(spec.model, " is a ", DataKindName(model->data_kind),
-                                 " model: it trains on ", wanted, " or ", kDataSynthetic,
-                                 " data, not ", spec.data));
+  return FieldError(
+      "data", "--data",
+      absl::StrCat(spec.model, " is a ", DataKindName(model->data_kind), " model: it trains on ",
+                   wanted, " or ", kDataSynthetic, " data, not ", spec.data));
 }
 
 bool IsKnownData(std::string_view data) {
@@ -144,16 +144,19 @@ absl::Status CheckData(const JobSpec& spec) {
   }
   if (spec.data == kDataSynthetic) {
     if (!spec.data_path.empty()) {
-      return FieldError("data_path", "--data-path",
-                        absl::StrCat("synthetic data reads no folder, but the path ",
-                                     QuotePrefix(spec.data_path), " was given: leave it out, "
-                                     "or use --data ", kDataImageFolder, " or ", kDataCoco));
+      return FieldError(
+          "data_path", "--data-path",
+          absl::StrCat("synthetic data reads no folder, but the path ", QuotePrefix(spec.data_path),
+                       " was given: leave it out, "
+                       "or use --data ",
+                       kDataImageFolder, " or ", kDataCoco));
     }
   } else {
     if (spec.data_path.empty()) {
       return FieldError("data_path", "--data-path",
-                        absl::StrCat(spec.data, " data needs the folder it is in on the nodes "
-                                                "(an absolute path)"));
+                        absl::StrCat(spec.data,
+                                     " data needs the folder it is in on the nodes "
+                                     "(an absolute path)"));
     }
     RETURN_IF_ERROR(CheckText("data_path", "--data-path", "data path", spec.data_path,
                               kMaxDataPathBytes, Bytes::kNoControl));

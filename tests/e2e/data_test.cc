@@ -103,9 +103,9 @@ class DataEndToEndTest : public ::testing::Test {
   }
 
   static std::vector<std::string> Submit(std::vector<std::string> more) {
-    std::vector<std::string> args = {"submit", "--gpus", "2", "--bs", "2", "--iters", "4",
-                                     "--warmup", "1", "--image-size", "64", "--model",
-                                     "resnet18"};
+    std::vector<std::string> args = {"submit",  "--gpus",  "2",        "--bs", "2",
+                                     "--iters", "4",       "--warmup", "1",    "--image-size",
+                                     "64",      "--model", "resnet18"};
     args.insert(args.end(), more.begin(), more.end());
     return args;
   }
@@ -119,8 +119,8 @@ absl::Status* DataEndToEndTest::setup_status_ = nullptr;
 
 TEST_F(DataEndToEndTest, ATwoRankJobTrainsOnAnImageFolderAndStatusShowsItsData) {
   const std::string root = cluster_->dir() + "/imagenet";
-  CommandResult submit = cluster_->Benchctl(Submit(
-      {"--data", "imagefolder", "--data-path", root, "--loader-threads", "2", "--wait"}));
+  CommandResult submit = cluster_->Benchctl(
+      Submit({"--data", "imagefolder", "--data-path", root, "--loader-threads", "2", "--wait"}));
   ASSERT_EQ(submit.exit_code, 0) << submit.output << Logs();
   const std::string job_id = JobId(submit);
   ASSERT_THAT(job_id, ::testing::StartsWith("job-"));
@@ -136,9 +136,8 @@ TEST_F(DataEndToEndTest, ATwoRankJobTrainsOnAnImageFolderAndStatusShowsItsData) 
 
   CommandResult status = cluster_->Benchctl({"status", job_id});
   ASSERT_EQ(status.exit_code, 0) << status.output;
-  EXPECT_THAT(status.stdout_text,
-              HasSubstr(absl::StrCat("\ndata:       imagefolder at ", root,
-                                     ", 2 loader threads per rank\n")));
+  EXPECT_THAT(status.stdout_text, HasSubstr(absl::StrCat("\ndata:       imagefolder at ", root,
+                                                         ", 2 loader threads per rank\n")));
   EXPECT_THAT(status.stdout_text, HasSubstr("\ndata wait:  "));
   EXPECT_THAT(status.stdout_text, HasSubstr("of the median step time (6 iterations)\n"));
   CommandResult json = cluster_->Benchctl({"status", job_id, "--format", "json"});
@@ -159,16 +158,14 @@ TEST_F(DataEndToEndTest, AMissingFolderFailsTheJobNamingTheNodeAndThePath) {
   CommandResult status = cluster_->Benchctl({"status", job_id, "--format", "json"});
   ASSERT_EQ(status.exit_code, 0) << status.output;
   EXPECT_THAT(status.stdout_text, HasSubstr("\"state\":\"JOB_STATE_FAILED\""));
-  EXPECT_THAT(status.stdout_text,
-              HasSubstr(absl::StrCat("node agent-a: data path ", missing,
-                                     ": No such file or directory")));
+  EXPECT_THAT(status.stdout_text, HasSubstr(absl::StrCat("node agent-a: data path ", missing,
+                                                         ": No such file or directory")));
   EXPECT_THAT(status.stdout_text, HasSubstr("\"has_throughput\":false"));
   EXPECT_THAT(status.stdout_text, Not(HasSubstr("\"images_per_second\"")));
   EXPECT_THAT(status.stdout_text, HasSubstr("\"requeues\":0"));
   const std::string& db = cluster_->db_path();
   EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM samples WHERE job_id='" + job_id + "'"), 0);
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM rank_summaries WHERE job_id='" + job_id + "'"),
-            0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM rank_summaries WHERE job_id='" + job_id + "'"), 0);
 }
 
 TEST_F(DataEndToEndTest, AMalformedDataSpecIsInvalidArgumentNamingFieldAndFlag) {

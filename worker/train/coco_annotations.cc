@@ -33,10 +33,11 @@ StatusOr<const json*> Member(const json& object, const char* key, json::value_t 
   const bool integer = type == json::value_t::number_integer;
   if ((number && !it->is_number()) || (integer && !it->is_number_integer()) ||
       (!number && !integer && it->type() != type)) {
-    return InvalidArgumentError(name + ": " + where + ": \"" + key + "\" is " +
-                                it->type_name() + ", not " +
-                                (number ? "a number" : integer ? "an integer"
-                                                              : json(type).type_name()));
+    return InvalidArgumentError(name + ": " + where + ": \"" + key + "\" is " + it->type_name() +
+                                ", not " +
+                                (number    ? "a number"
+                                 : integer ? "an integer"
+                                           : json(type).type_name()));
   }
   return &*it;
 }
@@ -67,7 +68,8 @@ StatusOr<CocoAnnotations> ParseCocoAnnotations(const std::string& text, const st
   for (size_t i = 0; i < categories->size(); ++i) {
     const json& category = (*categories)[i];
     const std::string where = "categories[" + std::to_string(i) + "]";
-    if (!category.is_object()) return InvalidArgumentError(name + ": " + where + " is not an object");
+    if (!category.is_object())
+      return InvalidArgumentError(name + ": " + where + " is not an object");
     BENCH_TRAIN_ASSIGN_OR_RETURN(
         const json* id, Member(category, "id", json::value_t::number_integer, name, where));
     const int64_t category_id = id->get<int64_t>();
@@ -84,10 +86,10 @@ StatusOr<CocoAnnotations> ParseCocoAnnotations(const std::string& text, const st
     const json& image = (*images)[i];
     const std::string where = "images[" + std::to_string(i) + "]";
     if (!image.is_object()) return InvalidArgumentError(name + ": " + where + " is not an object");
-    BENCH_TRAIN_ASSIGN_OR_RETURN(
-        const json* id, Member(image, "id", json::value_t::number_integer, name, where));
-    BENCH_TRAIN_ASSIGN_OR_RETURN(
-        const json* file, Member(image, "file_name", json::value_t::string, name, where));
+    BENCH_TRAIN_ASSIGN_OR_RETURN(const json* id,
+                                 Member(image, "id", json::value_t::number_integer, name, where));
+    BENCH_TRAIN_ASSIGN_OR_RETURN(const json* file,
+                                 Member(image, "file_name", json::value_t::string, name, where));
     BENCH_TRAIN_ASSIGN_OR_RETURN(
         const json* width, Member(image, "width", json::value_t::number_integer, name, where));
     BENCH_TRAIN_ASSIGN_OR_RETURN(
@@ -126,8 +128,8 @@ StatusOr<CocoAnnotations> ParseCocoAnnotations(const std::string& text, const st
     BENCH_TRAIN_ASSIGN_OR_RETURN(
         const json* category_id,
         Member(annotation, "category_id", json::value_t::number_integer, name, where));
-    BENCH_TRAIN_ASSIGN_OR_RETURN(
-        const json* bbox, Member(annotation, "bbox", json::value_t::array, name, where));
+    BENCH_TRAIN_ASSIGN_OR_RETURN(const json* bbox,
+                                 Member(annotation, "bbox", json::value_t::array, name, where));
     auto image = index_of.find(image_id->get<int64_t>());
     if (image == index_of.end()) {
       return InvalidArgumentError(name + ": " + where + ": unknown image id " +
@@ -152,17 +154,16 @@ StatusOr<CocoAnnotations> ParseCocoAnnotations(const std::string& text, const st
     CocoImage& target = all[image->second];
     const std::string box_text =
         "bbox [" + Num(x) + ", " + Num(y) + ", " + Num(w) + ", " + Num(h) + "]";
-    if (!std::isfinite(x) || !std::isfinite(y) || !std::isfinite(w) || !std::isfinite(h) ||
-        w < 0 || h < 0) {
+    if (!std::isfinite(x) || !std::isfinite(y) || !std::isfinite(w) || !std::isfinite(h) || w < 0 ||
+        h < 0) {
       return InvalidArgumentError(name + ": " + where + ": " + box_text +
                                   " has a negative or non-finite size");
     }
-    if (x < -kBoxSlackPixels || y < -kBoxSlackPixels ||
-        x + w > target.width + kBoxSlackPixels || y + h > target.height + kBoxSlackPixels) {
-      return InvalidArgumentError(name + ": " + where + ": " + box_text +
-                                  " is outside its image " + std::to_string(target.id) + " (" +
-                                  std::to_string(target.width) + "x" +
-                                  std::to_string(target.height) + ")");
+    if (x < -kBoxSlackPixels || y < -kBoxSlackPixels || x + w > target.width + kBoxSlackPixels ||
+        y + h > target.height + kBoxSlackPixels) {
+      return InvalidArgumentError(name + ": " + where + ": " + box_text + " is outside its image " +
+                                  std::to_string(target.id) + " (" + std::to_string(target.width) +
+                                  "x" + std::to_string(target.height) + ")");
     }
     auto clamp = [](double v) { return static_cast<float>(std::min(1.0, std::max(0.0, v))); };
     CocoBox box;

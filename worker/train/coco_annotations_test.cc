@@ -87,8 +87,7 @@ std::string Replace(std::string text, const std::string& from, const std::string
 TEST(CocoAnnotationsTest, ACorruptOrTruncatedFileNamesTheFile) {
   const std::string text = kSmall;
   std::string message = Error(text.substr(0, text.size() / 2));
-  EXPECT_EQ(message.rfind("/data/coco/annotations/instances_val2017.json: not valid JSON", 0),
-            0u)
+  EXPECT_EQ(message.rfind("/data/coco/annotations/instances_val2017.json: not valid JSON", 0), 0u)
       << message;
   message = Error("\x89PNG garbage");
   EXPECT_NE(message.find("not valid JSON"), std::string::npos) << message;
@@ -127,8 +126,7 @@ TEST(CocoAnnotationsTest, UnknownImagesAndCategoriesAreErrors) {
   message = Error(Replace(kSmall, R"({"id": 7, "file_name")", R"({"id": 397133, "file_name")"));
   EXPECT_NE(message.find("images[1]: image id 397133 given twice"), std::string::npos) << message;
   message = Error(Replace(kSmall, R"("width": 100)", R"("width": 0)"));
-  EXPECT_NE(message.find("size 0x50 is not a positive image size"), std::string::npos)
-      << message;
+  EXPECT_NE(message.find("size 0x50 is not a positive image size"), std::string::npos) << message;
 }
 
 TEST(CocoAnnotationsTest, FindsAndReadsTheFileOfAFolder) {
