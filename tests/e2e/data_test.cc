@@ -168,6 +168,31 @@ TEST_F(DataEndToEndTest, AMissingFolderFailsTheJobNamingTheNodeAndThePath) {
   EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM rank_summaries WHERE job_id='" + job_id + "'"), 0);
 }
 
+// A COCO folder without its annotations file: the agent refuses it before any rank
+// starts, so the SSD job fails at once with the node and the path.
+TEST_F(DataEndToEndTest, ACocoFolderWithoutAnnotationsFailsTheSsdJobNamingNodeAndPath) {
+  const std::string coco = cluster_->dir() + "/coco-without-annotations";
+  ASSERT_EQ(mkdir(coco.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((coco + "/train2017").c_str(), 0755), 0);
+  CommandResult submit = cluster_->Benchctl(
+      {"submit", "--gpus", "2", "--bs", "2", "--iters", "3", "--warmup", "1", "--model",
+       "ssd_resnet34", "--image-size", "300", "--data", "coco", "--data-path", coco, "--wait"});
+  ASSERT_NE(submit.exit_code, 0) << submit.output;
+  const std::string job_id = JobId(submit);
+  ASSERT_THAT(job_id, ::testing::StartsWith("job-")) << submit.output;
+  CommandResult status = cluster_->Benchctl({"status", job_id});
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_THAT(status.stdout_text, HasSubstr("FAILED"));
+  EXPECT_THAT(status.stdout_text,
+              HasSubstr(absl::StrCat("node agent-a: data path ", coco,
+                                     ": no annotations folder (annotations/: No such file or "
+                                     "directory)")));
+  EXPECT_THAT(status.stdout_text, HasSubstr(absl::StrCat("\ndata:       coco at ", coco)));
+  EXPECT_EQ(QueryInt(cluster_->db_path(),
+                     "SELECT count(*) FROM rank_summaries WHERE job_id='" + job_id + "'"),
+            0);
+}
+
 TEST_F(DataEndToEndTest, AMalformedDataSpecIsInvalidArgumentNamingFieldAndFlag) {
   const int64_t before = QueryInt(cluster_->db_path(), "SELECT count(*) FROM jobs");
   struct Case {
