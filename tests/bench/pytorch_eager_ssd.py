@@ -404,6 +404,7 @@ def main():
            "threads": torch.get_num_threads(), "channels_last": channels_last}
     if step_times:
         out["step_time_min_s"] = min(step_times)
+        out["step_times_s"] = [round(t, 4) for t in step_times]
     if cuda:
         out["peak_memory_bytes"] = torch.cuda.max_memory_allocated(device)
     print(json.dumps(out), flush=True)

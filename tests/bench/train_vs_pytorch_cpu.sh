@@ -35,7 +35,7 @@ if [ "$MODEL" = ssd_resnet34 ]; then
 fi
 # "image batch precision iters warmup" per case.
 DEFAULT_CASES="64 16 fp32 13 3;64 16 amp 13 3;224 16 fp32 6 2;224 16 amp 6 2"
-[ "$MODEL" = ssd_resnet34 ] && DEFAULT_CASES="300 2 fp32 8 2;300 2 amp 8 2"
+[ "$MODEL" = ssd_resnet34 ] && DEFAULT_CASES="300 4 fp32 14 4;300 4 amp 14 4"
 CASES=${CASES:-$DEFAULT_CASES}
 
 median() { sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int((NR+1)/2)]}'; }
