@@ -591,7 +591,38 @@ TEST(BenchTrainE2eTest, ImageFolderRunCountsAndSkipsACorruptFile) {
   EXPECT_EQ(Number(summary, "corrupt_files"), 1);
 }
 
+TEST(BenchTrainE2eTest, DataVsComputeRunsAgainOnSyntheticDataAndGivesTheRatio) {
+  char pattern[] = "/tmp/bench_train_e2e_XXXXXX";
+  const std::string root = ::mkdtemp(pattern);
+  for (const char* name : {"n01", "n02"}) ::mkdir((root + "/" + name).c_str(), 0755);
+  WriteJpeg(root + "/n01/a.jpg", 80, 60, 40);
+  WriteJpeg(root + "/n02/a.jpg", 64, 64, 140);
+  const RunResult result = RunBenchTrain(
+      "--model resnet18 --image-size 32 --bs 2 --iters 4 --warmup 1 --num-classes 2 "
+      "--loader-threads 1 --data-vs-compute --data imagefolder:" + root);
+  std::system(("rm -rf '" + root + "'").c_str());
+  ASSERT_EQ(result.exit_code, 0) << Describe(result);
+  // One start, the real run's iterations only, one summary with both figures.
+  ASSERT_EQ(OfKind(result, "start").size(), 1u) << Describe(result);
+  EXPECT_EQ(OfKind(result, "start")[0].members.at("data").text, "imagefolder");
+  EXPECT_EQ(OfKind(result, "iter").size(), 4u);
+  ASSERT_EQ(OfKind(result, "summary").size(), 1u) << Describe(result);
+  const JsonValue summary = OfKind(result, "summary")[0];
+  const double real = Number(summary, "images_per_second");
+  const double synthetic = Number(summary, "synthetic_images_per_second");
+  EXPECT_GT(real, 0);
+  EXPECT_GT(synthetic, 0);
+  EXPECT_NEAR(Number(summary, "data_vs_compute"), real / synthetic, 1e-6 * real / synthetic);
+}
+
 #endif  // BENCH_WITH_JPEG
+
+TEST(BenchTrainE2eTest, DataVsComputeOnSyntheticDataIsRefusedNamingTheFlag) {
+  const RunResult result = RunBenchTrain("--image-size 32 --bs 2 --iters 2 --data-vs-compute");
+  EXPECT_EQ(result.exit_code, 2);
+  const JsonValue error = ExpectOneError(result);
+  EXPECT_NE(error.members.at("message").text.find("--data-vs-compute"), std::string::npos);
+}
 
 TEST(BenchTrainE2eTest, MissingDataFolderIsAnErrorBeforeTraining) {
   const RunResult result = RunBenchTrain(

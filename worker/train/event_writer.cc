@@ -210,6 +210,10 @@ std::string FormatEvent(const SummaryEvent& e) {
       .Add("nonfinite_losses", e.nonfinite_losses)
       .Add("corrupt_files", e.corrupt_files);
   if (e.peak_memory_bytes) builder.Add("peak_memory_bytes", *e.peak_memory_bytes);
+  if (e.synthetic_images_per_second) {
+    builder.Add("synthetic_images_per_second", *e.synthetic_images_per_second);
+  }
+  if (e.data_vs_compute) builder.Add("data_vs_compute", *e.data_vs_compute);
   builder.Add("max_rss_bytes", e.max_rss_bytes);
   return builder.Build();
 }

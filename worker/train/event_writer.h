@@ -128,6 +128,10 @@ struct SummaryEvent {
   double data_time_total_s = 0;     // measured iterations
   double compute_time_total_s = 0;  // measured iterations
   double compute_images_per_second = 0;  // measured_images / compute_time_total_s
+  // --data-vs-compute: the same configuration's throughput on synthetic data right after,
+  // and images_per_second / that (1: the data pipeline costs nothing; 0.5: it halves it).
+  std::optional<double> synthetic_images_per_second;
+  std::optional<double> data_vs_compute;
   int64_t skipped_steps = 0;        // fp16 overflow skips, all iterations
   int64_t nonfinite_losses = 0;     // iterations whose loss was not finite, warm-up included
   int64_t corrupt_files = 0;        // unreadable images skipped (imagefolder)

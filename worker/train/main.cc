@@ -46,6 +46,7 @@ constexpr char kUsage[] =
     "  --data SOURCE             synthetic | imagefolder:PATH (synthetic)\n"
     "  --data-dir PATH           = --data imagefolder:PATH (JPEGs, one sub-folder per class)\n"
     "  --loader-threads N        JPEG decode threads (0: hardware threads)\n"
+    "  --data-vs-compute         then run again on synthetic data: both img/s and their ratio\n"
     "  --channels-last, --no-channels-last   memory format (default: on for CUDA only)\n"
     "  --cuda-graphs M           auto|on|off (auto: on for CUDA, 1 rank, batch <= 128,\n"
     "                            warm-up > 3: the step is captured during warm-up)\n"
@@ -128,6 +129,10 @@ Status ParseFlags(int argc, char** argv, ParsedFlags* parsed) {
     }
     if (flag == "--zero-init-residual") {
       o.zero_init_residual = true;
+      continue;
+    }
+    if (flag == "--data-vs-compute") {
+      o.data_vs_compute = true;
       continue;
     }
     if (flag == "--broadcast-buffers" || flag == "--no-broadcast-buffers") {

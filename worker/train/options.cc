@@ -106,6 +106,11 @@ Status ValidateTrainOptions(const TrainOptions& options) {
     }
   }
   if (options.loader_threads < 0) return InvalidArgumentError("--loader-threads must be >= 0");
+  if (options.data_vs_compute && options.data == kDataSynthetic) {
+    return InvalidArgumentError(
+        "--data-vs-compute compares a run on real data with one on synthetic data: give "
+        "--data imagefolder or coco");
+  }
   if (!(options.lr >= 0) || !(options.momentum >= 0 && options.momentum < 1) ||
       !(options.weight_decay >= 0)) {
     return InvalidArgumentError("--lr, --momentum (0..1) and --weight-decay must be >= 0");

@@ -68,6 +68,9 @@ struct TrainOptions {
   std::string data = kDataSynthetic;       // "synthetic" or "imagefolder"
   std::string data_dir;                    // imagefolder: the root (one folder per class)
   int loader_threads = 0;                  // JPEG decode threads; 0: hardware threads
+  // After the run on real data, the same configuration again on synthetic data (compute
+  // alone); the summary gives both throughputs and their ratio. Not with synthetic data.
+  bool data_vs_compute = false;
   std::string device = "cpu";              // "cpu", "cuda" (= cuda:LOCAL_RANK), "cuda:N"
   int threads = 0;                         // 0: libtorch's default intra-op threads
   uint64_t seed = 1;

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -154,6 +155,34 @@ void ConfigureDevice(const RunPlan& plan) {
 #endif
 }
 
+// --data-vs-compute's second run: the same steps on synthetic data (one batch made once
+// on the device), with warm-up and a measured window of their own, its events discarded.
+// Returns its images/s by the same definition.
+StatusOr<double> SyntheticThroughput(
+    const TrainOptions& options, const c10::Device& device, StepRunner& runner, StepClock& clock,
+    const std::function<StartEvent(const TrainOptions&, const DataSource&, const StepRunner&)>&
+        make_start) {
+  TrainOptions synthetic = options;
+  synthetic.data = kDataSynthetic;
+  synthetic.data_dir.clear();
+  BENCH_TRAIN_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> data,
+                               OpenDataSource(synthetic, device));
+  std::FILE* discard = std::fopen("/dev/null", "w");
+  if (discard == nullptr) return InternalError("--data-vs-compute: cannot open /dev/null");
+  StatusOr<double> window = InternalError("not run");
+  {
+    EventWriter silent(discard);
+    StepReporter reporter(synthetic, silent);
+    window = RunTrainingLoop(synthetic, runner, *data, clock, reporter,
+                             [&](const StepRunner& settled) {
+                               reporter.WriteStart(make_start(synthetic, *data, settled));
+                             });
+    if (window.ok()) window = reporter.Summary(*window).images_per_second;
+  }
+  std::fclose(discard);
+  return window;
+}
+
 Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
   BENCH_TRAIN_RETURN_IF_ERROR(ValidateTrainOptions(options));
   const RendezvousOptions& rendezvous = options.rendezvous;
@@ -236,6 +265,17 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
       RunTrainingLoop(options, *runner, *data, *clock, reporter, write_start));
 
   SummaryEvent summary = reporter.Summary(window_s);
+  if (options.data_vs_compute) {
+    BENCH_TRAIN_ASSIGN_OR_RETURN(
+        const double synthetic,
+        SyntheticThroughput(options, device, *runner, *clock,
+                            [&](const TrainOptions& o, const DataSource& d, const StepRunner& r) {
+                              return MakeStartEvent(o, plan, backend, parameters, step_options,
+                                                    allreduce_buckets, d, r);
+                            }));
+    summary.synthetic_images_per_second = synthetic;
+    if (synthetic > 0) summary.data_vs_compute = summary.images_per_second / synthetic;
+  }
   if (step.scaler() != nullptr) {
     summary.skipped_steps = static_cast<int64_t>(step.scaler()->skipped_steps().item<double>());
   }
