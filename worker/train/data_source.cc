@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/names.h"
+#include "worker/train/coco_source.h"
 #include "worker/train/detection.h"
 #include "worker/train/image_folder.h"
 
@@ -158,6 +159,14 @@ class ImageFolderData : public DataSource {
 StatusOr<std::unique_ptr<DataSource>> OpenDataSource(const TrainOptions& options,
                                                      const c10::Device& device) {
   if (options.data == kDataImageFolder) return ImageFolderData::Open(options, device);
+  if (options.data == bench::kDataCoco) {
+#ifdef BENCH_WITH_COCO
+    return OpenCocoSource(options, device);
+#else
+    return UnimplementedError("--data coco: this bench-train was built without nlohmann-json "
+                              "(install nlohmann-json3-dev and rebuild)");
+#endif
+  }
   return std::unique_ptr<DataSource>(new SyntheticData(options, device));
 }
 

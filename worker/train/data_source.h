@@ -9,7 +9,9 @@
 //   "imagefolder"  JPEGs decoded on loader threads (image_folder.h) into host slots
 //                  (pinned on CUDA); on CUDA each batch is copied asynchronously into
 //                  one device buffer, and a slot goes back to the loader once the step
-//                  that used it is known to be complete (Done).
+//                  that used it is known to be complete (Done);
+//   "coco"         a COCO-format folder for detection models (coco_source.h): JPEGs
+//                  decoded and their boxes encoded on loader threads, the same slots.
 // A missing or empty folder is an error here, before any training. Used by one
 // thread (the rank's training loop).
 #ifndef BENCHFLEET_WORKER_TRAIN_DATA_SOURCE_H_

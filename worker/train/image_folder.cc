@@ -148,10 +148,11 @@ struct Scratch {
   std::vector<uint8_t> crop;   // decoded crop rows, RGB
 };
 
-// Decodes the part of the JPEG in `data` that covers a random resized crop and
-// resamples it into `out` (size x size x 3). Locals that live across setjmp are
-// plain data or owned by the caller. Returns false with `why` set on failure.
-bool DecodeCrop(const uint8_t* data, size_t bytes, int size, std::mt19937_64& rng, bool flip,
+// Decodes the part of the JPEG in `data` that covers a random resized crop (the
+// whole image when `rng` is null) and resamples it into `out` (size x size x 3).
+// Locals that live across setjmp are plain data or owned by the caller. Returns
+// false with `why` set on failure.
+bool DecodeCrop(const uint8_t* data, size_t bytes, int size, std::mt19937_64* rng, bool flip,
                 Scratch& scratch, uint8_t* out, std::string* why) {
   jpeg_decompress_struct cinfo;
   JpegError error;
@@ -169,7 +170,13 @@ bool DecodeCrop(const uint8_t* data, size_t bytes, int size, std::mt19937_64& rn
   jpeg_read_header(&cinfo, TRUE);
   const int width = static_cast<int>(cinfo.image_width);
   const int height = static_cast<int>(cinfo.image_height);
-  const CropBox box = RandomResizedCrop(width, height, rng);
+  CropBox box;
+  if (rng != nullptr) {
+    box = RandomResizedCrop(width, height, *rng);
+  } else {
+    box.w = width;
+    box.h = height;
+  }
 
   // The smallest DCT scale (n/8) that keeps the crop at least `size` pixels wide
   // and high, so the bilinear resample never shrinks by more than about 2x.
@@ -269,14 +276,44 @@ bool DecodeCrop(const uint8_t* data, size_t bytes, int size, std::mt19937_64& rn
 struct Scratch {
   std::vector<uint8_t> file;
 };
-bool DecodeCrop(const uint8_t*, size_t, int, std::mt19937_64&, bool, Scratch&, uint8_t*,
+bool DecodeCrop(const uint8_t*, size_t, int, std::mt19937_64*, bool, Scratch&, uint8_t*,
                 std::string* why) {
   *why = "this bench-train was built without libjpeg";
   return false;
 }
 #endif
 
+// Reads the file at `path` into scratch.file and checks the JPEG signature.
+bool ReadJpegFile(const std::string& path, Scratch& scratch, std::string* why) {
+  bool ok = false;
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    std::fseek(f, 0, SEEK_END);
+    const long size = std::ftell(f);
+    std::fseek(f, 0, SEEK_SET);
+    if (size > 0) {
+      scratch.file.resize(static_cast<size_t>(size));
+      ok = std::fread(scratch.file.data(), 1, scratch.file.size(), f) == scratch.file.size();
+    }
+    std::fclose(f);
+    if (!ok) *why = "cannot read the file";
+  } else {
+    *why = std::string("cannot open: ") + std::strerror(errno);
+  }
+  if (ok && (scratch.file.size() < 4 || scratch.file[0] != 0xFF || scratch.file[1] != 0xD8)) {
+    ok = false;
+    *why = "not a JPEG file";
+  }
+  return ok;
+}
+
 }  // namespace
+
+bool DecodeJpegFileResized(const std::string& path, int size, uint8_t* out, std::string* why) {
+  thread_local Scratch scratch;
+  return ReadJpegFile(path, scratch, why) &&
+         DecodeCrop(scratch.file.data(), scratch.file.size(), size, nullptr, /*flip=*/false,
+                    scratch, out, why);
+}
 
 size_t ImageFolderLoader::SlotBytes(int64_t batch_size, int64_t image_size) {
   return AlignUp(static_cast<size_t>(batch_size * image_size * image_size * 3)) +
@@ -376,29 +413,12 @@ bool ImageFolderLoader::LoadSample(int64_t index, uint64_t rng_seed, uint8_t* ou
   thread_local Scratch scratch;
   const File& file = files_[index];
   std::string why;
-  bool ok = false;
-  if (std::FILE* f = std::fopen(file.path.c_str(), "rb")) {
-    std::fseek(f, 0, SEEK_END);
-    const long size = std::ftell(f);
-    std::fseek(f, 0, SEEK_SET);
-    if (size > 0) {
-      scratch.file.resize(static_cast<size_t>(size));
-      ok = std::fread(scratch.file.data(), 1, scratch.file.size(), f) == scratch.file.size();
-    }
-    std::fclose(f);
-    if (!ok) why = "cannot read the file";
-  } else {
-    why = std::string("cannot open: ") + std::strerror(errno);
-  }
-  if (ok && (scratch.file.size() < 4 || scratch.file[0] != 0xFF || scratch.file[1] != 0xD8)) {
-    ok = false;
-    why = "not a JPEG file";
-  }
+  bool ok = ReadJpegFile(file.path, scratch, &why);
   if (ok) {
     std::mt19937_64 rng(rng_seed);
     const bool flip = std::uniform_int_distribution<int>(0, 1)(rng) == 1;
     ok = DecodeCrop(scratch.file.data(), scratch.file.size(), static_cast<int>(options_.image_size),
-                    rng, flip, scratch, out, &why);
+                    &rng, flip, scratch, out, &why);
   }
   if (!ok && !bad_[index].exchange(true)) {
     corrupt_count_.fetch_add(1);

@@ -41,6 +41,12 @@
 
 namespace bench_train {
 
+// Decodes the JPEG file at `path` whole (no crop, no flip) and resizes it with the
+// loader's bilinear resampling to size x size x 3 uint8 RGB in `out` (the COCO source,
+// coco_source.h). False with `why` set for a file that cannot be opened or read, is not
+// a JPEG or fails to decode. Thread-safe (per-thread scratch).
+bool DecodeJpegFileResized(const std::string& path, int size, uint8_t* out, std::string* why);
+
 struct ImageFolderOptions {
   std::string root;
   int64_t batch_size = 32;

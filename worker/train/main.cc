@@ -43,8 +43,10 @@ constexpr char kUsage[] =
     "  --warmup N                warm-up iterations, 0 <= N < iters (10)\n"
     "  --image-size N            square image side, >= 32 (the model's: 224 for ResNets)\n"
     "  --num-classes N           classes (the model's: 1000 for ResNets)\n"
-    "  --data SOURCE             synthetic | imagefolder:PATH (synthetic)\n"
-    "  --data-dir PATH           = --data imagefolder:PATH (JPEGs, one sub-folder per class)\n"
+    "  --data SOURCE             synthetic | imagefolder:PATH | coco:PATH (synthetic)\n"
+    "  --data-dir PATH           = --data imagefolder:PATH (JPEGs, one sub-folder per class);\n"
+    "                            with a later --data coco: the COCO folder (annotations/\n"
+    "                            instances_*.json, images in its split's folder, e.g. train2017/)\n"
     "  --loader-threads N        JPEG decode threads (0: hardware threads)\n"
     "  --data-vs-compute         then run again on synthetic data: both img/s and their ratio\n"
     "  --channels-last, --no-channels-last   memory format (default: on for CUDA only)\n"
@@ -160,9 +162,13 @@ Status ParseFlags(int argc, char** argv, ParsedFlags* parsed) {
       o.precision = value;
     } else if (flag == "--data") {
       const std::string prefix = std::string(bench_train::kDataImageFolder) + ":";
+      const std::string coco_prefix = std::string(bench::kDataCoco) + ":";
       if (value.rfind(prefix, 0) == 0) {
         o.data = bench_train::kDataImageFolder;
         o.data_dir = value.substr(prefix.size());
+      } else if (value.rfind(coco_prefix, 0) == 0) {
+        o.data = bench::kDataCoco;
+        o.data_dir = value.substr(coco_prefix.size());
       } else {
         o.data = value;
       }

@@ -75,24 +75,26 @@ Status ValidateTrainOptions(const TrainOptions& options) {
     return InvalidArgumentError("unknown --precision '" + options.precision + "' (known: " +
                                 bench::JoinNames(bench::kPrecisionNames, ", ", ", ") + ")");
   }
-  if (options.data == bench::kDataCoco) {
-    return InvalidArgumentError(
-        "--data coco (COCO-format detection data) is not in bench-train yet: train "
-        "detection models on --data synthetic");
-  }
-  if (options.data != kDataSynthetic && options.data != kDataImageFolder) {
+  if (options.data != kDataSynthetic && options.data != kDataImageFolder &&
+      options.data != bench::kDataCoco) {
     return InvalidArgumentError("unknown --data '" + options.data +
-                                "' (known: synthetic, imagefolder:PATH)");
+                                "' (known: synthetic, imagefolder:PATH, coco:PATH)");
   }
-  if (options.data == kDataImageFolder && options.data_dir.empty()) {
-    return InvalidArgumentError("--data imagefolder needs a folder (--data imagefolder:PATH or "
-                                "--data-dir PATH)");
+  if (options.data != kDataSynthetic && options.data_dir.empty()) {
+    return InvalidArgumentError("--data " + options.data + " needs a folder (--data " +
+                                options.data + ":PATH or --data-dir PATH)");
   }
   const bench::ModelInfo* model = bench::FindModel(options.model);
-  if (model != nullptr && model->data_kind == bench::DataKind::kDetection) {
-    if (options.data != kDataSynthetic) {
+  const bool detection = model != nullptr && model->data_kind == bench::DataKind::kDetection;
+  if (options.data == bench::kDataCoco && !detection) {
+    return InvalidArgumentError("--data coco is detection data: --model " + options.model +
+                                " is a classifier (use --data imagefolder or synthetic)");
+  }
+  if (detection) {
+    if (options.data == kDataImageFolder) {
       return InvalidArgumentError("--model " + options.model +
-                                  " (detection) trains on --data synthetic only for now");
+                                  " (detection) trains on --data synthetic or coco, not "
+                                  "imagefolder");
     }
     if (options.image_size != model->default_image_size) {
       return InvalidArgumentError("--image-size must be " +

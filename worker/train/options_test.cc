@@ -19,6 +19,17 @@ TEST(ValidateTrainOptionsTest, DefaultsAreValid) {
   EXPECT_TRUE(ValidateTrainOptions(TrainOptions()).ok());
 }
 
+TEST(ValidateTrainOptionsTest, ADetectionModelTrainsOnACocoFolder) {
+  TrainOptions options;
+  options.model = "ssd_resnet34";
+  options.image_size = 300;
+  options.num_classes = 81;
+  options.data = bench::kDataCoco;
+  options.data_dir = "/data/coco";
+  const Status status = ValidateTrainOptions(options);
+  EXPECT_TRUE(status.ok()) << status.message();
+}
+
 TEST(ValidateTrainOptionsTest, RejectsBadValuesNamingTheFlag) {
   struct Case {
     std::function<void(TrainOptions&)> mutate;
@@ -33,7 +44,18 @@ TEST(ValidateTrainOptionsTest, RejectsBadValuesNamingTheFlag) {
       {[](TrainOptions& o) { o.model = "vgg16"; }, "--model"},
       {[](TrainOptions& o) { o.precision = "fp16"; }, "--precision"},
       {[](TrainOptions& o) { o.data = "imagenet"; }, "--data"},
-      {[](TrainOptions& o) { o.data = bench::kDataCoco; }, "--data coco"},
+      {[](TrainOptions& o) {
+         o.data = bench::kDataCoco;
+         o.data_dir = "/data/coco";
+       },
+       "--data coco is detection data"},
+      {[](TrainOptions& o) {
+         o.model = "ssd_resnet34";
+         o.image_size = 300;
+         o.num_classes = 81;
+         o.data = bench::kDataCoco;
+       },
+       "--data coco needs a folder"},
       {[](TrainOptions& o) { o.device = "tpu"; }, "--device"},
       {[](TrainOptions& o) { o.device = "cuda:x"; }, "--device"},
       // A detection model: 300x300 only (its default boxes), synthetic data only so far.
