@@ -1,6 +1,8 @@
 // Real data through the fleet (issue 17), end to end: benchd, one agent of 2 CPU slots,
-// 2 bench-train ranks reading an ImageFolder of JPEGs written here with libjpeg; a job
-// whose folder the node lacks fails naming the node and the path with no figure stored;
+// 2 bench-train ranks reading an ImageFolder of JPEGs written here with libjpeg, and 2
+// ssd_resnet34 ranks reading a COCO-format folder written here (JPEGs and a hand-written
+// instances_train2017.json) or synthetic data; a job whose folder the node lacks, or
+// whose annotation file is corrupt, fails naming the path with no figure stored;
 // malformed data specs are refused by benchd naming the field and the flag, and nothing
 // is stored.
 #include <sys/stat.h>
@@ -8,6 +10,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -64,6 +67,7 @@ class DataEndToEndTest : public ::testing::Test {
   static void SetUpTestSuite() {
     cluster_ = new LoopbackCluster();
     absl::Status status = MakeImageFolder(cluster_->dir() + "/imagenet");
+    if (status.ok()) status = MakeCocoFolder(cluster_->dir() + "/coco");
     if (status.ok()) status = cluster_->StartBenchd();
     if (status.ok()) status = cluster_->StartAgent("agent-a", 2);
     if (status.ok()) status = cluster_->WaitForAgents(1);
@@ -90,6 +94,48 @@ class DataEndToEndTest : public ::testing::Test {
       }
     }
     return absl::OkStatus();
+  }
+
+  // COCO's layout: annotations/instances_train2017.json and train2017/ with 4 JPEGs of
+  // varied sizes, each with one or two boxes of two categories (COCO ids 18 and 44).
+  static absl::Status MakeCocoFolder(const std::string& root) {
+    mkdir(root.c_str(), 0755);
+    mkdir((root + "/annotations").c_str(), 0755);
+    mkdir((root + "/train2017").c_str(), 0755);
+    std::string images, annotations;
+    for (int i = 0; i < 4; ++i) {
+      const int width = 160 + 40 * i;
+      const int height = 120 + 20 * i;
+      const std::string name = absl::StrCat("0000000", i + 1, ".jpg");
+      if (!WriteJpeg(root + "/train2017/" + name, width, height, 60 * i, 30, 200)) {
+        return absl::InternalError("cannot write " + name);
+      }
+      absl::StrAppend(&images, i > 0 ? "," : "", "{\"id\": ", i + 1, ", \"file_name\": \"", name,
+                      "\", \"width\": ", width, ", \"height\": ", height, "}");
+      absl::StrAppend(&annotations, i > 0 ? "," : "", "{\"id\": ", 100 + 2 * i,
+                      ", \"image_id\": ", i + 1, ", \"category_id\": 18, \"bbox\": [10, 20, ",
+                      width / 2, ", ", height / 2, "]}");
+      if (i % 2 == 1) {
+        absl::StrAppend(&annotations, ",{\"id\": ", 101 + 2 * i, ", \"image_id\": ", i + 1,
+                        ", \"category_id\": 44, \"bbox\": [", width / 2, ", ", height / 3,
+                        ", ", width / 3, ", ", height / 2, "]}");
+      }
+    }
+    std::ofstream json(root + "/annotations/instances_train2017.json");
+    json << "{\"images\": [" << images << "], \"annotations\": [" << annotations
+         << "], \"categories\": [{\"id\": 18, \"name\": \"dog\"}, {\"id\": 44, "
+            "\"name\": \"bottle\"}]}\n";
+    return json.good() ? absl::OkStatus() : absl::InternalError("cannot write " + root);
+  }
+
+  // A 2-rank ssd_resnet34 job: batch 2 per rank, 3 iterations (1 warm-up): SSD300 on the
+  // CPU takes about a second a step per rank.
+  static std::vector<std::string> SubmitSsd(std::vector<std::string> more) {
+    std::vector<std::string> args = {"submit",  "--gpus",  "2",          "--bs", "2",
+                                     "--iters", "3",       "--warmup",   "1",    "--model",
+                                     "ssd_resnet34", "--image-size", "300"};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
   }
 
   static std::string JobId(const CommandResult& submit) {
@@ -191,6 +237,76 @@ TEST_F(DataEndToEndTest, ACocoFolderWithoutAnnotationsFailsTheSsdJobNamingNodeAn
   EXPECT_EQ(QueryInt(cluster_->db_path(),
                      "SELECT count(*) FROM rank_summaries WHERE job_id='" + job_id + "'"),
             0);
+}
+
+TEST_F(DataEndToEndTest, ATwoRankSsdJobTrainsOnACocoFolderAndStatusShowsItsData) {
+  const std::string root = cluster_->dir() + "/coco";
+  CommandResult submit = cluster_->Benchctl(
+      SubmitSsd({"--data", "coco", "--data-path", root, "--loader-threads", "2", "--wait"}));
+  ASSERT_EQ(submit.exit_code, 0) << submit.output << Logs();
+  const std::string job_id = JobId(submit);
+  ASSERT_THAT(job_id, ::testing::StartsWith("job-"));
+
+  const std::string& db = cluster_->db_path();
+  const std::string where = " WHERE job_id='" + job_id + "'";
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM samples" + where), 2 * 3);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM rank_summaries" + where), 2);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM jobs WHERE id='" + job_id +
+                             "' AND state='SUCCEEDED' AND data='coco' AND data_path='" + root +
+                             "' AND loader_threads=2"),
+            1);
+  CommandResult status = cluster_->Benchctl({"status", job_id});
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_THAT(status.stdout_text, HasSubstr("ssd_resnet34"));
+  EXPECT_THAT(status.stdout_text, HasSubstr(absl::StrCat("\ndata:       coco at ", root,
+                                                         ", 2 loader threads per rank\n")));
+  EXPECT_THAT(status.stdout_text, HasSubstr("\ndata wait:  "));
+  CommandResult json = cluster_->Benchctl({"status", job_id, "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_THAT(json.stdout_text, HasSubstr("\"data\":\"DATA_SOURCE_COCO\""));
+  EXPECT_THAT(json.stdout_text, HasSubstr("\"has_throughput\":true"));
+}
+
+TEST_F(DataEndToEndTest, ATwoRankSsdJobTrainsOnSyntheticDataThroughTheFleet) {
+  CommandResult submit = cluster_->Benchctl(SubmitSsd({"--wait"}));
+  ASSERT_EQ(submit.exit_code, 0) << submit.output << Logs();
+  const std::string job_id = JobId(submit);
+  ASSERT_THAT(job_id, ::testing::StartsWith("job-"));
+  const std::string& db = cluster_->db_path();
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM samples WHERE job_id='" + job_id + "'"), 2 * 3);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM jobs WHERE id='" + job_id +
+                             "' AND state='SUCCEEDED' AND data='synthetic'"),
+            1);
+  CommandResult status = cluster_->Benchctl({"status", job_id});
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_THAT(status.stdout_text, HasSubstr("\ndata:       synthetic\n"));
+  CommandResult json = cluster_->Benchctl({"status", job_id, "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_THAT(json.stdout_text, HasSubstr("\"has_throughput\":true"));
+}
+
+// The folder is there (the agent's check passes) but its annotation file is cut short:
+// every rank fails before training, naming the file, and no figure is stored.
+TEST_F(DataEndToEndTest, ACorruptAnnotationFileFailsTheSsdJobNamingTheFile) {
+  const std::string root = cluster_->dir() + "/coco-corrupt";
+  ASSERT_TRUE(MakeCocoFolder(root).ok());
+  const std::string file = root + "/annotations/instances_train2017.json";
+  std::ofstream(file) << "{\"images\": [{\"id\": 1, \"file_name\": \"00000001.jpg\", ";
+  CommandResult submit =
+      cluster_->Benchctl(SubmitSsd({"--data", "coco", "--data-path", root, "--wait"}));
+  ASSERT_NE(submit.exit_code, 0) << submit.output;
+  const std::string job_id = JobId(submit);
+  ASSERT_THAT(job_id, ::testing::StartsWith("job-")) << submit.output;
+  CommandResult status = cluster_->Benchctl({"status", job_id, "--format", "json"});
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_THAT(status.stdout_text, HasSubstr("\"state\":\"JOB_STATE_FAILED\""));
+  EXPECT_THAT(status.stdout_text, HasSubstr(absl::StrCat("--data coco: ", file, ": ")))
+      << Logs();
+  EXPECT_THAT(status.stdout_text, HasSubstr("\"has_throughput\":false"));
+  EXPECT_THAT(status.stdout_text, Not(HasSubstr("\"images_per_second\"")));
+  const std::string& db = cluster_->db_path();
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM samples WHERE job_id='" + job_id + "'"), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM rank_summaries WHERE job_id='" + job_id + "'"), 0);
 }
 
 TEST_F(DataEndToEndTest, AMalformedDataSpecIsInvalidArgumentNamingFieldAndFlag) {
