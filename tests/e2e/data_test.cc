@@ -117,8 +117,8 @@ class DataEndToEndTest : public ::testing::Test {
                       width / 2, ", ", height / 2, "]}");
       if (i % 2 == 1) {
         absl::StrAppend(&annotations, ",{\"id\": ", 101 + 2 * i, ", \"image_id\": ", i + 1,
-                        ", \"category_id\": 44, \"bbox\": [", width / 2, ", ", height / 3,
-                        ", ", width / 3, ", ", height / 2, "]}");
+                        ", \"category_id\": 44, \"bbox\": [", width / 2, ", ", height / 3, ", ",
+                        width / 3, ", ", height / 2, "]}");
       }
     }
     std::ofstream json(root + "/annotations/instances_train2017.json");
@@ -131,9 +131,9 @@ class DataEndToEndTest : public ::testing::Test {
   // A 2-rank ssd_resnet34 job: batch 2 per rank, 3 iterations (1 warm-up): SSD300 on the
   // CPU takes about a second a step per rank.
   static std::vector<std::string> SubmitSsd(std::vector<std::string> more) {
-    std::vector<std::string> args = {"submit",  "--gpus",  "2",          "--bs", "2",
-                                     "--iters", "3",       "--warmup",   "1",    "--model",
-                                     "ssd_resnet34", "--image-size", "300"};
+    std::vector<std::string> args = {"submit", "--gpus", "2", "--bs", "2", "--iters", "3",
+                                     "--warmup", "1", "--model", "ssd_resnet34"};
+    args.insert(args.end(), {"--image-size", "300"});
     args.insert(args.end(), more.begin(), more.end());
     return args;
   }

@@ -98,11 +98,10 @@ StatusOr<std::unique_ptr<DataSource>> CocoData::Open(const TrainOptions& options
     return InvalidArgumentError(where + ": no image with a box");
   }
   if (annotations.num_classes() > options.num_classes) {
-    return InvalidArgumentError(where + ": " + std::to_string(annotations.num_classes() - 1) +
-                                " categories, but --num-classes is " +
-                                std::to_string(options.num_classes) +
-                                " (the background and at most " +
-                                std::to_string(options.num_classes - 1) + " categories)");
+    return InvalidArgumentError(
+        where + ": " + std::to_string(annotations.num_classes() - 1) +
+        " categories, but --num-classes is " + std::to_string(options.num_classes) +
+        " (the background and at most " + std::to_string(options.num_classes - 1) + " categories)");
   }
   for (const CocoImage& image : annotations.images) {
     const std::string path = folder.images_dir + "/" + image.file_name;
