@@ -288,6 +288,13 @@ def check():
     print(text)
     ok = total == EXPECTED_PARAMETERS and nboxes == EXPECTED_BOXES
     ok = ok and case["negatives_kept"] == 3 * case["positives"]
+    # The micro case by hand: offsets (1, -1, 1, 0) against 0 -> 1.5; the positive's
+    # cross-entropy log 3; negatives' log(e^b + 2) - b for background logit b, the three
+    # highest (b = -3, -2, -1) kept.
+    micro = micro_loss_case()
+    by_hand = 1.5 + math.log(3) + sum(math.log(math.exp(b) + 2) - b for b in (-3, -2, -1))
+    print(f"micro case: {micro['loss']:.6f}, by hand {by_hand:.6f}")
+    ok = ok and sorted(micro["negatives_kept"]) == [2, 3, 4] and abs(micro["loss"] - by_hand) < 1e-4
     print("OK" if ok else "MISMATCH")
     return 0 if ok else 1
 
