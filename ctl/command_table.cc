@@ -171,6 +171,10 @@ std::vector<FlagSpec> JobFlags(bool with_defaults) {
   flags.push_back(Int("loader-threads", [](ParseState& s, int32_t n) {
     s.options.submit.spec.set_loader_threads(n);
   }));
+  flags.push_back(Bool("--data-vs-compute", "data-vs-compute", [](ParseState& state, bool on) {
+    state.options.submit.spec.set_data_vs_compute(on);
+    return absl::OkStatus();
+  }));
   flags.push_back(Value("name", "S", [](ParseState& state, const std::string& value) {
     state.options.submit.spec.set_name(value);
     return absl::OkStatus();

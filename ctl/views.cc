@@ -113,6 +113,15 @@ std::string DescribeLimits(const JobSpec& spec) {
   return absl::StrJoin(parts, ", ");
 }
 
+std::string DataVsComputeText(const JobStatus& job) {
+  if (!(job.synthetic_images_per_second() > 0) || !job.has_throughput()) {
+    return "no data (every rank's run on synthetic data is needed)";
+  }
+  return absl::StrFormat("%.2f of compute: %.1f images/s on its data, %.1f on synthetic data",
+                         job.data_vs_compute(), job.images_per_second(),
+                         job.synthetic_images_per_second());
+}
+
 std::string DescribeData(const JobSpec& spec) {
   const std::string data = DataSourceName(spec.data());
   if (data == kDataSynthetic && spec.loader_threads() == 0) return data;
@@ -328,6 +337,7 @@ std::string FormatJobText(const JobStatus& job, const std::string& data_wait) {
   line("parameters", job.parameters() > 0 ? absl::StrCat(job.parameters()) : "unknown");
   line("images/s", Throughput(job));
   if (!data_wait.empty()) line("data wait", data_wait);
+  if (spec.data_vs_compute()) line("vs compute", DataVsComputeText(job));
   line("energy", EnergyText(job));
   if (std::string verdict = FormatBaselineVerdict(job.baseline()); !verdict.empty()) {
     line("baseline", verdict);

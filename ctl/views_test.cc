@@ -127,6 +127,20 @@ TEST(ViewsTest, JobTextNamesTheSubmitterWhenBenchdRecordedOne) {
   EXPECT_THAT(FormatJobText(job), HasSubstr("\nsubmitted by: alice\n"));
 }
 
+TEST(ViewsTest, JobTextShowsDataVsComputeWhenAskedFor) {
+  EXPECT_THAT(FormatJobText(RunningJob()), Not(HasSubstr("vs compute:")));
+  JobStatus job = RunningJob();
+  job.mutable_spec()->set_data_vs_compute(true);
+  EXPECT_THAT(FormatJobText(job), HasSubstr("vs compute: no data ("));
+  job.set_has_throughput(true);
+  job.set_images_per_second(120.25);
+  job.set_synthetic_images_per_second(193.125);
+  job.set_data_vs_compute(120.25 / 193.125);
+  EXPECT_THAT(FormatJobText(job),
+              HasSubstr("vs compute: 0.62 of compute: 120.2 images/s on its data, 193.1 on "
+                        "synthetic data\n"));
+}
+
 TEST(ViewsTest, JobTextShowsTheSlurmAllocationWhenThereIsOne) {
   EXPECT_THAT(FormatJobText(RunningJob()), Not(HasSubstr("allocation:")));
   JobStatus job = RunningJob();

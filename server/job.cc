@@ -51,7 +51,8 @@ bool JobSpec::operator==(const JobSpec& o) const {
   return model == o.model && devices == o.devices && precision == o.precision &&
          batch_size == o.batch_size && iterations == o.iterations &&
          warmup_iterations == o.warmup_iterations && image_size == o.image_size && data == o.data &&
-         data_path == o.data_path && loader_threads == o.loader_threads && name == o.name &&
+         data_path == o.data_path && loader_threads == o.loader_threads &&
+         data_vs_compute == o.data_vs_compute && name == o.name &&
          labels == o.labels && request_id == o.request_id && nodes == o.nodes &&
          devices_per_node == o.devices_per_node && allowed_nodes == o.allowed_nodes &&
          node_labels == o.node_labels && wall_time_limit_s == o.wall_time_limit_s &&

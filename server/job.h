@@ -34,6 +34,7 @@ struct JobSpec {
   std::string data = "synthetic";  // common/names.h kDataNames
   std::string data_path;           // imagefolder, coco: absolute, on the nodes
   int loader_threads = 0;          // decode threads per rank; 0: bench-train's default
+  bool data_vs_compute = false;    // also run on synthetic data and report the ratio
   std::string name;
   std::map<std::string, std::string> labels;
   std::string request_id;
@@ -73,6 +74,7 @@ struct RankSummary {
   double step_time_median_s = 0;
   int64_t skipped_steps = 0;     // fp16 overflow skips, warm-up included
   int64_t nonfinite_losses = 0;  // as the trainer counted them, warm-up included
+  double synthetic_images_per_second = 0;  // data_vs_compute's second run; 0: none
 };
 
 // Order statistics of one reading over a measured window; count 0 means no data.

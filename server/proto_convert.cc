@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/names.h"
 #include "server/environment.h"
+#include "server/results.h"
 #include "server/telemetry.h"
 
 namespace bench {
@@ -81,6 +82,7 @@ JobSpec FromProto(const v1::JobSpec& proto) {
   }
   spec.data_path = proto.data_path();
   spec.loader_threads = proto.loader_threads();
+  spec.data_vs_compute = proto.data_vs_compute();
   spec.name = proto.name();
   spec.labels.insert(proto.labels().begin(), proto.labels().end());
   spec.request_id = proto.request_id();
@@ -184,6 +186,7 @@ RankReport FromProto(const v1::RankReport& proto) {
     summary.step_time_median_s = proto.summary().step_time_median_s();
     summary.skipped_steps = proto.summary().skipped_steps();
     summary.nonfinite_losses = proto.summary().nonfinite_losses();
+    summary.synthetic_images_per_second = proto.summary().synthetic_images_per_second();
     report.summary = summary;
   }
   return report;
@@ -202,6 +205,7 @@ void ToProto(const JobSpec& spec, v1::JobSpec* proto) {
                                                 : v1::DATA_SOURCE_SYNTHETIC);
   proto->set_data_path(spec.data_path);
   proto->set_loader_threads(spec.loader_threads);
+  proto->set_data_vs_compute(spec.data_vs_compute);
   proto->set_name(spec.name);
   proto->mutable_labels()->insert(spec.labels.begin(), spec.labels.end());
   proto->set_request_id(spec.request_id);
@@ -238,6 +242,11 @@ void ToProto(const JobView& view, v1::JobStatus* proto) {
   proto->set_samples_stored(view.samples_stored);
   proto->set_has_throughput(view.images_per_second.has_value());
   if (view.images_per_second) proto->set_images_per_second(*view.images_per_second);
+  if (std::optional<double> synthetic = SyntheticThroughput(job);
+      synthetic && view.images_per_second) {
+    proto->set_synthetic_images_per_second(*synthetic);
+    proto->set_data_vs_compute(*view.images_per_second / *synthetic);
+  }
   proto->set_parameters(job.parameters);
   proto->set_device_kind(DeviceKindText(job.device_kind));
   for (const GpuTelemetry& gpu : job.gpu_telemetry) ToProto(gpu, proto->add_gpu_telemetry());

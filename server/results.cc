@@ -23,6 +23,19 @@ std::optional<double> JobThroughput(const std::map<int, RankSummary>& summaries,
   return static_cast<double>(images) / window;
 }
 
+std::optional<double> SyntheticThroughput(const Job& job) {
+  if (!job.spec.data_vs_compute || job.spec.devices < 1) return std::nullopt;
+  double sum = 0;
+  for (int rank = 0; rank < job.spec.devices; ++rank) {
+    auto it = job.summaries.find(rank);
+    if (it == job.summaries.end() || !(it->second.synthetic_images_per_second > 0)) {
+      return std::nullopt;
+    }
+    sum += it->second.synthetic_images_per_second;
+  }
+  return sum;
+}
+
 namespace {
 
 // Per job of one cell, the telemetry figures it has.

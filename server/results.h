@@ -19,6 +19,11 @@ namespace bench {
 std::optional<double> JobThroughput(const std::map<int, RankSummary>& summaries,
                                     int world_size);
 
+// With spec.data_vs_compute: the ranks' throughputs on synthetic data summed (each rank's
+// second run has its own window, so its own rate is the figure), once every rank has a
+// positive one; nullopt otherwise.
+std::optional<double> SyntheticThroughput(const Job& job);
+
 // The key of one grid cell: (model, devices, precision, batch size, device kind, GPU
 // model). A job not placed yet (QUEUED) has device kind kNone and GPU model "": its
 // hardware is not known, so it is counted in a cell of its own, never guessed into one.

@@ -42,6 +42,19 @@ TEST(ResultsTest, NoThroughputWithoutEveryRank) {
   EXPECT_FALSE(JobThroughput({{0, Summary(0, 10, 0.0)}}, 1).has_value());
 }
 
+TEST(ResultsTest, DataVsComputeSumsTheRanksSyntheticRatesOnceEveryRankHasOne) {
+  RankSummary a = Summary(0, 100, 2.0), b = Summary(1, 100, 2.5);
+  a.synthetic_images_per_second = 60;
+  Job job = Finished("job-1", 2, 32, Precision::kFp32, {a, b});
+  job.spec.data_vs_compute = true;
+  EXPECT_FALSE(SyntheticThroughput(job).has_value()) << "rank 1 has no synthetic rate yet";
+  job.summaries[1].synthetic_images_per_second = 55;
+  ASSERT_TRUE(SyntheticThroughput(job).has_value());
+  EXPECT_DOUBLE_EQ(*SyntheticThroughput(job), 115.0);
+  job.spec.data_vs_compute = false;
+  EXPECT_FALSE(SyntheticThroughput(job).has_value());
+}
+
 TEST(ResultsTest, CellsGroupRepeatsAndTakeTheMedian) {
   std::vector<Job> jobs = {
       Finished("a", 1, 128, Precision::kFp32, {Summary(0, 100, 1.0)}),   // 100

@@ -143,6 +143,12 @@ absl::Status CheckData(const JobSpec& spec) {
                                    " (known: ", JoinNames(kDataNames), ")"));
   }
   if (spec.data == kDataSynthetic) {
+    if (spec.data_vs_compute) {
+      return FieldError("data_vs_compute", "--data-vs-compute",
+                        absl::StrCat("compares a run on real data with one on synthetic data: "
+                                     "give --data ",
+                                     kDataImageFolder, " or ", kDataCoco, " and --data-path"));
+    }
     if (!spec.data_path.empty()) {
       return FieldError(
           "data_path", "--data-path",

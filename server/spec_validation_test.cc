@@ -258,6 +258,11 @@ TEST(SpecValidationTest, RealDataNeedsAnAbsolutePathOfTheModelsKind) {
   EXPECT_TRUE(Contains(Refusal(s, "data_path"), "1024 bytes"));
   s.data_path = "/" + std::string(kMaxDataPathBytes - 1, 'p');
   EXPECT_TRUE(NormalizeAndValidateSpec(s).ok());
+  s.data_vs_compute = true;  // real data against synthetic: fine
+  EXPECT_TRUE(NormalizeAndValidateSpec(s).ok());
+  s.data = "synthetic";
+  s.data_path = "";
+  EXPECT_TRUE(Contains(Refusal(s, "data_vs_compute"), "--data-vs-compute"));
 
   s = Valid();
   s.data_path = "/data/imagenet/train";  // synthetic reads none

@@ -62,7 +62,7 @@ struct AppendResult {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 10;
+  static constexpr int kSchemaVersion = 11;
   // WAL pages (4 KiB each) after which the background thread checkpoints.
   static constexpr int kCheckpointFrames = 8192;
 

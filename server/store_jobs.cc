@@ -124,7 +124,7 @@ absl::Status WriteRankSummaryRows(Database& db, const Job& job) {
   ASSIGN_OR_RETURN(
       Statement * summary,
       db.Prepare("INSERT OR REPLACE INTO rank_summaries VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                 "?8, ?9)"));
+                 "?8, ?9, ?10)"));
   for (const auto& [rank_index, s] : job.summaries) {
     summary->Reset();
     summary->Bind(1, job.id);
@@ -136,6 +136,7 @@ absl::Status WriteRankSummaryRows(Database& db, const Job& job) {
     summary->Bind(7, s.step_time_median_s);
     summary->Bind(8, s.skipped_steps);
     summary->Bind(9, s.nonfinite_losses);
+    summary->Bind(10, s.synthetic_images_per_second);
     RETURN_IF_ERROR(summary->Run());
   }
   return absl::OkStatus();
@@ -176,9 +177,9 @@ absl::Status InsertJobRows(Database& db, const Job& job) {
                  "iterations, warmup_iterations, image_size, data, name, state, reason, "
                  "attempt, device_kind, parameters, created_ms, updated_ms, telemetry_note, "
                  "nodes, devices_per_node, wall_time_limit_s, hang_timeout_s, requeues, "
-                 "submitted_by, data_path, loader_threads) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                 "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18, '', ?19, ?20, "
-                 "?21, ?22, ?23, ?24, ?25, ?26)"));
+                 "submitted_by, data_path, loader_threads, data_vs_compute) VALUES (?1, ?2, ?3, "
+                 "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18, '', "
+                 "?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)"));
   const JobSpec& spec = job.spec;
   insert->Bind(1, job.id);
   insert->Bind(2, job.seq);
@@ -210,6 +211,7 @@ absl::Status InsertJobRows(Database& db, const Job& job) {
   insert->Bind(24, job.submitted_by);
   insert->Bind(25, spec.data_path);
   insert->Bind(26, int64_t{spec.loader_threads});
+  insert->Bind(27, int64_t{spec.data_vs_compute ? 1 : 0});
   RETURN_IF_ERROR(insert->Run());
   // Labels and constraints, one row per item: any bytes round-trip.
   ASSIGN_OR_RETURN(Statement * label, db.Prepare("INSERT INTO job_labels VALUES (?1, ?2, ?3)"));

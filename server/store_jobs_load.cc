@@ -59,7 +59,8 @@ absl::Status LoadJobRows(Database& db, LoadedJobs& loaded) {
                               "name, state, reason, attempt, device_kind, parameters, "
                               "created_ms, telemetry_note, nodes, devices_per_node, "
                               "wall_time_limit_s, hang_timeout_s, requeues, submitted_by, "
-                              "data_path, loader_threads FROM jobs ORDER BY seq"));
+                              "data_path, loader_threads, data_vs_compute "
+                              "FROM jobs ORDER BY seq"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, select->Step());
     if (!row) break;
@@ -91,6 +92,7 @@ absl::Status LoadJobRows(Database& db, LoadedJobs& loaded) {
     job.submitted_by = select->Text(24);
     job.spec.data_path = select->Text(25);
     job.spec.loader_threads = static_cast<int>(select->Int(26));
+    job.spec.data_vs_compute = select->Int(27) != 0;
     loaded.index[job.id] = loaded.jobs.size();
     loaded.jobs.push_back(std::move(job));
   }
@@ -206,7 +208,8 @@ absl::Status LoadRankSummaries(Database& db, LoadedJobs& loaded) {
   ASSIGN_OR_RETURN(Statement * summaries,
                    db.Prepare("SELECT job_id, attempt, rank, measured_iterations, "
                               "measured_images, window_s, step_time_median_s, "
-                              "skipped_steps, nonfinite_losses FROM rank_summaries"));
+                              "skipped_steps, nonfinite_losses, synthetic_images_per_second "
+                              "FROM rank_summaries"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, summaries->Step());
     if (!row) break;
@@ -221,6 +224,7 @@ absl::Status LoadRankSummaries(Database& db, LoadedJobs& loaded) {
     s.step_time_median_s = summaries->Double(6);
     s.skipped_steps = summaries->Int(7);
     s.nonfinite_losses = summaries->Int(8);
+    s.synthetic_images_per_second = summaries->Double(9);
     job->summaries[s.rank] = s;
   }
   return absl::OkStatus();

@@ -76,6 +76,29 @@ TEST_F(StoreTest, ShapeConstraintsLimitsAndRequeuesSurviveReopen) {
   EXPECT_EQ(jobs->front().requeues, 1);
 }
 
+TEST_F(StoreTest, DataVsComputeAndTheRanksSyntheticRatesSurviveReopen) {
+  Job job = MakeJob(1);
+  job.spec.data = "imagefolder";
+  job.spec.data_path = "/data/train";
+  job.spec.data_vs_compute = true;
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(job).ok());
+    job.attempt = 1;
+    job.summaries[0] = RankSummary{0, 4, 8, 1.0, 0.25, 0, 0, 12.5};
+    ASSERT_TRUE((*store)->UpdateJob(job).ok());
+  }
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_TRUE(jobs->front().spec.data_vs_compute);
+  ASSERT_EQ(jobs->front().summaries.count(0), 1u);
+  EXPECT_DOUBLE_EQ(jobs->front().summaries.at(0).synthetic_images_per_second, 12.5);
+}
+
 TEST_F(StoreTest, AJobsSlurmAllocationSurvivesReopenAndFollowsItsUpdates) {
   Job job = MakeJob(1);
   Job plain = MakeJob(2);

@@ -378,6 +378,8 @@ TEST_F(StoreTest, ASchemaSevenDatabaseKeepsItsConstraintsAsRows) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const char* to_v7 = R"sql(
+ALTER TABLE jobs DROP COLUMN data_vs_compute;
+ALTER TABLE rank_summaries DROP COLUMN synthetic_images_per_second;
 ALTER TABLE jobs DROP COLUMN data_path;
 ALTER TABLE jobs DROP COLUMN loader_threads;
 DROP TABLE job_allocations;
@@ -436,6 +438,8 @@ TEST_F(StoreTest, ASchemaNineDatabaseKeepsItsJobsAsSyntheticWithoutPath) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const char* to_v9 = R"sql(
+ALTER TABLE jobs DROP COLUMN data_vs_compute;
+ALTER TABLE rank_summaries DROP COLUMN synthetic_images_per_second;
 ALTER TABLE jobs DROP COLUMN data_path;
 ALTER TABLE jobs DROP COLUMN loader_threads;
 DELETE FROM schema_version WHERE version > 9;

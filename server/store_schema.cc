@@ -318,6 +318,11 @@ CREATE TABLE job_allocations (
 ALTER TABLE jobs ADD COLUMN data_path TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN loader_threads INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 11: data vs compute: the spec's switch, and each rank's synthetic throughput.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN data_vs_compute INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE rank_summaries ADD COLUMN synthetic_images_per_second REAL NOT NULL DEFAULT 0;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);

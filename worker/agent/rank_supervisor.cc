@@ -108,6 +108,7 @@ RankLaunch BuildRankLaunch(const benchfleet::v1::Assignment& assignment, size_t 
     launch.argv.insert(launch.argv.end(),
                        {"--loader-threads", absl::StrCat(spec.loader_threads())});
   }
+  if (spec.data_vs_compute()) launch.argv.push_back("--data-vs-compute");
   launch.argv.insert(launch.argv.end(),
                      {"--device", on_gpu ? absl::StrCat("cuda:", device_index) : "cpu"});
   int threads = std::max(1, options.cpu_threads);

@@ -500,6 +500,7 @@ TEST_F(RankSupervisorTest, RealDataIsPassedToTheTrainer) {
   assignment.mutable_spec()->set_data(benchfleet::v1::DATA_SOURCE_IMAGEFOLDER);
   assignment.mutable_spec()->set_data_path(dir_);
   assignment.mutable_spec()->set_loader_threads(6);
+  assignment.mutable_spec()->set_data_vs_compute(true);
   RankSupervisor supervisor(assignment, Options(WriteTrainer("ok")), &uploader, &reports);
   supervisor.Start();
   supervisor.Join();
@@ -508,7 +509,9 @@ TEST_F(RankSupervisorTest, RealDataIsPassedToTheTrainer) {
       ReadFile("args.1"),
       absl::StrCat("--model resnet50 --precision amp --bs 2 --iters 5 --warmup 1 "
                    "--image-size 64 --data-dir ",
-                   dir_, " --data imagefolder --loader-threads 6 --device cpu --threads 3\n"));
+                   dir_,
+                   " --data imagefolder --loader-threads 6 --data-vs-compute --device cpu "
+                   "--threads 3\n"));
 }
 
 TEST(CheckDataPathTest, ACocoFolderNeedsItsInstancesFile) {

@@ -137,6 +137,7 @@ absl::StatusOr<TrainerEvent> ParseTrainerEvent(absl::string_view line) {
     s.set_step_time_median_s(Number(object, "step_time_median_s"));
     s.set_skipped_steps(Integer(object, "skipped_steps"));
     s.set_nonfinite_losses(Integer(object, "nonfinite_losses"));
+    s.set_synthetic_images_per_second(Number(object, "synthetic_images_per_second"));
     out.images_per_second = Number(object, "images_per_second");
   } else if (out.name == "error") {
     out.kind = TrainerEvent::Kind::kError;

@@ -87,7 +87,7 @@ TEST(TrainerEventParserTest, Summary) {
   auto event = ParseTrainerEvent(
       R"({"event":"summary","rank":0,"measured_iterations":4,"measured_images":8,)"
       R"("window_s":1.2,"images_per_second":6.67,"step_time_median_s":0.3,)"
-      R"("skipped_steps":3,"nonfinite_losses":5})");
+      R"("skipped_steps":3,"nonfinite_losses":5,"synthetic_images_per_second":9.5})");
   ASSERT_TRUE(event.ok()) << event.status();
   EXPECT_EQ(event->kind, TrainerEvent::Kind::kSummary);
   EXPECT_EQ(event->summary.skipped_steps(), 3);
@@ -97,6 +97,7 @@ TEST(TrainerEventParserTest, Summary) {
   EXPECT_DOUBLE_EQ(event->summary.window_s(), 1.2);
   EXPECT_DOUBLE_EQ(event->summary.step_time_median_s(), 0.3);
   EXPECT_DOUBLE_EQ(event->images_per_second, 6.67);
+  EXPECT_DOUBLE_EQ(event->summary.synthetic_images_per_second(), 9.5);
 }
 
 TEST(TrainerEventParserTest, Error) {
