@@ -41,7 +41,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 
 # Gloo's headers come from libgloo-dev, or libgloo-cuda-dev with the CUDA libtorch (the
 # two conflict).
-COMMON_PACKAGES="build-essential cmake ninja-build libgtest-dev libgmock-dev libjpeg62-turbo-dev"
+COMMON_PACKAGES="build-essential cmake ninja-build libgtest-dev libgmock-dev libjpeg62-turbo-dev nlohmann-json3-dev"
 CUDA_PACKAGES="$COMMON_PACKAGES libtorch-cuda-dev libnccl-dev nvidia-cuda-toolkit libgloo-cuda-dev"
 CPU_PACKAGES="$COMMON_PACKAGES libtorch-dev libgloo-dev"
 
