@@ -193,6 +193,29 @@ TEST_F(DataEndToEndTest, ATwoRankJobTrainsOnAnImageFolderAndStatusShowsItsData) 
   EXPECT_THAT(json.stdout_text, HasSubstr("\"has_throughput\":true"));
 }
 
+// --data-vs-compute: each rank runs again on synthetic data; status gives the ratio.
+TEST_F(DataEndToEndTest, DataVsComputeReportsTheRatioOfRealToSyntheticThroughput) {
+  const std::string root = cluster_->dir() + "/imagenet";
+  CommandResult submit = cluster_->Benchctl(Submit(
+      {"--data", "imagefolder", "--data-path", root, "--data-vs-compute", "--wait"}));
+  ASSERT_EQ(submit.exit_code, 0) << submit.output << Logs();
+  const std::string job_id = JobId(submit);
+  const std::string& db = cluster_->db_path();
+  const std::string where = " WHERE job_id='" + job_id + "'";
+  // The second run's iterations are not stored; both ranks have a synthetic rate.
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM samples" + where), 2 * 4);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM rank_summaries" + where +
+                             " AND synthetic_images_per_second > 0"),
+            2);
+  CommandResult status = cluster_->Benchctl({"status", job_id});
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_THAT(status.stdout_text, HasSubstr(" of compute: "));
+  EXPECT_THAT(status.stdout_text, HasSubstr(" on synthetic data\n"));
+  CommandResult json = cluster_->Benchctl({"status", job_id, "--format", "json"});
+  EXPECT_THAT(json.stdout_text, HasSubstr("\"data_vs_compute\":"));
+  EXPECT_THAT(json.stdout_text, HasSubstr("\"synthetic_images_per_second\":"));
+}
+
 TEST_F(DataEndToEndTest, AMissingFolderFailsTheJobNamingTheNodeAndThePath) {
   const std::string missing = cluster_->dir() + "/no-such-imagenet/train";
   CommandResult submit =
