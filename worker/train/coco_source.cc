@@ -1,7 +1,6 @@
 #include "worker/train/coco_source.h"
 
 #include <ATen/ATen.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -18,16 +17,6 @@
 
 namespace bench_train {
 namespace {
-
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool IsRegularFile(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 uint64_t Mix(uint64_t x) {  // splitmix64's finaliser
   x += 0x9e3779b97f4a7c15ULL;

@@ -21,11 +21,6 @@
 #include "common/log.h"
 
 namespace bench_train {
-namespace {
-
-constexpr size_t kAlign = 64;
-
-size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 bool IsDirectory(const std::string& path) {
   struct stat st;
@@ -36,6 +31,12 @@ bool IsRegularFile(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
+
+namespace {
+
+constexpr size_t kAlign = 64;
+
+size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 std::vector<std::string> ListDirectory(const std::string& path) {
   std::vector<std::string> names;

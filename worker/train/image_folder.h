@@ -41,6 +41,11 @@
 
 namespace bench_train {
 
+// What `path` is, following symbolic links; false when it cannot be stat'ed. The data
+// sources' folder checks (image folders, COCO folders).
+bool IsDirectory(const std::string& path);
+bool IsRegularFile(const std::string& path);
+
 // Decodes the JPEG file at `path` whole (no crop, no flip) and resizes it with the
 // loader's bilinear resampling to size x size x 3 uint8 RGB in `out` (the COCO source,
 // coco_source.h). False with `why` set for a file that cannot be opened or read, is not
