@@ -11,10 +11,11 @@ Prints one JSON line.
 """
 import argparse
 import json
-import time
 
 import torch
 import torchvision
+
+from torch_timing import time_steps
 
 
 def main():
@@ -95,22 +96,7 @@ def main():
             optimizer.step()
         return loss
 
-    def sync():
-        if cuda:
-            torch.cuda.synchronize(device)
-
-    for _ in range(a.warmup):
-        step()
-    sync()
-    start = time.perf_counter()
-    step_times = []  # CPU only: there every step completes before step() returns
-    for _ in range(a.iters - a.warmup):
-        t0 = time.perf_counter()
-        loss = step()
-        if not cuda:
-            step_times.append(time.perf_counter() - t0)
-    sync()
-    window = time.perf_counter() - start
+    window, loss, step_times = time_steps(step, a.warmup, a.iters, device)
     measured = (a.iters - a.warmup) * a.bs
     out = {"images_per_second": measured / window, "window_s": window, "measured_images": measured,
            "loss": float(loss), "torch": torch.__version__, "torchvision": torchvision.__version__,

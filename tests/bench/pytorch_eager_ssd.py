@@ -44,12 +44,13 @@ import itertools
 import json
 import math
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 import torchvision
 from torch import nn
+
+from torch_timing import time_steps
 
 NUM_CLASSES = 81  # COCO's 80 + background
 EXPECTED_PARAMETERS = 19_972_534
@@ -386,22 +387,7 @@ def main():
             optimizer.step()
         return loss
 
-    def sync():
-        if cuda:
-            torch.cuda.synchronize(device)
-
-    for _ in range(a.warmup):
-        step()
-    sync()
-    start = time.perf_counter()
-    step_times = []  # CPU only: there every step completes before step() returns
-    for _ in range(a.iters - a.warmup):
-        t0 = time.perf_counter()
-        loss = step()
-        if not cuda:
-            step_times.append(time.perf_counter() - t0)
-    sync()
-    window = time.perf_counter() - start
+    window, loss, step_times = time_steps(step, a.warmup, a.iters, device)
     measured = (a.iters - a.warmup) * a.bs
     out = {"model": "ssd_resnet34", "images_per_second": measured / window, "window_s": window,
            "measured_images": measured, "loss": float(loss),
