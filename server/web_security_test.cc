@@ -159,5 +159,21 @@ TEST(WebSecurityOptionsTest, ANonLoopbackPortNeedsTlsAndAuthenticationOrInsecure
   EXPECT_TRUE(CheckSecurityOptions(options).ok());
 }
 
+TEST(WebSecurityOptionsTest, LoopbackIsWhatTheHostResolvesToNotHowItIsSpelled) {
+  BenchdOptions options;
+  options.listen = "127.example.com:0";  // does not resolve: not known to be loopback
+  absl::Status status = CheckSecurityOptions(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("--listen 127.example.com:0 is not a loopback address"));
+  EXPECT_THAT(status.message(), HasSubstr("does not resolve"));
+  EXPECT_THAT(status.message(), HasSubstr("--tls-cert"));
+  options.listen = ":0";  // every address
+  EXPECT_EQ(CheckSecurityOptions(options).code(), absl::StatusCode::kInvalidArgument);
+  for (const char* loopback : {"127.0.0.1:0", "127.1.2.3:0", "localhost:0", "[::1]:0"}) {
+    options.listen = loopback;
+    EXPECT_TRUE(CheckSecurityOptions(options).ok()) << loopback;
+  }
+}
+
 }  // namespace
 }  // namespace bench
