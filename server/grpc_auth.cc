@@ -30,8 +30,10 @@ std::optional<Principal> GrpcAuthenticator::PrincipalOf(
     auto it = metadata.find("authorization");
     if (it != metadata.end()) {
       std::string_view value(it->second.data(), it->second.size());
-      constexpr std::string_view kBearer = "Bearer ";
-      if (value.size() > kBearer.size() && value.substr(0, kBearer.size()) == kBearer) {
+      constexpr std::string_view kBearer = "Bearer ";  // the scheme in any case (RFC 6750)
+      if (value.size() > kBearer.size() &&
+          absl::StartsWithIgnoreCase(absl::string_view(value.data(), value.size()),
+                                     absl::string_view(kBearer.data(), kBearer.size()))) {
         return tokens_->Find(value.substr(kBearer.size()));
       }
     }

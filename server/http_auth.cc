@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "server/tls_front.h"
@@ -60,9 +61,11 @@ std::optional<Principal> HttpAuthenticator::PrincipalOf(const HttpRequest& reque
   if (tokens_ == nullptr) return std::nullopt;
   auto header = request.headers.find("authorization");
   if (header != request.headers.end()) {
-    constexpr std::string_view kBearer = "Bearer ";
+    constexpr std::string_view kBearer = "Bearer ";  // the scheme in any case (RFC 6750)
     std::string_view value = header->second;
-    if (value.size() > kBearer.size() && value.substr(0, kBearer.size()) == kBearer) {
+    if (value.size() > kBearer.size() &&
+        absl::StartsWithIgnoreCase(absl::string_view(value.data(), value.size()),
+                                   absl::string_view(kBearer.data(), kBearer.size()))) {
       return tokens_->Find(value.substr(kBearer.size()));
     }
     return std::nullopt;

@@ -135,6 +135,19 @@ TEST_F(WebSecurityTest, TokensGuardPlainHttpOnLoopbackToo) {
   EXPECT_THAT(http_test::Get(benchd_->http_port(), "/healthz"), StartsWith("HTTP/1.1 200"));
 }
 
+TEST_F(WebSecurityTest, TheBearerSchemeIsCaseInsensitive) {
+  StartBenchd(false);
+  for (const char* scheme : {"Bearer", "bearer", "BEARER", "bEaReR"}) {
+    EXPECT_THAT(http_test::Get(benchd_->http_port(), "/api/v1/jobs",
+                               absl::StrCat("Authorization: ", scheme, " ", *view_token_, "\r\n")),
+                StartsWith("HTTP/1.1 200"))
+        << scheme;
+  }
+  EXPECT_THAT(http_test::Get(benchd_->http_port(), "/api/v1/jobs",
+                             absl::StrCat("Authorization: Basic ", *view_token_, "\r\n")),
+              StartsWith("HTTP/1.1 401"));
+}
+
 TEST(WebSecurityOptionsTest, ANonLoopbackPortNeedsTlsAndAuthenticationOrInsecure) {
   BenchdOptions options;
   options.listen = "127.0.0.1:0";
