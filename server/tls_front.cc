@@ -333,6 +333,11 @@ std::vector<std::string> TlsFront::PeerUris(int relay_port) const {
   return it == impl_->peers.end() ? std::vector<std::string>{} : it->second;
 }
 
+int TlsFront::open_connections() const {
+  absl::MutexLock lock(&impl_->mu);
+  return impl_->active;
+}
+
 void TlsFront::Stop() {
   if (impl_->stopping.exchange(true)) return;
   uint64_t one = 1;

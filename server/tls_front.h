@@ -58,6 +58,8 @@ class TlsFront {
   // The URI SANs of the verified client certificate of the live connection relayed from
   // loopback port `relay_port`; empty when it sent none or there is no such connection.
   std::vector<std::string> PeerUris(int relay_port) const;
+  // Connections accepted and not yet finished (handshaking or relaying).
+  int open_connections() const;
   // Stops accepting, closes every relayed connection, waits for their threads.
   // Idempotent.
   void Stop();
