@@ -53,7 +53,9 @@ std::optional<std::string> CookieValue(absl::string_view cookie_header, absl::st
 std::optional<Principal> HttpAuthenticator::PrincipalOf(const HttpRequest& request) const {
   if (!on_) return Principal{"", Role::kAdmin, "none"};
   if (tls_ != nullptr && request.remote_port != 0) {
-    for (const std::string& uri : tls_->PeerUris(request.remote_port)) {
+    // Only the exact relayed connection (server/tls_front.h): never a port alone.
+    for (const std::string& uri :
+         tls_->PeerUris(request.remote_addr, request.remote_port, request.local_port)) {
       absl::StatusOr<Principal> who = PrincipalFromCertUri(uri);
       if (who.ok()) return *who;
     }
