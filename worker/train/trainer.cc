@@ -156,7 +156,18 @@ void ConfigureDevice(const RunPlan& plan) {
 #endif
 }
 
-Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
+// TrainerTestOptions::capture_failure: `step`, then its outputs read on the host.
+StepFunction ReadLossOnHost(StepFunction step) {
+  return [step = std::move(step)](const at::Tensor& images, const at::Tensor& labels,
+                                  const at::Tensor& boxes) {
+    at::Tensor outputs = step(images, labels, boxes);
+    (void)outputs[0].item<float>();  // on a capturing CUDA stream: "operation not permitted"
+    return outputs;
+  };
+}
+
+Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events,
+                         const TrainerTestOptions& test) {
   BENCH_TRAIN_RETURN_IF_ERROR(ValidateTrainOptions(options));
   const RendezvousOptions& rendezvous = options.rendezvous;
   const int rank = rendezvous.rank;
@@ -201,6 +212,7 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
   // run's batch tensors.
   const RunnerFactory make_runner = [&]() -> std::unique_ptr<StepRunner> {
     StepFunction run_step = PackedStep(step);
+    if (test.capture_failure) run_step = ReadLossOnHost(std::move(run_step));
     if (!plan.cuda_graphs) return MakeEagerRunner(std::move(run_step));
     return MakeGraphRunner(std::move(run_step), MakeCudaGraphCapture(device), kGraphWarmupSteps);
   };
@@ -275,9 +287,10 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
 
 }  // namespace
 
-Status RunTrainer(const TrainOptions& options, EventWriter& events) {
+Status RunTrainer(const TrainOptions& options, EventWriter& events,
+                  const TrainerTestOptions& test) {
   try {
-    return RunTrainerOrThrow(options, events);
+    return RunTrainerOrThrow(options, events, test);
   } catch (const c10::Error& e) {
     return InternalError(e.what_without_backtrace());
   } catch (const std::exception& e) {
