@@ -180,6 +180,14 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
     return absl::UnavailableError(
         absl::StrCat("--listen ", options.listen, ": cannot listen (address in use?)"));
   }
+  // The health service answers SERVING for "" by itself; grpc-health-probe and
+  // Kubernetes' gRPC probes may also ask for our services by name (server/security_test.cc
+  // checks these against the .proto's names). Shutdown() turns every name NOT_SERVING.
+  if (grpc::HealthCheckServiceInterface* health = benchd->server_->GetHealthCheckService()) {
+    for (const char* service : {"benchfleet.v1.Controller", "benchfleet.v1.AgentService"}) {
+      health->SetServingStatus(service, true);
+    }
+  }
 
   benchd->ready_ = true;  // /readyz; main.cc tells systemd READY=1 when Start returns
   benchd->manager_->BeginReconcileGrace();
@@ -276,6 +284,13 @@ absl::Status Benchd::CheckHealth(absl::Duration timeout) const { return store_->
 void Benchd::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  // NOT_SERVING for every name from here on, while the rest stops (gRPC's own shutdown
+  // below would say so only at its end).
+  if (server_) {
+    if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
+      health->Shutdown();
+    }
+  }
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (liveness_.joinable()) liveness_.join();
   if (slurm_) slurm_->Stop();  // leaves the allocations: a restarted benchd takes them up

@@ -231,6 +231,25 @@ TEST_F(ControllerServiceTest, UnknownJobIsNotFound) {
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// ListAgents gives each agent's instance id (random per agent process, agent.proto), as
+// the agent registered it: a replaced agent process is told apart from its successor.
+TEST_F(ControllerServiceTest, ListAgentsGivesTheInstanceIdTheAgentRegistered) {
+  grpc::ClientContext register_context;
+  v1::RegisterRequest registration;
+  registration.mutable_inventory()->set_name("node-i");
+  registration.mutable_inventory()->set_address("127.0.0.1");
+  registration.mutable_inventory()->set_cpu_slots(1);
+  registration.mutable_inventory()->set_instance_id("3f2a9c0d5e7b4a61");
+  v1::RegisterResponse registered;
+  ASSERT_TRUE(agents_->Register(&register_context, registration, &registered).ok());
+  grpc::ClientContext context;
+  v1::ListAgentsResponse response;
+  ASSERT_TRUE(controller_->ListAgents(&context, v1::ListAgentsRequest(), &response).ok());
+  ASSERT_EQ(response.agents_size(), 1);
+  EXPECT_EQ(response.agents(0).inventory().name(), "node-i");
+  EXPECT_EQ(response.agents(0).inventory().instance_id(), "3f2a9c0d5e7b4a61");
+}
+
 // A GPU job run to success through the agent protocol, then the results, baseline,
 // variability and samples RPCs on it.
 TEST_F(ControllerServiceTest, BaselinesVariabilitySamplesAndEnvironmentOverGrpc) {

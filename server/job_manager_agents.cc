@@ -374,6 +374,22 @@ void JobManager::UploadSamples(const std::string& agent_name, std::vector<Iterat
       known.push_back(std::move(sample));
     }
     if (metrics_ != nullptr) metrics_->RecordIterations(agent_name, known);
+    // The GPU of the sender's registered inventory that `rank` of `job` holds there (the
+    // device index of its placement), or null.
+    const AgentInventory* inventory = fleet_.Inventory(agent_name);
+    auto held_gpu = [&](const Job& job, int rank) -> const Gpu* {
+      if (inventory == nullptr) return nullptr;
+      for (const Placement& placement : job.placements) {
+        if (placement.agent != agent_name) continue;
+        for (size_t i = 0; i < placement.ranks.size() && i < placement.device_indices.size(); ++i) {
+          if (placement.ranks[i] != rank) continue;
+          for (const Gpu& gpu : inventory->gpus) {
+            if (gpu.index == placement.device_indices[i]) return &gpu;
+          }
+        }
+      }
+      return nullptr;
+    };
     for (GpuSample& sample : gpu_samples) {
       Job* job = placed(sample.job_id, sample.attempt, sample.rank);
       if (job == nullptr) continue;
@@ -381,7 +397,8 @@ void JobManager::UploadSamples(const std::string& agent_name, std::vector<Iterat
         ++rejected[kBadSequence];
         continue;
       }
-      if (std::optional<std::string_view> why = GpuSampleRejection(sample, job->device_kind)) {
+      if (std::optional<std::string_view> why =
+              GpuSampleRejection(sample, job->device_kind, held_gpu(*job, sample.rank))) {
         ++rejected[*why];
         continue;
       }

@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "server/job_manager.h"
 #include "server/metrics_exporter.h"
 
@@ -51,10 +52,10 @@ class JobManagerValidationTest : public ::testing::Test {
                             [&](absl::StatusOr<AppendResult> r) { done.set_value(r); });
     return done.get_future().get();
   }
-  std::string SubmitOne() {
+  std::string SubmitOne(int devices = 1) {
     JobSpec spec;
     spec.model = "resnet50";
-    spec.devices = 1;
+    spec.devices = devices;
     spec.precision = Precision::kFp32;
     spec.batch_size = 2;
     spec.iterations = 5;
@@ -181,6 +182,76 @@ TEST_F(JobManagerValidationTest, ForgedSamplesAreRefusedAndCountedBesideRealOnes
   EXPECT_EQ(view->job.state, JobState::kSucceeded);
   ASSERT_TRUE(view->images_per_second.has_value());
   EXPECT_DOUBLE_EQ(*view->images_per_second, 4.0);
+}
+
+// A GPU reading names the GPU it was taken of: it is stored only when that is the GPU its
+// rank holds on the sender (issue 24, item 5), by index and UUID of the sender's inventory.
+TEST_F(JobManagerValidationTest, AGpuReadingIsStoredOnlyForTheGpuItsRankHoldsOnTheSender) {
+  FakeChannel channel_a, channel_b;
+  auto register_gpus = [&](const std::string& name, int gpus, FakeChannel* channel) {
+    AgentInventory inventory;
+    inventory.name = name;
+    for (int i = 0; i < gpus; ++i) {
+      inventory.gpus.push_back({i, "Fake GPU", absl::StrCat("GPU-", name, "-", i), 1 << 30});
+    }
+    ASSERT_TRUE(manager_->RegisterAgent(inventory).ok());
+    ASSERT_TRUE(manager_->AttachChannel(name, channel).ok());
+  };
+  register_gpus("dgx-a", 2, &channel_a);
+  const std::string id = SubmitOne(2);  // both GPUs of dgx-a, one rank each
+  ASSERT_EQ(channel_a.assignments.size(), 1u);
+  const AssignmentMessage& placed = channel_a.assignments[0];
+  ASSERT_EQ(placed.ranks.size(), 2u);
+  register_gpus("dgx-b", 1, &channel_b);  // another agent's GPU
+  const int rank = placed.ranks[0];
+  const int held = placed.device_indices[0];
+  const int sibling = placed.device_indices[1];  // dgx-a's other GPU, held by rank 1
+  auto reading = [&](int64_t seq, const std::string& uuid, int index) {
+    GpuSample g;
+    g.job_id = id;
+    g.attempt = 1;
+    g.rank = rank;
+    g.seq = seq;
+    g.gpu_uuid = uuid;
+    g.gpu_index = index;
+    g.power_w = 250;
+    return g;
+  };
+
+  absl::StatusOr<AppendResult> result =
+      Upload("dgx-a", {}, {reading(1, "GPU-dgx-b-0", 0)});  // another agent's GPU
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->gpu_stored, 0);
+  EXPECT_EQ(result->rejected, 1);
+  result = Upload("dgx-a", {}, {reading(2, absl::StrCat("GPU-dgx-a-", sibling), sibling)});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->gpu_stored, 0);  // dgx-a's, but rank 1's
+  EXPECT_EQ(result->rejected, 1);
+  // The right UUID under another index, and the held index under another UUID.
+  result = Upload("dgx-a", {},
+                  {reading(3, absl::StrCat("GPU-dgx-a-", held), sibling),
+                   reading(4, absl::StrCat("GPU-dgx-a-", sibling), held)});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->gpu_stored, 0);
+  EXPECT_EQ(result->rejected, 2);
+  EXPECT_EQ(Rejected("gpu_not_held"), 4);
+  EXPECT_THAT(RenderMetrics({}, metrics_.Take(absl::Now())),
+              HasSubstr("bench_ingest_errors_total{reason=\"gpu_not_held\"} 4"));
+  // dgx-b holds none of the job's ranks: its readings are refused before their GPU.
+  result = Upload("dgx-b", {}, {reading(5, "GPU-dgx-b-0", 0)});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->gpu_stored, 0);
+  EXPECT_EQ(Rejected("rank_not_on_agent"), 1);
+
+  // The GPU the rank holds: stored, and the live reading is its.
+  result = Upload("dgx-a", {}, {reading(6, absl::StrCat("GPU-dgx-a-", held), held)});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->gpu_stored, 1);
+  EXPECT_EQ(result->rejected, 0);
+  EXPECT_EQ(Rejected("gpu_not_held"), 4);
+  const LiveMetrics::Snapshot snapshot = metrics_.Take(absl::Now());
+  ASSERT_TRUE(snapshot.jobs.at(id).ranks.at(rank).gpu.has_value());
+  EXPECT_EQ(snapshot.jobs.at(id).ranks.at(rank).gpu->gpu_uuid, absl::StrCat("GPU-dgx-a-", held));
 }
 
 TEST_F(JobManagerValidationTest, AForgedSummaryGivesTheJobNoThroughputAndIsCounted) {

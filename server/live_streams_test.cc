@@ -174,13 +174,14 @@ class LiveStreamsTest : public ::testing::Test {
     auto result = done.get_future().get();
     ASSERT_TRUE(result.ok()) << result.status();
   }
+  // A reading of the GPU the rank holds: a fresh agent places rank r on GPU r.
   static GpuSample Gpu(const std::string& job_id, int rank, int64_t seq) {
     GpuSample g;
     g.job_id = job_id;
     g.attempt = 1;
     g.rank = rank;
     g.seq = seq;
-    g.gpu_uuid = "GPU-" + std::to_string(rank);
+    g.gpu_uuid = "GPU-fake-" + std::to_string(rank);
     g.gpu_index = rank;
     g.time_unix_ns = 1000 * seq;
     g.power_w = 250.0;
@@ -251,7 +252,7 @@ TEST_F(LiveStreamsTest, AJobStreamSendsTheJobThenEachSampleOnceThenTheFinalState
   int gpu_rows = 0;
   for (const auto& [event, data] : events) {
     if (event != "gpu") continue;
-    EXPECT_THAT(data, HasSubstr("\"gpu_uuid\":\"GPU-1\""));
+    EXPECT_THAT(data, HasSubstr("\"gpu_uuid\":\"GPU-fake-1\""));
     EXPECT_THAT(data, HasSubstr("\"power_w\":250"));
     for (size_t at = data.find("\"seq\""); at != std::string::npos;
          at = data.find("\"seq\"", at + 1)) {
@@ -328,10 +329,11 @@ TEST_F(LiveStreamsTest, TheFleetStreamShowsAgentsAndRunningGpus) {
   ASSERT_FALSE(events.empty());
   const std::string& data = events[0].second;
   EXPECT_THAT(data, HasSubstr("\"name\":\"agent-a\""));
-  EXPECT_THAT(data, HasSubstr("\"gpus\":[{\"job_id\":\"job-x\",\"rank\":0,\"node\":\"agent-a\","
-                              "\"gpu_index\":0,\"gpu_uuid\":\"GPU-0\",\"time_unix_ns\":\"1000\","
-                              "\"power_w\":250,\"sm_clock_mhz\":1410,\"temperature_c\":61,"
-                              "\"gpu_utilization_pct\":97}]"));
+  EXPECT_THAT(data,
+              HasSubstr("\"gpus\":[{\"job_id\":\"job-x\",\"rank\":0,\"node\":\"agent-a\","
+                        "\"gpu_index\":0,\"gpu_uuid\":\"GPU-fake-0\",\"time_unix_ns\":\"1000\","
+                        "\"power_w\":250,\"sm_clock_mhz\":1410,\"temperature_c\":61,"
+                        "\"gpu_utilization_pct\":97}]"));
   // And again, every period.
   ASSERT_TRUE(client.ReadUntil("event: fleet", client.buffer().find("event: fleet") + 1));
 }

@@ -316,6 +316,7 @@ void ToProto(const AgentView& view, v1::AgentStatus* proto) {
   inventory->set_name(view.inventory.name);
   inventory->set_address(view.inventory.address);
   inventory->set_hostname(view.inventory.hostname);
+  inventory->set_instance_id(view.inventory.instance_id);
   inventory->set_cpu_slots(view.inventory.cpu_slots);
   inventory->mutable_versions()->insert(view.inventory.versions.begin(),
                                         view.inventory.versions.end());

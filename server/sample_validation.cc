@@ -25,9 +25,14 @@ std::optional<std::string_view> IterationSampleRejection(const IterationSample& 
   return std::nullopt;
 }
 
-std::optional<std::string_view> GpuSampleRejection(const GpuSample& sample,
-                                                   DeviceKind rank_device) {
+std::optional<std::string_view> GpuSampleRejection(const GpuSample& sample, DeviceKind rank_device,
+                                                   const Gpu* held) {
   if (rank_device != DeviceKind::kCuda) return kGpuOnCpuRank;
+  // Another agent's GPU, or one of this agent's that the rank does not hold.
+  if (held == nullptr || held->uuid.empty() || sample.gpu_uuid != held->uuid ||
+      sample.gpu_index != held->index) {
+    return kGpuNotHeld;
+  }
   bool ok = sample.gpu_index >= 0 && WithinOpt(sample.power_w, 0, kMaxGpuPowerW) &&
             WithinOpt(sample.power_average_w, 0, kMaxGpuPowerW) &&
             WithinOpt(sample.energy_j, 0, kMaxGpuEnergyJ) &&

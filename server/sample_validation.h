@@ -7,8 +7,10 @@
 // kMaxSampleSeconds; 0 < images <= the spec's per-device batch (kBadImages); 1 <= iteration
 // <= the spec's iterations (kBadIteration). Its loss is not checked: a non-finite loss is
 // data (stored and counted).
-// A GPU reading: only for a rank on a CUDA device (kGpuOnCpuRank); each reading present
-// finite and within physical bounds (kBadGpuReading).
+// A GPU reading: only for a rank on a CUDA device (kGpuOnCpuRank), only of the GPU that
+// rank holds on the sending agent, by index and UUID from its registered inventory
+// (kGpuNotHeld), and each reading present finite and within physical bounds
+// (kBadGpuReading).
 // A rank summary: finite, non-negative figures, measured iterations within the job, images
 // within iterations x batch, a window no shorter than half its iterations' median step, and,
 // when it claims measured images, a measured sample of the rank stored (an agent sends the
@@ -35,6 +37,7 @@ inline constexpr std::string_view kBadTime = "bad_time";
 inline constexpr std::string_view kBadImages = "bad_images";
 inline constexpr std::string_view kBadIteration = "bad_iteration";
 inline constexpr std::string_view kGpuOnCpuRank = "gpu_on_cpu_rank";
+inline constexpr std::string_view kGpuNotHeld = "gpu_not_held";
 inline constexpr std::string_view kBadGpuReading = "bad_gpu_reading";
 inline constexpr std::string_view kBadSummary = "bad_summary";
 
@@ -47,7 +50,10 @@ inline constexpr double kMaxGpuClockMhz = 100000;
 
 std::optional<std::string_view> IterationSampleRejection(const IterationSample& sample,
                                                          const JobSpec& spec);
-std::optional<std::string_view> GpuSampleRejection(const GpuSample& sample, DeviceKind rank_device);
+// `held`: the GPU of the sender's inventory that the reading's rank holds (the device
+// index its placement gives it on that agent); null when there is none.
+std::optional<std::string_view> GpuSampleRejection(const GpuSample& sample, DeviceKind rank_device,
+                                                   const Gpu* held);
 // `fastest_step_s`: the rank's fastest stored measured step time; nullopt when none is stored.
 std::optional<std::string_view> SummaryRejection(const RankSummary& summary, const JobSpec& spec,
                                                  std::optional<double> fastest_step_s);

@@ -63,31 +63,47 @@ TEST(SampleValidationTest, ImagesOutsideTheBatchAndIterationsOutsideTheJob) {
 }
 
 TEST(SampleValidationTest, GpuReadingsOnlyForCudaRanksAndWithinPhysicalBounds) {
+  const Gpu held{3, "Fake GPU", "GPU-held-3", 1 << 30};
   GpuSample g;
   g.seq = 1;
+  g.gpu_index = 3;
+  g.gpu_uuid = "GPU-held-3";
   g.power_w = 250;
   g.temperature_c = 65;
   g.gpu_utilization_pct = 100;
   g.memory_used_bytes = 1 << 30;
-  EXPECT_EQ(GpuSampleRejection(g, DeviceKind::kCuda), std::nullopt);
-  EXPECT_EQ(GpuSampleRejection(g, DeviceKind::kCpu), kGpuOnCpuRank);
-  EXPECT_EQ(GpuSampleRejection(g, DeviceKind::kNone), kGpuOnCpuRank);
+  EXPECT_EQ(GpuSampleRejection(g, DeviceKind::kCuda, &held), std::nullopt);
+  EXPECT_EQ(GpuSampleRejection(g, DeviceKind::kCpu, &held), kGpuOnCpuRank);
+  EXPECT_EQ(GpuSampleRejection(g, DeviceKind::kNone, nullptr), kGpuOnCpuRank);
 
   GpuSample hot = g;
   hot.temperature_c = 1e300;
-  EXPECT_EQ(GpuSampleRejection(hot, DeviceKind::kCuda), kBadGpuReading);
+  EXPECT_EQ(GpuSampleRejection(hot, DeviceKind::kCuda, &held), kBadGpuReading);
   GpuSample busy = g;
   busy.gpu_utilization_pct = 101;
-  EXPECT_EQ(GpuSampleRejection(busy, DeviceKind::kCuda), kBadGpuReading);
+  EXPECT_EQ(GpuSampleRejection(busy, DeviceKind::kCuda, &held), kBadGpuReading);
   GpuSample power = g;
   power.power_w = std::numeric_limits<double>::infinity();
-  EXPECT_EQ(GpuSampleRejection(power, DeviceKind::kCuda), kBadGpuReading);
+  EXPECT_EQ(GpuSampleRejection(power, DeviceKind::kCuda, &held), kBadGpuReading);
   GpuSample negative = g;
   negative.memory_used_bytes = -1;
-  EXPECT_EQ(GpuSampleRejection(negative, DeviceKind::kCuda), kBadGpuReading);
+  EXPECT_EQ(GpuSampleRejection(negative, DeviceKind::kCuda, &held), kBadGpuReading);
   GpuSample clock = g;
   clock.sm_clock_mhz = std::nan("");
-  EXPECT_EQ(GpuSampleRejection(clock, DeviceKind::kCuda), kBadGpuReading);
+  EXPECT_EQ(GpuSampleRejection(clock, DeviceKind::kCuda, &held), kBadGpuReading);
+
+  // Only the GPU the rank holds on the sender, by UUID and index.
+  GpuSample other = g;
+  other.gpu_uuid = "GPU-other-3";
+  EXPECT_EQ(GpuSampleRejection(other, DeviceKind::kCuda, &held), kGpuNotHeld);
+  GpuSample index = g;
+  index.gpu_index = 2;
+  EXPECT_EQ(GpuSampleRejection(index, DeviceKind::kCuda, &held), kGpuNotHeld);
+  EXPECT_EQ(GpuSampleRejection(g, DeviceKind::kCuda, nullptr), kGpuNotHeld);
+  const Gpu no_uuid{3, "Fake GPU", "", 1 << 30};
+  GpuSample blank = g;
+  blank.gpu_uuid = "";
+  EXPECT_EQ(GpuSampleRejection(blank, DeviceKind::kCuda, &no_uuid), kGpuNotHeld);
 }
 
 TEST(SampleValidationTest, ASummaryMustBeWhatSuchARankCouldHaveMeasured) {

@@ -5,13 +5,17 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
@@ -42,6 +46,102 @@ std::string ReadFile(const std::string& path) {
 std::string Pki(const std::string& script, const std::string& args) {
   return std::string(absl::StripAsciiWhitespace(test_pki::Run("./" + script + " " + args)));
 }
+
+// grpc.health.v1.Health's messages written by hand, as a client without the .proto would:
+// a HealthCheckRequest is field 1, the service name; a HealthCheckResponse field 1, the
+// status (1 SERVING, 2 NOT_SERVING).
+constexpr char kServing[] = "\x08\x01";
+constexpr char kNotServing[] = "\x08\x02";
+
+// Every name a probe may ask for: "" (the server) and our two services.
+std::vector<std::string> ServedNames() {
+  return {"", v1::Controller::service_full_name(), v1::AgentService::service_full_name()};
+}
+
+grpc::ByteBuffer HealthRequest(const std::string& service) {
+  std::string bytes;
+  if (!service.empty()) {
+    bytes.push_back('\x0a');  // field 1, length-delimited; names here are < 128 bytes
+    bytes.push_back(static_cast<char>(service.size()));
+    bytes += service;
+  }
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+std::string Bytes(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return "<unreadable>";
+  std::string bytes;
+  for (const grpc::Slice& s : slices) {
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return bytes;
+}
+
+// grpc.health.v1.Health/Check for `service`; `response` gets the answer's bytes.
+grpc::Status Check(const std::shared_ptr<grpc::Channel>& channel, const std::string& service,
+                   std::string* response) {
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::ByteBuffer request = HealthRequest(service), answer;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &answer,
+                 [&done](grpc::Status status) { done.set_value(std::move(status)); });
+  grpc::Status status = done.get_future().get();
+  *response = status.ok() ? Bytes(answer) : "";
+  return status;
+}
+
+// One grpc.health.v1.Health/Watch stream (server streaming), on its own completion queue.
+class Watch {
+ public:
+  Watch(const std::shared_ptr<grpc::Channel>& channel, const std::string& service)
+      : stub_(channel) {
+    call_ = stub_.PrepareCall(&context_, "/grpc.health.v1.Health/Watch", &queue_);
+    call_->StartCall(Tag(1));
+    if (!Wait(1)) return;
+    call_->Write(HealthRequest(service), Tag(2));
+    if (!Wait(2)) return;
+    call_->WritesDone(Tag(3));
+    started_ = Wait(3);
+  }
+  ~Watch() {
+    context_.TryCancel();
+    grpc::Status status;
+    call_->Finish(&status, Tag(5));
+    queue_.Shutdown();
+    void* tag;
+    bool ok;
+    while (queue_.Next(&tag, &ok)) {
+    }
+  }
+  bool started() const { return started_; }
+  // The next status the stream sends, as bytes; "" if none came within 30 s.
+  std::string Next() {
+    grpc::ByteBuffer message;
+    call_->Read(&message, Tag(4));
+    return Wait(4) ? Bytes(message) : "";
+  }
+
+ private:
+  static void* Tag(intptr_t n) { return reinterpret_cast<void*>(n); }
+  // Whether operation `n` completed successfully within 30 s.
+  bool Wait(intptr_t n) {
+    void* tag = nullptr;
+    bool ok = false;
+    auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
+    if (queue_.AsyncNext(&tag, &ok, deadline) != grpc::CompletionQueue::GOT_EVENT) return false;
+    return tag == Tag(n) && ok;
+  }
+
+  grpc::GenericStub stub_;
+  grpc::ClientContext context_;
+  grpc::CompletionQueue queue_;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call_;
+  bool started_ = false;
+};
 
 class SecurityTest : public ::testing::Test {
  protected:
@@ -231,26 +331,36 @@ TEST_F(SecurityTest, ForeignCaCertIsRefusedByTheHandshake) {
             grpc::StatusCode::UNAVAILABLE);
 }
 
-TEST_F(SecurityTest, HealthAnswersWithoutCredentials) {
-  grpc::GenericStub stub(Channel());
-  // grpc.health.v1.HealthCheckRequest{service: ""} is the empty message.
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::ByteBuffer request, response;
-  grpc::Slice empty("");
-  request = grpc::ByteBuffer(&empty, 1);
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&done](grpc::Status status) { done.set_value(status); });
-  grpc::Status status = done.get_future().get();
-  ASSERT_TRUE(status.ok()) << status.error_message();
-  std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(response.Dump(&slices).ok());
-  std::string bytes;
-  for (const grpc::Slice& s : slices)
-    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  // HealthCheckResponse{status: SERVING (1)}: field 1, varint 1.
-  EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+// Without a credential, for the empty name and for each of our services by its .proto
+// name (grpc-health-probe and Kubernetes' gRPC probes ask by name); a name benchd does
+// not serve is NOT_FOUND.
+TEST_F(SecurityTest, HealthAnswersEveryServedNameWithoutCredentials) {
+  for (const std::string& name : ServedNames()) {
+    std::string response;
+    grpc::Status status = Check(Channel(), name, &response);
+    ASSERT_TRUE(status.ok()) << "\"" << name << "\": " << status.error_code() << " "
+                             << status.error_message();
+    EXPECT_EQ(response, std::string(kServing, 2)) << "\"" << name << "\"";
+  }
+  std::string response;
+  EXPECT_EQ(Check(Channel(), "benchfleet.v1.NoSuchService", &response).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+// Every served name turns NOT_SERVING as soon as benchd starts shutting down.
+TEST_F(SecurityTest, HealthTurnsNotServingForEveryNameWhenBenchdShutsDown) {
+  std::vector<std::unique_ptr<Watch>> watches;
+  for (const std::string& name : ServedNames()) {
+    watches.push_back(std::make_unique<Watch>(Channel(), name));
+    ASSERT_TRUE(watches.back()->started()) << "\"" << name << "\"";
+    EXPECT_EQ(watches.back()->Next(), std::string(kServing, 2)) << "\"" << name << "\"";
+  }
+  std::thread stopper([this] { benchd_->Shutdown(); });
+  for (size_t i = 0; i < watches.size(); ++i) {
+    EXPECT_EQ(watches[i]->Next(), std::string(kNotServing, 2)) << "\"" << ServedNames()[i] << "\"";
+  }
+  watches.clear();  // cancels the streams, so that gRPC's shutdown need not wait for them
+  stopper.join();
 }
 
 TEST_F(SecurityTest, RotatedServerCertIsServedWithoutRestart) {

@@ -1,11 +1,13 @@
 // Real data through the fleet (issue 17), end to end: benchd, one agent of 2 CPU slots,
 // 2 bench-train ranks reading an ImageFolder of JPEGs written here with libjpeg, and 2
 // ssd_resnet34 ranks reading a COCO-format folder written here (JPEGs and a hand-written
-// instances_train2017.json) or synthetic data; a job whose folder the node lacks, or
+// instances_train2017.json) or synthetic data, all below the agent's --data-root; a job
+// whose folder the node lacks, or lies outside that root (which reads the same), or
 // whose annotation file is corrupt, fails naming the path with no figure stored;
 // malformed data specs are refused by benchd naming the field and the flag, and nothing
 // is stored.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdio>
@@ -66,10 +68,11 @@ class DataEndToEndTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     cluster_ = new LoopbackCluster();
-    absl::Status status = MakeImageFolder(cluster_->dir() + "/imagenet");
-    if (status.ok()) status = MakeCocoFolder(cluster_->dir() + "/coco");
+    mkdir(DataRoot().c_str(), 0755);
+    absl::Status status = MakeImageFolder(DataRoot() + "/imagenet");
+    if (status.ok()) status = MakeCocoFolder(DataRoot() + "/coco");
     if (status.ok()) status = cluster_->StartBenchd();
-    if (status.ok()) status = cluster_->StartAgent("agent-a", 2);
+    if (status.ok()) status = cluster_->StartAgent("agent-a", 2, {"--data-root", DataRoot()});
     if (status.ok()) status = cluster_->WaitForAgents(1);
     setup_status_ = new absl::Status(status);
   }
@@ -78,6 +81,9 @@ class DataEndToEndTest : public ::testing::Test {
     delete setup_status_;
   }
   void SetUp() override { ASSERT_TRUE(setup_status_->ok()) << *setup_status_; }
+
+  // The agent's --data-root: every folder a job here may read is below it.
+  static std::string DataRoot() { return cluster_->dir() + "/data"; }
 
   // Two classes of 6 JPEGs each, of varied sizes.
   static absl::Status MakeImageFolder(const std::string& root) {
@@ -164,7 +170,7 @@ LoopbackCluster* DataEndToEndTest::cluster_ = nullptr;
 absl::Status* DataEndToEndTest::setup_status_ = nullptr;
 
 TEST_F(DataEndToEndTest, ATwoRankJobTrainsOnAnImageFolderAndStatusShowsItsData) {
-  const std::string root = cluster_->dir() + "/imagenet";
+  const std::string root = DataRoot() + "/imagenet";
   CommandResult submit = cluster_->Benchctl(
       Submit({"--data", "imagefolder", "--data-path", root, "--loader-threads", "2", "--wait"}));
   ASSERT_EQ(submit.exit_code, 0) << submit.output << Logs();
@@ -195,7 +201,7 @@ TEST_F(DataEndToEndTest, ATwoRankJobTrainsOnAnImageFolderAndStatusShowsItsData) 
 
 // --data-vs-compute: each rank runs again on synthetic data; status gives the ratio.
 TEST_F(DataEndToEndTest, DataVsComputeReportsTheRatioOfRealToSyntheticThroughput) {
-  const std::string root = cluster_->dir() + "/imagenet";
+  const std::string root = DataRoot() + "/imagenet";
   CommandResult submit = cluster_->Benchctl(Submit(
       {"--data", "imagefolder", "--data-path", root, "--data-vs-compute", "--wait"}));
   ASSERT_EQ(submit.exit_code, 0) << submit.output << Logs();
@@ -217,7 +223,7 @@ TEST_F(DataEndToEndTest, DataVsComputeReportsTheRatioOfRealToSyntheticThroughput
 }
 
 TEST_F(DataEndToEndTest, AMissingFolderFailsTheJobNamingTheNodeAndThePath) {
-  const std::string missing = cluster_->dir() + "/no-such-imagenet/train";
+  const std::string missing = DataRoot() + "/no-such-imagenet/train";
   CommandResult submit =
       cluster_->Benchctl(Submit({"--data", "imagefolder", "--data-path", missing, "--wait"}));
   ASSERT_NE(submit.exit_code, 0) << submit.output;
@@ -237,10 +243,37 @@ TEST_F(DataEndToEndTest, AMissingFolderFailsTheJobNamingTheNodeAndThePath) {
   EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM rank_summaries WHERE job_id='" + job_id + "'"), 0);
 }
 
+// A real ImageFolder outside the agent's --data-root fails the job exactly as a missing
+// one (issue 24, item 6): reached directly, by `..` out of the root, or through a
+// symlink inside the root that points out; the failure tells nothing about what is there.
+TEST_F(DataEndToEndTest, AFolderOutsideTheDataRootFailsTheJobAsIfMissing) {
+  const std::string outside = cluster_->dir() + "/outside-imagenet";
+  ASSERT_TRUE(MakeImageFolder(outside).ok());
+  const std::string link = DataRoot() + "/link-out";
+  ASSERT_EQ(symlink(outside.c_str(), link.c_str()), 0);
+  for (const std::string& path : {outside, DataRoot() + "/../outside-imagenet", link}) {
+    SCOPED_TRACE(path);
+    CommandResult submit =
+        cluster_->Benchctl(Submit({"--data", "imagefolder", "--data-path", path, "--wait"}));
+    ASSERT_NE(submit.exit_code, 0) << submit.output;
+    const std::string job_id = JobId(submit);
+    ASSERT_THAT(job_id, ::testing::StartsWith("job-")) << submit.output;
+    CommandResult status = cluster_->Benchctl({"status", job_id, "--format", "json"});
+    ASSERT_EQ(status.exit_code, 0) << status.output;
+    EXPECT_THAT(status.stdout_text, HasSubstr("\"state\":\"JOB_STATE_FAILED\""));
+    EXPECT_THAT(status.stdout_text, HasSubstr(absl::StrCat("node agent-a: data path ", path,
+                                                           ": No such file or directory")))
+        << Logs();
+    EXPECT_EQ(
+        QueryInt(cluster_->db_path(), "SELECT count(*) FROM samples WHERE job_id='" + job_id + "'"),
+        0);
+  }
+}
+
 // A COCO folder without its annotations file: the agent refuses it before any rank
 // starts, so the SSD job fails at once with the node and the path.
 TEST_F(DataEndToEndTest, ACocoFolderWithoutAnnotationsFailsTheSsdJobNamingNodeAndPath) {
-  const std::string coco = cluster_->dir() + "/coco-without-annotations";
+  const std::string coco = DataRoot() + "/coco-without-annotations";
   ASSERT_EQ(mkdir(coco.c_str(), 0755), 0);
   ASSERT_EQ(mkdir((coco + "/train2017").c_str(), 0755), 0);
   CommandResult submit = cluster_->Benchctl(
@@ -263,7 +296,7 @@ TEST_F(DataEndToEndTest, ACocoFolderWithoutAnnotationsFailsTheSsdJobNamingNodeAn
 }
 
 TEST_F(DataEndToEndTest, ATwoRankSsdJobTrainsOnACocoFolderAndStatusShowsItsData) {
-  const std::string root = cluster_->dir() + "/coco";
+  const std::string root = DataRoot() + "/coco";
   CommandResult submit = cluster_->Benchctl(
       SubmitSsd({"--data", "coco", "--data-path", root, "--loader-threads", "2", "--wait"}));
   ASSERT_EQ(submit.exit_code, 0) << submit.output << Logs();
@@ -311,7 +344,7 @@ TEST_F(DataEndToEndTest, ATwoRankSsdJobTrainsOnSyntheticDataThroughTheFleet) {
 // The folder is there (the agent's check passes) but its annotation file is cut short:
 // every rank fails before training, naming the file, and no figure is stored.
 TEST_F(DataEndToEndTest, ACorruptAnnotationFileFailsTheSsdJobNamingTheFile) {
-  const std::string root = cluster_->dir() + "/coco-corrupt";
+  const std::string root = DataRoot() + "/coco-corrupt";
   ASSERT_TRUE(MakeCocoFolder(root).ok());
   const std::string file = root + "/annotations/instances_train2017.json";
   std::ofstream(file) << "{\"images\": [{\"id\": 1, \"file_name\": \"00000001.jpg\", ";

@@ -2,13 +2,16 @@
 // deploy/pki's scripts, as an operator makes one (docs/security.md): benchd with TLS,
 // client-certificate CA and hashed tokens; agents with their node's certificate;
 // benchctl with tokens and certificates. Probes are refused with the right
-// code and leave nothing behind, while a real job beside them succeeds.
+// code and leave nothing behind, while a real job beside them succeeds. A refusal in the
+// TLS handshake reads like an unreachable benchd to the client, so those checks prove
+// benchd answered around them and logged that handshake's failure.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -20,6 +23,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/free_port.h"
 #include "tests/e2e/cluster.h"
 
 namespace bench::testing {
@@ -108,6 +112,38 @@ class SecurityTest : public ::testing::Test {
     return args;
   }
   static int64_t JobCount() { return QueryInt(cluster_->db_path(), "SELECT count(*) FROM jobs"); }
+  // benchd is up and answers an allowed call (the admin token over TLS).
+  static void ExpectBenchdAnswers(const std::string& when) {
+    CommandResult list = cluster_->Benchctl({"list"});
+    EXPECT_EQ(list.exit_code, 0) << when << ": benchd does not answer: " << list.output;
+  }
+  // `refused` is a benchctl call that benchd's TLS refuses in the handshake, which the
+  // client sees as UNAVAILABLE ("cannot reach benchd"), as it would a benchd that is down.
+  // So benchd must answer an allowed call right before and right after; the client must
+  // have seen the connection closed on it, not refused (nothing listening reads
+  // "Connection refused"); and benchd's log must gain the handshake failure `why`.
+  static void ExpectHandshakeRefusal(const std::string& what,
+                                     const std::function<CommandResult()>& refused,
+                                     const std::string& why) {
+    SCOPED_TRACE(what);
+    ExpectBenchdAnswers("before");
+    const int logged = CountOccurrences(cluster_->Log("benchd.log"), why);
+    CommandResult result = refused();
+    EXPECT_EQ(result.exit_code, 1) << result.output;
+    EXPECT_THAT(result.output, HasSubstr("cannot reach benchd"));
+    EXPECT_THAT(result.output, ::testing::AnyOf(HasSubstr("Socket closed"),
+                                                HasSubstr("Connection reset by peer")));
+    EXPECT_THAT(result.output, ::testing::Not(HasSubstr("Connection refused")));
+    // gRPC logs the failed handshake from its own thread: wait for the line.
+    bool seen = false;
+    for (int i = 0; i < 100 && !seen; ++i) {
+      seen = CountOccurrences(cluster_->Log("benchd.log"), why) > logged;
+      if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_TRUE(seen) << "benchd's log lacks a new \"" << why << "\":\n"
+                      << cluster_->Log("benchd.log");
+    ExpectBenchdAnswers("after");
+  }
   // benchd's certificate serial as a new TLS connection sees it.
   static std::string ServedSerial() {
     return std::string(absl::StripAsciiWhitespace(Shell(
@@ -183,6 +219,7 @@ TEST_F(SecurityTest, AnAgentCertificateCannotRegisterAsAnotherNodeNorSubmit) {
 }
 
 TEST_F(SecurityTest, NoCredentialIsUnauthenticated) {
+  // benchd's own answers, UNAUTHENTICATED, show it was up.
   CommandResult list = cluster_->BenchctlAs(Ca(), {"list"});
   EXPECT_EQ(list.exit_code, 1);
   EXPECT_THAT(list.output, HasSubstr("UNAUTHENTICATED"));
@@ -193,21 +230,37 @@ TEST_F(SecurityTest, NoCredentialIsUnauthenticated) {
   EXPECT_EQ(wrong.exit_code, 1);
   EXPECT_THAT(wrong.output, HasSubstr("UNAUTHENTICATED"));
   EXPECT_EQ(JobCount(), jobs);
-  // Plaintext to a TLS port: no connection at all.
-  CommandResult plain = cluster_->BenchctlAs({{"BENCH_TOKEN", tokens_->admin}}, {"list"});
-  EXPECT_EQ(plain.exit_code, 1);
-  EXPECT_THAT(plain.output, HasSubstr("cannot reach benchd"));
+  // Plaintext to a TLS port: benchd's TLS ends the connection in the handshake.
+  ExpectHandshakeRefusal(
+      "plaintext",
+      [] {
+        return cluster_->BenchctlAs({{"BENCH_TOKEN", tokens_->admin}}, {"list"});
+      },
+      "Handshake failed with fatal error SSL_ERROR_SSL: error:0A00010B:SSL routines::wrong "
+      "version number");
+}
+
+// What the refusals above are told apart from: benchctl against a port where nothing
+// listens (as with benchd down) says the connection was refused.
+TEST_F(SecurityTest, ABenchdThatIsDownReadsAsConnectionRefused) {
+  absl::StatusOr<int> port = PickFreePort("127.0.0.1");
+  ASSERT_TRUE(port.ok()) << port.status();
+  CommandResult down = cluster_->BenchctlAs(
+      Token(tokens_->admin), {"--server", absl::StrCat("127.0.0.1:", *port), "list"});
+  EXPECT_EQ(down.exit_code, 1);
+  EXPECT_THAT(down.output, HasSubstr("cannot reach benchd"));
+  EXPECT_THAT(down.output, HasSubstr("Connection refused"));
 }
 
 TEST_F(SecurityTest, ExpiredAndForeignCaCertificatesAreRefused) {
-  // gRPC's TLS layer refuses these in the handshake, so the client sees UNAVAILABLE
-  // (no connection), not UNAUTHENTICATED: docs/security.md says so.
+  // gRPC's TLS layer refuses these in the handshake (benchd verifies the client's
+  // certificate), so the client sees UNAVAILABLE, not UNAUTHENTICATED: docs/security.md
+  // says so.
   for (const char* name : {"old", "foreign/mallory"}) {
-    CommandResult list = cluster_->BenchctlAs(Ca(), Cert(name, {"list"}));
-    EXPECT_EQ(list.exit_code, 1) << name << ": " << list.output;
-    EXPECT_THAT(list.output,
-                ::testing::AnyOf(HasSubstr("cannot reach benchd"), HasSubstr("UNAUTHENTICATED")))
-        << name;
+    ExpectHandshakeRefusal(
+        name, [name] { return cluster_->BenchctlAs(Ca(), Cert(name, {"list"})); },
+        "Handshake failed with fatal error SSL_ERROR_SSL: error:0A000086:SSL "
+        "routines::certificate verify failed");
   }
 }
 

@@ -364,6 +364,7 @@ void Agent::OnAssign(const benchfleet::v1::Assignment& assignment) {
     options.bench_train = options_.bench_train;
     options.address = inventory_.address();
     options.node_name = inventory_.name();
+    options.data_roots = options_.data_roots;
     options.cpu_threads = cpu_threads_;
     options.host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     options.kill_grace = options_.kill_grace;

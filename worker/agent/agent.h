@@ -72,6 +72,9 @@ struct AgentOptions {
   absl::Duration shutdown_flush_timeout = absl::Seconds(5);
   // Labels of this node (--label KEY=VALUE), put in the inventory.
   std::map<std::string, std::string> labels;
+  // The folders real-data jobs may read (--data-root, repeatable; data_path.h); empty:
+  // this agent runs synthetic-data jobs only.
+  std::vector<std::string> data_roots;
   // Where the spools and the rank records live (created if missing); empty: none.
   std::string state_dir;
   // The bound of the sample spool (bytes of its files); the report spool has its own,

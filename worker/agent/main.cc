@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/sd_notify.h"
 #include "worker/agent/agent.h"
+#include "worker/agent/data_path.h"
 #include "worker/agent/labels.h"
 #include "worker/agent/nvml_inventory.h"
 #include "worker/agent/state_dir.h"
@@ -54,6 +55,10 @@ ABSL_FLAG(double, gpu_sample_hz, 10,
 ABSL_FLAG(std::vector<std::string>, label, {},
           "KEY=VALUE: a label of this node, for job constraints (repeatable: --label a=1 "
           "--label b=2)");
+ABSL_FLAG(std::vector<std::string>, data_root, {},
+          "DIR: a folder real-data jobs may read, with what is below it (repeatable: "
+          "--data-root /data/imagenet --data-root /data/coco); a job's --data-path outside "
+          "every one fails as if missing. Without it the agent runs synthetic-data jobs only");
 ABSL_FLAG(std::string, state_dir, "",
           "where unacknowledged samples and reports are spooled and live ranks recorded "
           "(created if missing; default: $BENCH_AGENT_STATE_DIR, else "
@@ -113,7 +118,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "bench-agent --controller HOST:PORT [--name NAME] [--cpu-slots N] [--address HOST] "
       "[--bench-train PATH] [--nvml-library PATH] [--gpu-sample-hz HZ] [--gpu-ranks-on-cpu] "
-      "[--label KEY=VALUE]... [--state-dir DIR] [--spool-max-bytes N] "
+      "[--label KEY=VALUE]... [--data-root DIR]... [--state-dir DIR] [--spool-max-bytes N] "
       "[--tls-ca FILE --tls-cert FILE --tls-key FILE]");
   absl::FlagsUsageConfig usage_config;
   usage_config.contains_help_flags = [](absl::string_view path) {
@@ -146,6 +151,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench-agent: %s\n", std::string(labels.status().message()).c_str());
     return 2;
   }
+  // --data-root repeats too (either spelling).
+  std::vector<std::string> data_roots;
+  for (const char* name : {"data-root", "data_root"}) {
+    auto roots = bench::agent::ExtractRepeatedFlag(name, &raw);
+    if (!roots.ok()) {
+      std::fprintf(stderr, "bench-agent: %s\n", std::string(roots.status().message()).c_str());
+      return 2;
+    }
+    data_roots.insert(data_roots.end(), roots->begin(), roots->end());
+  }
+  if (absl::Status valid = bench::agent::CheckDataRoots(data_roots); !valid.ok()) {
+    std::fprintf(stderr, "bench-agent: %s\n", std::string(valid.message()).c_str());
+    return 2;
+  }
   std::vector<std::string> storage;
   std::vector<char*> args = NormalizeFlagNames(raw, &storage);
   std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
@@ -169,6 +188,7 @@ int main(int argc, char** argv) {
   options.gpu_sample_hz = absl::GetFlag(FLAGS_gpu_sample_hz);
   options.gpu_ranks_on_cpu = absl::GetFlag(FLAGS_gpu_ranks_on_cpu);
   options.labels = std::move(*labels);
+  options.data_roots = std::move(data_roots);
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   if (options.state_dir.empty()) {
     options.state_dir = bench::agent::DefaultStateDir(

@@ -1,10 +1,7 @@
 #include "worker/agent/rank_supervisor.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
-#include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,13 +9,13 @@
 #include <cmath>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/free_port.h"
 #include "common/log.h"
 #include "common/names.h"
 #include "common/spec_names.h"
+#include "worker/agent/data_path.h"
 #include "worker/agent/trainer_echo.h"
 #include "worker/agent/trainer_event_parser.h"
 
@@ -50,34 +47,6 @@ void WaitForExitNoReap(pid_t pid) {
 }
 
 }  // namespace
-
-absl::Status CheckDataPath(const benchfleet::v1::JobSpec& spec, absl::string_view node) {
-  if (DataSourceName(spec.data()) == kDataSynthetic) return absl::OkStatus();
-  const std::string& path = spec.data_path();
-  auto refused = [&](absl::string_view why) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("node ", node, ": data path ", path, ": ", why));
-  };
-  struct stat info;
-  if (stat(path.c_str(), &info) != 0) return refused(strerror(errno));
-  if (!S_ISDIR(info.st_mode)) return refused(strerror(ENOTDIR));
-  if (access(path.c_str(), R_OK | X_OK) != 0) return refused(strerror(errno));
-  if (DataSourceName(spec.data()) == kDataCoco) {
-    // A COCO folder: annotations/instances_*.json beside the images.
-    DIR* dir = opendir((path + "/annotations").c_str());
-    if (dir == nullptr) {
-      return refused(absl::StrCat("no annotations folder (annotations/: ", strerror(errno), ")"));
-    }
-    bool found = false;
-    while (dirent* entry = readdir(dir)) {
-      const absl::string_view name = entry->d_name;
-      if (absl::StartsWith(name, "instances_") && absl::EndsWith(name, ".json")) found = true;
-    }
-    closedir(dir);
-    if (!found) return refused("no annotations/instances_*.json (not a COCO-format folder)");
-  }
-  return absl::OkStatus();
-}
 
 RankLaunch BuildRankLaunch(const benchfleet::v1::Assignment& assignment, size_t index,
                            const std::string& master_addr, int master_port,
@@ -191,7 +160,8 @@ void RankSupervisor::Start() {
   }
   // The data must be here before any rank starts: a node without it fails the job with
   // the node and the path, not a trainer's stack of errors (and not as a lost node).
-  if (absl::Status data = CheckDataPath(a.spec(), options_.node_name); !data.ok()) {
+  if (absl::Status data = CheckDataPath(a.spec(), options_.node_name, options_.data_roots);
+      !data.ok()) {
     return fail_all(data.message());
   }
   std::string master_addr = a.master_addr().empty() ? options_.address : a.master_addr();

@@ -45,6 +45,10 @@ struct RankSupervisorOptions {
   // MASTER_ADDR when the assignment names none.
   std::string address = "127.0.0.1";
   std::string node_name;  // this agent's name, in messages (a missing data path)
+  // The folders real-data jobs may read, with what is below them (--data-root); empty:
+  // no real data at all. A job's data_path is checked against them (CheckDataPath,
+  // data_path.h) before any rank starts.
+  std::vector<std::string> data_roots;
   int cpu_threads = 1;  // --threads and OMP_NUM_THREADS of each CPU rank
   int host_cores = 1;   // the node's cores, shared by a GPU job's ranks for host threads
   absl::Duration kill_grace = absl::Seconds(5);
@@ -61,11 +65,6 @@ struct RankSupervisorOptions {
   // restarted after a crash kills it. Not owned; null: ranks are not recorded.
   RankRegistry* registry = nullptr;
 };
-
-// OK for synthetic data; otherwise the spec's data_path must be a directory this process
-// can read and search, else FAILED_PRECONDITION "node NODE: data path PATH: <strerror>";
-// for coco it must also hold annotations/instances_*.json ("...: no annotations/...").
-absl::Status CheckDataPath(const benchfleet::v1::JobSpec& spec, absl::string_view node);
 
 // The command line and environment of one rank (exposed for tests).
 struct RankLaunch {

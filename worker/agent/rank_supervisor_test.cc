@@ -455,8 +455,9 @@ TEST_F(RankSupervisorTest, TrainerThatCannotStartFailsTheRanks) {
   EXPECT_THAT(finals[1].message(), HasSubstr("not started"));
 }
 
-// Real data the node lacks: no rank starts, every rank is FAILED with the node and the
-// path, and no rendezvous port is reported (nothing else of the job starts from it).
+// Real data the node lacks (or that lies outside its --data-root, which reads the same):
+// no rank starts, every rank is FAILED with the node and the path, and no rendezvous
+// port is reported (nothing else of the job starts from it).
 TEST_F(RankSupervisorTest, AMissingDataPathFailsEveryRankNamingTheNodeAndPath) {
   const std::string trainer = WriteTrainer("ok");
   const std::string not_a_dir = dir_ + "/file";
@@ -464,6 +465,7 @@ TEST_F(RankSupervisorTest, AMissingDataPathFailsEveryRankNamingTheNodeAndPath) {
   const std::pair<std::string, std::string> cases[] = {
       {dir_ + "/no-such-data", "No such file or directory"},
       {not_a_dir, "Not a directory"},
+      {"/usr", "No such file or directory"},  // there, but outside the data root
   };
   for (const auto& [path, why] : cases) {
     SCOPED_TRACE(path);
@@ -475,6 +477,7 @@ TEST_F(RankSupervisorTest, AMissingDataPathFailsEveryRankNamingTheNodeAndPath) {
     assignment.mutable_spec()->set_data_path(path);
     RankSupervisorOptions options = Options(trainer);
     options.node_name = "dgx-03";
+    options.data_roots = {dir_};
     RankSupervisor supervisor(assignment, options, &uploader, &reports);
     supervisor.Start();
     EXPECT_TRUE(supervisor.Done());
@@ -501,7 +504,9 @@ TEST_F(RankSupervisorTest, RealDataIsPassedToTheTrainer) {
   assignment.mutable_spec()->set_data_path(dir_);
   assignment.mutable_spec()->set_loader_threads(6);
   assignment.mutable_spec()->set_data_vs_compute(true);
-  RankSupervisor supervisor(assignment, Options(WriteTrainer("ok")), &uploader, &reports);
+  RankSupervisorOptions options = Options(WriteTrainer("ok"));
+  options.data_roots = {dir_};
+  RankSupervisor supervisor(assignment, options, &uploader, &reports);
   supervisor.Start();
   supervisor.Join();
   EXPECT_EQ(reports.final_states()[1].state(), benchfleet::v1::RANK_STATE_SUCCEEDED);
@@ -512,30 +517,6 @@ TEST_F(RankSupervisorTest, RealDataIsPassedToTheTrainer) {
                    dir_,
                    " --data imagefolder --loader-threads 6 --data-vs-compute --device cpu "
                    "--threads 3\n"));
-}
-
-TEST(CheckDataPathTest, ACocoFolderNeedsItsInstancesFile) {
-  TempDir temp("agent_coco_test_");
-  ASSERT_TRUE(temp.ok());
-  benchfleet::v1::JobSpec spec;
-  spec.set_data(benchfleet::v1::DATA_SOURCE_COCO);
-  spec.set_data_path(temp.path());
-  absl::Status status = CheckDataPath(spec, "dgx-03");
-  EXPECT_EQ(status.message(),
-            absl::StrCat("node dgx-03: data path ", temp.path(),
-                         ": no annotations folder (annotations/: No such file or directory)"));
-  ASSERT_EQ(mkdir((temp.path() + "/annotations").c_str(), 0755), 0);
-  std::ofstream(temp.path() + "/annotations/captions_val2017.json") << "{}";
-  status = CheckDataPath(spec, "dgx-03");
-  EXPECT_THAT(std::string(status.message()), HasSubstr("no annotations/instances_*.json"));
-  std::ofstream(temp.path() + "/annotations/instances_val2017.json") << "{}";
-  EXPECT_TRUE(CheckDataPath(spec, "dgx-03").ok());
-  // The same folder as an ImageFolder: only the folder itself is checked here.
-  spec.set_data(benchfleet::v1::DATA_SOURCE_IMAGEFOLDER);
-  EXPECT_TRUE(CheckDataPath(spec, "dgx-03").ok());
-  spec.set_data(benchfleet::v1::DATA_SOURCE_SYNTHETIC);
-  spec.set_data_path("/no/such/folder");
-  EXPECT_TRUE(CheckDataPath(spec, "dgx-03").ok()) << "synthetic reads no folder";
 }
 
 TEST(RankLaunchTest, DataFlags) {
