@@ -226,7 +226,10 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
       slurm.script_dir = std::filesystem::path(options.db).parent_path().append("slurm").string();
       if (slurm.script_dir == "slurm") slurm.script_dir = "./slurm";
     }
-    benchd->slurm_ = std::make_unique<SlurmAllocator>(benchd->manager_.get(), slurm);
+    // With a signer and no --slurm-agent-cert-dir, each allocation's agents enrol with a
+    // join token of its own.
+    benchd->slurm_ = std::make_unique<SlurmAllocator>(
+        benchd->manager_.get(), slurm, benchd->signer_ ? benchd->join_tokens_.get() : nullptr);
     RETURN_IF_ERROR(benchd->slurm_->Start());
     Log("Slurm allocates: partition ", slurm.partition, ", agents dial ", slurm.controller,
         ", batch scripts in ", slurm.script_dir);

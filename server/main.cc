@@ -157,7 +157,8 @@ int main(int argc, char** argv) {
           "HOST:PORT");
   AddFlag(app, "slurm-agent-cert-dir", &flags.slurm_agent_cert_dir,
           "with --slurm-partition: each node's agent presents DIR/<node>.pem and DIR/<node>.key "
-          "(deploy/pki/make-client-cert.sh agent <node>)",
+          "(deploy/pki/make-client-cert.sh agent <node>); without it, and with "
+          "--agent-signing-cert, each allocation's agents enrol with a join token of its own",
           "DIR");
   AddFlag(app, "slurm-script-dir", &flags.slurm_script_dir,
           "with --slurm-partition: where batch scripts and their output go, on a file system "
