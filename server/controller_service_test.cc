@@ -430,7 +430,7 @@ TEST_F(ControllerServiceTest, EveryMethodAnswersUnparsableBytesWithInvalidArgume
   for (const std::string& method : methods) {
     grpc::Status status = CallRaw(channel_, method, kUnparsable);
     if (method == "/benchfleet.v1.AgentService/RequestCertificate") {
-      // Refused over plaintext before anything else (bootstrap_service_test.cc sends it
+      // Refused over plaintext before anything else (agent_service_test.cc sends it
       // unparsable bytes over TLS).
       EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << method;
       EXPECT_THAT(status.error_message(), HasSubstr("without TLS"));

@@ -49,7 +49,7 @@ struct Identity {
 class BootstrapServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/bench_bootstrap_service_test_XXXXXX";
+    char pattern[] = "/tmp/bench_agent_service_test_XXXXXX";
     dir_ = mkdtemp(pattern);
     test_pki::Run("./make-ca.sh " + dir_);
     test_pki::Run("./make-server-cert.sh " + dir_ + " server DNS:localhost,IP:127.0.0.1");
