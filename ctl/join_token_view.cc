@@ -21,8 +21,9 @@ std::string JoinTokenState(const benchfleet::v1::JoinToken& token, absl::Time no
 }
 
 std::string JoinTokenCreatedNote(const benchfleet::v1::JoinToken& token, absl::Time now) {
-  const absl::Duration left = absl::Seconds(
-      absl::ToInt64Seconds(absl::FromUnixSeconds(token.expires_unix_seconds()) - now));
+  // Whole seconds, rounded up: the expiry is whole seconds, "now" is not.
+  const absl::Duration left =
+      absl::Ceil(absl::FromUnixSeconds(token.expires_unix_seconds()) - now, absl::Seconds(1));
   return absl::StrCat(
       "join token ", token.id(), ": ", token.uses(), token.uses() == 1 ? " use" : " uses",
       ", expires ", Utc(token.expires_unix_seconds()), " (in ", absl::FormatDuration(left), ")",
