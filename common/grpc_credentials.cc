@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/loopback.h"
 #include "common/quote.h"
 
 namespace bench {
@@ -65,6 +66,22 @@ class BearerInterceptorFactory : public grpc::experimental::ClientInterceptorFac
   const std::string header_;  // outlives the channel's interceptors: the channel owns us
 };
 
+// OK when a bearer token may go to `target` without TLS: a Unix socket, or a host that is
+// loopback only.
+absl::Status CheckPlaintextTokenTarget(const std::string& target,
+                                       const ClientCredentialOptions& options) {
+  std::string host;
+  bool local_socket = false;
+  absl::Status why = TargetHost(target, &host, &local_socket);
+  if (why.ok() && local_socket) return absl::OkStatus();
+  if (why.ok()) why = CheckLoopbackHost(host);
+  if (why.ok()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("refusing to send the bearer token in the clear to ",
+                   QuotePrefix(target, kMaxPathShown), " (", why.message(), "): give ",
+                   options.ca_flag, " CA.pem, or ", options.insecure_flag, " to send it anyway"));
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path, const std::string& flag) {
@@ -88,6 +105,11 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> DialChannel(const std::string& ta
       return absl::InvalidArgumentError(absl::StrCat(options.cert_flag, "/", options.key_flag,
                                                      " need ", options.ca_flag,
                                                      " (a client certificate needs TLS)"));
+    }
+    if (!options.token.empty() && !options.insecure) {
+      if (absl::Status plain = CheckPlaintextTokenTarget(target, options); !plain.ok()) {
+        return plain;
+      }
     }
     credentials = grpc::InsecureChannelCredentials();
   } else {

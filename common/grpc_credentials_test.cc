@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "gtest/gtest.h"
 
@@ -70,6 +71,37 @@ TEST(GrpcCredentialsTest, TokenIsSentAsBearerOverPlaintext) {
   EXPECT_EQ(Call(*channel), "Bearer s3cret-token");
   // Every call carries it, not only the first.
   EXPECT_EQ(Call(*channel), "Bearer s3cret-token");
+}
+
+TEST(GrpcCredentialsTest, ATokenGoesInTheClearOnlyToLoopbackOrWhenAskedTo) {
+  ClientCredentialOptions options;
+  options.token = "s3cret-token";
+  for (const char* target :
+       {"10.0.0.1:7600", "127.example.com:7600", "0.0.0.0:7600", "dns:///10.0.0.1:7600"}) {
+    absl::Status status = DialChannel(target, options, grpc::ChannelArguments()).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << target;
+    EXPECT_NE(status.message().find(
+                  absl::StrCat("refusing to send the bearer token in the clear to \"", target)),
+              std::string::npos)
+        << status;
+    EXPECT_NE(status.message().find("give --tls-ca CA.pem, or --insecure to send it anyway"),
+              std::string::npos)
+        << status;
+  }
+  // Loopback by name: the call goes through and carries the token.
+  Served served;
+  const std::string port = served.address.substr(served.address.rfind(':'));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> local =
+      DialChannel("localhost" + port, options, grpc::ChannelArguments());
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(Call(*local), "Bearer s3cret-token");
+  EXPECT_TRUE(DialChannel("[::1]:7600", options, grpc::ChannelArguments()).ok());
+  EXPECT_TRUE(DialChannel("unix:/run/benchd.sock", options, grpc::ChannelArguments()).ok());
+  // Asked for, or no token: the channel is made.
+  options.insecure = true;
+  EXPECT_TRUE(DialChannel("10.0.0.1:7600", options, grpc::ChannelArguments()).ok());
+  EXPECT_TRUE(
+      DialChannel("10.0.0.1:7600", ClientCredentialOptions(), grpc::ChannelArguments()).ok());
 }
 
 TEST(GrpcCredentialsTest, NoTokenSendsNoAuthorization) {

@@ -248,6 +248,8 @@ std::string UsageText() {
       "                     $BENCH_TLS_KEY]\n"
       "  --token-file FILE  bearer token, the file's first line [$BENCH_TOKEN_FILE, or the\n"
       "                     token itself in $BENCH_TOKEN]\n"
+      "  --insecure         send the token without --tls-ca to a server that is not\n"
+      "                     loopback (refused otherwise: it would travel in the clear)\n"
       "\ncommands:\n");
   for (const CommandSpec& command : CommandTable()) absl::StrAppend(&out, CommandUsage(command));
   absl::StrAppend(&out,

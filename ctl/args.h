@@ -96,6 +96,7 @@ struct ConnectionFlags {
   std::string tls_cert;
   std::string tls_key;
   std::string token_file;
+  bool insecure = false;  // --insecure: a token may go without TLS to a non-loopback server
 };
 
 struct CliOptions {

@@ -129,6 +129,10 @@ TEST(ArgsTest, CredentialFlagsBeforeOrAfterTheCommand) {
   EXPECT_EQ(parsed->connection.tls_key, "me.key");
   EXPECT_EQ(parsed->connection.token_file, "t");
   EXPECT_EQ(Parse({"list"})->connection.tls_ca, "");
+  EXPECT_FALSE(Parse({"list"})->connection.insecure);
+  EXPECT_TRUE(Parse({"--insecure", "list"})->connection.insecure);
+  EXPECT_TRUE(Parse({"list", "--insecure"})->connection.insecure);
+  EXPECT_THAT(UsageText(), HasSubstr("--insecure"));
   EXPECT_THAT(Error({"list", "--tls-ca="}), HasSubstr("--tls-ca: empty path"));
   EXPECT_THAT(Error({"list", "--token-file"}), HasSubstr("--token-file"));
   EXPECT_THAT(UsageText(), HasSubstr("--token-file FILE"));

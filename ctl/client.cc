@@ -95,6 +95,7 @@ absl::StatusOr<ClientCredentialOptions> ResolveCredentials(const ConnectionFlags
        &options.cert_flag);
   pick(flags.tls_key, "--tls-key", env.tls_key, "BENCH_TLS_KEY", &options.tls_key,
        &options.key_flag);
+  options.insecure = flags.insecure;
   if (!flags.token_file.empty()) {
     absl::StatusOr<std::string> token = ReadTokenFile(flags.token_file, "--token-file");
     if (!token.ok()) return token.status();

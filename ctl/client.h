@@ -41,8 +41,9 @@ struct CredentialEnv {
 };
 
 // What to dial with: each flag wins over its variable; the token is --token-file's, else
-// $BENCH_TOKEN, else $BENCH_TOKEN_FILE's (reads that file). Errors (INVALID_ARGUMENT) name
-// the flag or variable and the file.
+// $BENCH_TOKEN, else $BENCH_TOKEN_FILE's (reads that file); --insecure lets Dial send it
+// without TLS to a server that is not loopback. Errors (INVALID_ARGUMENT) name the flag or
+// variable and the file.
 absl::StatusOr<ClientCredentialOptions> ResolveCredentials(const ConnectionFlags& flags,
                                                            const CredentialEnv& env);
 
@@ -55,7 +56,8 @@ class Client {
   // the receive limit is 512 MiB). The channel and stub are the Client's.
   static std::unique_ptr<Client> Dial(const std::string& server);
   // The same with credentials (TLS, client certificate, bearer token); errors name the
-  // flag or variable and the file that could not be read.
+  // flag or variable and the file that could not be read, or refuse a token that would go
+  // in the clear to a server that is not loopback (common/grpc_credentials.h DialChannel).
   static absl::StatusOr<std::unique_ptr<Client>> Dial(const std::string& server,
                                                       const ClientCredentialOptions& credentials);
   // Over a stub owned by the caller (an in-process server or a mock in tests).

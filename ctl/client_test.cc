@@ -177,6 +177,27 @@ TEST(ResolveCredentialsTest, TokenFromEnvironmentFileAndErrorsNameTheSource) {
   EXPECT_THAT(std::string(flag_missing.message()), HasSubstr("absent-flag-token"));
 }
 
+TEST(ClientDialTest, ATokenInTheClearToAnotherHostNeedsInsecure) {
+  ConnectionFlags flags;
+  CredentialEnv env;
+  env.token = "s3cret";
+  absl::StatusOr<ClientCredentialOptions> options = ResolveCredentials(flags, env);
+  ASSERT_TRUE(options.ok()) << options.status();
+  absl::StatusOr<std::unique_ptr<Client>> refused = Client::Dial("10.0.0.1:7600", *options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("refusing to send the bearer token in the clear to \"10.0.0.1:7600\""));
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("give --tls-ca CA.pem, or --insecure to send it anyway"));
+  EXPECT_TRUE(Client::Dial("127.0.0.1:7600", *options).ok());
+  flags.insecure = true;
+  options = ResolveCredentials(flags, env);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_TRUE(options->insecure);
+  EXPECT_TRUE(Client::Dial("10.0.0.1:7600", *options).ok());
+}
+
 TEST(ClientDialTest, UnreadableCaNamesTheVariable) {
   ClientCredentialOptions options;
   options.tls_ca = testing::TempDir() + "/no-ca.pem";

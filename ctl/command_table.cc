@@ -631,6 +631,10 @@ const std::vector<FlagSpec>& GlobalFlags() {
     all->push_back(file_flag("tls-cert", &ConnectionFlags::tls_cert));
     all->push_back(file_flag("tls-key", &ConnectionFlags::tls_key));
     all->push_back(file_flag("token-file", &ConnectionFlags::token_file));
+    all->push_back(Bool("--insecure", "insecure", [](ParseState& state, bool on) {
+      state.options.connection.insecure = on;
+      return absl::OkStatus();
+    }));
     return all;
   }();
   return *flags;

@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/loopback.h"
 #include "common/status_macros.h"
 #include "server/agent_bootstrap.h"
 #include "server/agent_service.h"
@@ -67,10 +68,6 @@ class WithoutReflection : public grpc::ServerBuilderOption {
   }
 };
 
-bool IsLoopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
-}
-
 }  // namespace
 
 absl::Status CheckSecurityOptions(const BenchdOptions& options) {
@@ -101,18 +98,19 @@ absl::Status CheckSecurityOptions(const BenchdOptions& options) {
     std::string host;
     int port = 0;
     RETURN_IF_ERROR(SplitHostPort(flag, *value, &host, &port));
-    if (IsLoopback(host)) continue;
+    // Loopback only when every address the host resolves to is (common/loopback.h).
+    const absl::Status loopback = CheckLoopbackHost(host);
+    if (loopback.ok()) continue;
     if (options.tls_cert.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          flag, " ", *value,
-          " is not a loopback address: serving it without TLS needs --tls-cert and --tls-key "
-          "(or --insecure to serve it in the clear anyway)"));
+          flag, " ", *value, " is not a loopback address (", loopback.message(),
+          "): serving it without TLS needs --tls-cert and --tls-key (or --insecure to serve "
+          "it in the clear anyway)"));
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, " ", *value,
-        " is not a loopback address: TLS alone lets every caller act as an admin; turn "
-        "authentication on with --client-ca and/or --tokens (or --insecure to serve it "
-        "so anyway)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " ", *value, " is not a loopback address (", loopback.message(),
+                     "): TLS alone lets every caller act as an admin; turn authentication on with "
+                     "--client-ca and/or --tokens (or --insecure to serve it so anyway)"));
   }
   return absl::OkStatus();
 }

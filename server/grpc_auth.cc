@@ -12,6 +12,26 @@
 
 namespace bench {
 
+namespace {
+
+// The token of the call's `authorization: Bearer <token>` (the scheme in any case, RFC
+// 6750); nullopt without one.
+std::optional<std::string_view> BearerToken(const grpc::ServerContextBase& context) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return std::nullopt;
+  std::string_view value(it->second.data(), it->second.size());
+  constexpr std::string_view kBearer = "Bearer ";
+  if (value.size() <= kBearer.size() ||
+      !absl::StartsWithIgnoreCase(absl::string_view(value.data(), value.size()),
+                                  absl::string_view(kBearer.data(), kBearer.size()))) {
+    return std::nullopt;
+  }
+  return value.substr(kBearer.size());
+}
+
+}  // namespace
+
 std::optional<Principal> GrpcAuthenticator::PrincipalOf(
     const grpc::ServerContextBase& context) const {
   if (!on_) return Principal{"", Role::kAdmin, "none"};
@@ -25,30 +45,19 @@ std::optional<Principal> GrpcAuthenticator::PrincipalOf(
       if (who.ok()) return *who;
     }
   }
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
-  if (it != metadata.end()) {
-    std::string_view value(it->second.data(), it->second.size());
-    constexpr std::string_view kBearer = "Bearer ";
-    if (value.size() > kBearer.size() && value.substr(0, kBearer.size()) == kBearer) {
-      std::string_view token = value.substr(kBearer.size());
-      if (token.substr(0, kJoinTokenPrefix.size()) == kJoinTokenPrefix) {
-        if (join_ != nullptr) return join_->PrincipalOf(token, absl::Now());
-        return std::nullopt;
-      }
-      if (tokens_ != nullptr) return tokens_->Find(token);
-    }
+  std::optional<std::string_view> token = BearerToken(context);
+  if (!token.has_value()) return std::nullopt;
+  if (token->substr(0, kJoinTokenPrefix.size()) == kJoinTokenPrefix) {
+    if (join_ != nullptr) return join_->PrincipalOf(*token, absl::Now());
+    return std::nullopt;
   }
+  if (tokens_ != nullptr) return tokens_->Find(*token);
   return std::nullopt;
 }
 
 bool SentJoinToken(const grpc::ServerContextBase& context) {
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
-  if (it == metadata.end()) return false;
-  const std::string_view value(it->second.data(), it->second.size());
-  const std::string prefix = absl::StrCat("Bearer ", std::string(kJoinTokenPrefix));
-  return value.substr(0, prefix.size()) == prefix;
+  std::optional<std::string_view> token = BearerToken(context);
+  return token.has_value() && token->substr(0, kJoinTokenPrefix.size()) == kJoinTokenPrefix;
 }
 
 bool CallIsTls(const grpc::ServerContextBase& context) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "server/tls_front.h"
@@ -52,7 +53,9 @@ std::optional<std::string> CookieValue(absl::string_view cookie_header, absl::st
 std::optional<Principal> HttpAuthenticator::PrincipalOf(const HttpRequest& request) const {
   if (!on_) return Principal{"", Role::kAdmin, "none"};
   if (tls_ != nullptr && request.remote_port != 0) {
-    for (const std::string& uri : tls_->PeerUris(request.remote_port)) {
+    // Only the exact relayed connection (server/tls_front.h): never a port alone.
+    for (const std::string& uri :
+         tls_->PeerUris(request.remote_addr, request.remote_port, request.local_port)) {
       absl::StatusOr<Principal> who = PrincipalFromCertUri(uri);
       if (who.ok()) return *who;
     }
@@ -60,9 +63,11 @@ std::optional<Principal> HttpAuthenticator::PrincipalOf(const HttpRequest& reque
   if (tokens_ == nullptr) return std::nullopt;
   auto header = request.headers.find("authorization");
   if (header != request.headers.end()) {
-    constexpr std::string_view kBearer = "Bearer ";
+    constexpr std::string_view kBearer = "Bearer ";  // the scheme in any case (RFC 6750)
     std::string_view value = header->second;
-    if (value.size() > kBearer.size() && value.substr(0, kBearer.size()) == kBearer) {
+    if (value.size() > kBearer.size() &&
+        absl::StartsWithIgnoreCase(absl::string_view(value.data(), value.size()),
+                                   absl::string_view(kBearer.data(), kBearer.size()))) {
       return tokens_->Find(value.substr(kBearer.size()));
     }
     return std::nullopt;

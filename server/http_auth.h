@@ -2,10 +2,12 @@
 // server/auth.h, as server/grpc_auth.h is its gRPC side. Adapter code, no I/O.
 //
 // A principal comes from, in this order: the verified client certificate of the TLS
-// connection the request came through (its URI SAN, server/tls_front.h), an
-// `Authorization: Bearer TOKEN` header, or a `bench_token` cookie (the web page sets it,
-// since a browser's EventSource cannot send headers). With security off every request is
-// an anonymous admin. Which paths need a credential is benchd's choice (server/benchd.cc).
+// connection the request came through (its URI SAN, server/tls_front.h; found by the
+// relayed connection's exact 4-tuple, never by a port alone), an `Authorization: Bearer
+// TOKEN` header (the scheme in any letter case, RFC 6750), or a `bench_token` cookie (the
+// web page sets it, since a browser's EventSource cannot send headers). With security off
+// every request is an anonymous admin. Which paths need a credential is benchd's choice
+// (server/benchd.cc).
 #pragma once
 
 #include <optional>

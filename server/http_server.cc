@@ -259,6 +259,7 @@ struct HttpServer::Impl {
     request.path = info->local_uri != nullptr ? info->local_uri : "";
     request.remote_addr = info->remote_addr;
     request.remote_port = info->remote_port;
+    request.local_port = info->server_port;
     if (info->query_string != nullptr) {
       for (absl::string_view pair : absl::StrSplit(info->query_string, '&', absl::SkipEmpty())) {
         size_t eq = pair.find('=');

@@ -33,6 +33,7 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;       // names lower-cased
   std::string remote_addr;  // the peer's address and port (for a TLS front: its relay's)
   int remote_port = 0;
+  int local_port = 0;  // the port it came in on (this server's side of the connection)
 
   // The first value of query parameter `name`, if present.
   std::optional<std::string> Query(const std::string& name) const;

@@ -154,6 +154,23 @@ TEST_F(SecurityTest, NoCredentialIsUnauthenticated) {
             grpc::StatusCode::UNAUTHENTICATED);
 }
 
+TEST_F(SecurityTest, TheBearerSchemeIsCaseInsensitive) {
+  auto controller = v1::Controller::NewStub(Channel());
+  for (const char* scheme : {"Bearer ", "bearer ", "BEARER ", "bEaReR "}) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", scheme + view_token_);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::ListJobsResponse response;
+    grpc::Status status = controller->ListJobs(&context, v1::ListJobsRequest(), &response);
+    EXPECT_TRUE(status.ok()) << "\"" << scheme << "\": " << status.error_message();
+  }
+  grpc::ClientContext other;
+  other.AddMetadata("authorization", "Basic " + view_token_);
+  v1::ListJobsResponse response;
+  EXPECT_EQ(controller->ListJobs(&other, v1::ListJobsRequest(), &response).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
 TEST_F(SecurityTest, RolesDecideWhoCancels) {
   ASSERT_TRUE(RegisterAs("node-a", "node-a").ok());
   std::string alice_job, bob_job, view_job;

@@ -127,7 +127,7 @@ bool SendAll(int fd, const char* data, size_t size) {
 
 struct TlsFront::Impl {
   TlsFrontOptions options;
-  int backend_port = 0;
+  std::atomic<int> backend_port{0};  // set by Serve, read by PeerUris on web threads
   int listen_fd = -1;
   int stop_fd = -1;
   int port = 0;
@@ -140,7 +140,8 @@ struct TlsFront::Impl {
   absl::Time last_check ABSL_GUARDED_BY(mu);
   int active ABSL_GUARDED_BY(mu) = 0;         // connection threads running
   std::set<int> clients ABSL_GUARDED_BY(mu);  // their sockets, shut down by Stop()
-  std::map<int, std::vector<std::string>> peers ABSL_GUARDED_BY(mu);  // relay port → URIs
+  // The relay socket's (address, port) → the URIs of its client's certificate.
+  std::map<std::pair<std::string, int>, std::vector<std::string>> peers ABSL_GUARDED_BY(mu);
   absl::Time last_refusal_log ABSL_GUARDED_BY(mu) = absl::InfinitePast();
 
   std::vector<std::string> Files() const {
@@ -209,6 +210,7 @@ void TlsFront::Impl::Relay(int client_fd) {
   SSL* ssl = SSL_new(ctx.get());
   int backend_fd = -1;
   int relay_port = 0;
+  std::pair<std::string, int> relay;  // this connection's end of the loopback hop
   if (ssl == nullptr || SSL_set_fd(ssl, client_fd) != 1) {
     LogRefusal(OpenSslError());
   } else if (SSL_accept(ssl) != 1) {
@@ -224,13 +226,16 @@ void TlsFront::Impl::Relay(int client_fd) {
     if (backend_fd < 0 ||
         connect(backend_fd, reinterpret_cast<sockaddr*>(&backend), sizeof(backend)) != 0 ||
         getsockname(backend_fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) {
-      Log("web port TLS: cannot reach the web server on 127.0.0.1:", backend_port);
+      Log("web port TLS: cannot reach the web server on 127.0.0.1:", backend_port.load());
     } else {
       relay_port = ntohs(local.sin_port);
+      char address[INET_ADDRSTRLEN] = {0};
+      inet_ntop(AF_INET, &local.sin_addr, address, sizeof(address));
+      relay = {address, relay_port};
       std::vector<std::string> uris = CertificateUris(ssl);
       if (!uris.empty()) {
         absl::MutexLock lock(&mu);
-        peers[relay_port] = std::move(uris);
+        peers[relay] = std::move(uris);
       }
     }
   }
@@ -249,9 +254,9 @@ void TlsFront::Impl::Relay(int client_fd) {
       if (n <= 0 || SSL_write(ssl, buffer, static_cast<int>(n)) != n) break;
     }
   }
-  if (relay_port != 0) {
+  if (relay_port != 0) {  // before the socket is closed: the tuple is ours until then
     absl::MutexLock lock(&mu);
-    peers.erase(relay_port);
+    peers.erase(relay);
   }
   if (ssl != nullptr) {
     if (relay_port != 0) SSL_shutdown(ssl);
@@ -327,10 +332,17 @@ TlsFront::~TlsFront() {
 
 int TlsFront::port() const { return impl_->port; }
 
-std::vector<std::string> TlsFront::PeerUris(int relay_port) const {
+std::vector<std::string> TlsFront::PeerUris(const std::string& relay_addr, int relay_port,
+                                            int backend_port) const {
   absl::MutexLock lock(&impl_->mu);
-  auto it = impl_->peers.find(relay_port);
+  if (backend_port == 0 || backend_port != impl_->backend_port) return {};
+  auto it = impl_->peers.find({relay_addr, relay_port});
   return it == impl_->peers.end() ? std::vector<std::string>{} : it->second;
+}
+
+int TlsFront::open_connections() const {
+  absl::MutexLock lock(&impl_->mu);
+  return impl_->active;
 }
 
 void TlsFront::Stop() {

@@ -14,10 +14,23 @@
 // fails the handshake); none is required, so token users need none.
 //
 // Who is at the other end: the verified certificate's URI SANs are kept for as long as
-// the connection lives, keyed by the relay's own port on the loopback hop, which the
-// HttpServer sees as the request's remote port (`PeerUris(request.remote_port)`).
-// A port is reused for another relayed connection only after the kernel cycles through
-// its ephemeral range, long after a request on the old one was answered.
+// the relayed connection lives, keyed by that connection's whole 4-tuple on the loopback
+// hop: the relay socket's own address and port (which the HttpServer sees as the
+// request's remote address and port) and the HttpServer's port (its local port; it
+// listens on 127.0.0.1 alone). `PeerUris(remote_addr, remote_port, local_port)` answers
+// only for that exact connection. The kernel keeps a TCP 4-tuple unique while a socket
+// holds it, and the front holds its relay socket until after it has dropped the entry, so
+// no other socket can present the same tuple while it names an identity: another local
+// user who reads the relay's port from /proc/net/tcp, binds 127.0.0.2 (or any address)
+// on it and connects to the internal port is a different connection, and anonymous.
+// (A port alone would not do: that is the attack of issue 24.)
+//
+// Why TCP and not a Unix socket the front owns: Debian 12's civetweb 1.15 is built
+// without USE_X_DOM_SOCKET (mg_check_feature(MG_FEATURES_X_DOMAIN_SOCKET) is 0, and an
+// "x/PATH" listening port fails to start), and civetweb takes no connection it did not
+// accept itself, so neither a Unix socket nor a socketpair can reach it. The internal
+// port stays reachable by other local users, but only as what they are: callers without
+// a certificate, who need a token as they would through the front.
 //
 // One thread per connection, at most `max_connections` at once (more are closed at
 // once); a handshake or a stalled TLS record is cut after `io_timeout`. Thread-safe.
@@ -56,8 +69,13 @@ class TlsFront {
 
   int port() const;
   // The URI SANs of the verified client certificate of the live connection relayed from
-  // loopback port `relay_port`; empty when it sent none or there is no such connection.
-  std::vector<std::string> PeerUris(int relay_port) const;
+  // `relay_addr`:`relay_port` (numeric, as the HttpServer reports the remote address) to
+  // the backend's port `backend_port`; empty when it sent none, when there is no such
+  // relayed connection, or when any part of the 4-tuple differs.
+  std::vector<std::string> PeerUris(const std::string& relay_addr, int relay_port,
+                                    int backend_port) const;
+  // Connections accepted and not yet finished (handshaking or relaying).
+  int open_connections() const;
   // Stops accepting, closes every relayed connection, waits for their threads.
   // Idempotent.
   void Stop();

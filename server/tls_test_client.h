@@ -1,6 +1,7 @@
 // For the web port's TLS tests: one HTTP/1.1 exchange over TLS to 127.0.0.1:port with
 // OpenSSL, verifying the server against a CA file and optionally presenting a client
-// certificate, so a test sees the handshake's outcome and the server's bytes.
+// certificate, so a test sees the handshake's outcome and the server's bytes; and a
+// TLS connection held open for several exchanges (`TlsConnection`).
 // Test-only; header-only.
 #pragma once
 
@@ -97,5 +98,70 @@ inline absl::StatusOr<TlsExchange> TlsFetch(int port, const std::string& ca_file
   close(fd);
   return out;
 }
+
+// A TLS connection to 127.0.0.1:port kept open between requests (keep-alive), verifying
+// the server against `ca_file`, presenting a client certificate when `cert_file` is given.
+class TlsConnection {
+ public:
+  static absl::StatusOr<std::unique_ptr<TlsConnection>> Open(int port, const std::string& ca_file,
+                                                             const std::string& cert_file = "",
+                                                             const std::string& key_file = "") {
+    auto connection = std::unique_ptr<TlsConnection>(new TlsConnection());
+    SSL_CTX* ctx = connection->ctx_.get();
+    if (ctx == nullptr || SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr) != 1) {
+      return Error("CA file");
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+    if (!cert_file.empty() &&
+        (SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1 ||
+         SSL_CTX_use_PrivateKey_file(ctx, key_file.c_str(), SSL_FILETYPE_PEM) != 1)) {
+      return Error("client certificate");
+    }
+    connection->fd_ = ConnectLoopback(port);
+    if (connection->fd_ < 0) return absl::UnavailableError("connect failed");
+    timeval tv{10, 0};
+    setsockopt(connection->fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    connection->ssl_.reset(SSL_new(ctx));
+    SSL* ssl = connection->ssl_.get();
+    SSL_set_fd(ssl, connection->fd_);
+    SSL_set_tlsext_host_name(ssl, "localhost");
+    SSL_set1_host(ssl, "localhost");
+    if (SSL_connect(ssl) != 1) return Error("handshake");
+    return connection;
+  }
+  ~TlsConnection() {
+    if (fd_ >= 0) close(fd_);
+  }
+
+  // Sends `request`; reads until `until` has come (or the server closes, or 10 s pass).
+  std::string Exchange(const std::string& request, const std::string& until) {
+    if (SSL_write(ssl_.get(), request.data(), static_cast<int>(request.size())) !=
+        static_cast<int>(request.size())) {
+      return "write failed";
+    }
+    std::string response;
+    char buffer[8192];
+    int n;
+    while (response.find(until) == std::string::npos &&
+           (n = SSL_read(ssl_.get(), buffer, sizeof(buffer))) > 0) {
+      response.append(buffer, n);
+    }
+    ERR_clear_error();
+    return response;
+  }
+
+ private:
+  TlsConnection() : ctx_(SSL_CTX_new(TLS_client_method()), SSL_CTX_free), ssl_(nullptr, SSL_free) {}
+  static absl::Status Error(const std::string& what) {
+    unsigned long code = ERR_get_error();
+    ERR_clear_error();
+    char text[256] = "no OpenSSL error";
+    if (code != 0) ERR_error_string_n(code, text, sizeof(text));
+    return absl::UnavailableError(absl::StrCat(what, ": ", text));
+  }
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx_;
+  std::unique_ptr<SSL, decltype(&SSL_free)> ssl_;
+  int fd_ = -1;
+};
 
 }  // namespace bench::http_test

@@ -135,6 +135,19 @@ TEST_F(WebSecurityTest, TokensGuardPlainHttpOnLoopbackToo) {
   EXPECT_THAT(http_test::Get(benchd_->http_port(), "/healthz"), StartsWith("HTTP/1.1 200"));
 }
 
+TEST_F(WebSecurityTest, TheBearerSchemeIsCaseInsensitive) {
+  StartBenchd(false);
+  for (const char* scheme : {"Bearer", "bearer", "BEARER", "bEaReR"}) {
+    EXPECT_THAT(http_test::Get(benchd_->http_port(), "/api/v1/jobs",
+                               absl::StrCat("Authorization: ", scheme, " ", *view_token_, "\r\n")),
+                StartsWith("HTTP/1.1 200"))
+        << scheme;
+  }
+  EXPECT_THAT(http_test::Get(benchd_->http_port(), "/api/v1/jobs",
+                             absl::StrCat("Authorization: Basic ", *view_token_, "\r\n")),
+              StartsWith("HTTP/1.1 401"));
+}
+
 TEST(WebSecurityOptionsTest, ANonLoopbackPortNeedsTlsAndAuthenticationOrInsecure) {
   BenchdOptions options;
   options.listen = "127.0.0.1:0";
@@ -157,6 +170,22 @@ TEST(WebSecurityOptionsTest, ANonLoopbackPortNeedsTlsAndAuthenticationOrInsecure
   options.http = "0.0.0.0:7601";
   options.insecure = true;
   EXPECT_TRUE(CheckSecurityOptions(options).ok());
+}
+
+TEST(WebSecurityOptionsTest, LoopbackIsWhatTheHostResolvesToNotHowItIsSpelled) {
+  BenchdOptions options;
+  options.listen = "127.example.com:0";  // does not resolve: not known to be loopback
+  absl::Status status = CheckSecurityOptions(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("--listen 127.example.com:0 is not a loopback address"));
+  EXPECT_THAT(status.message(), HasSubstr("does not resolve"));
+  EXPECT_THAT(status.message(), HasSubstr("--tls-cert"));
+  options.listen = ":0";  // every address
+  EXPECT_EQ(CheckSecurityOptions(options).code(), absl::StatusCode::kInvalidArgument);
+  for (const char* loopback : {"127.0.0.1:0", "127.1.2.3:0", "localhost:0", "[::1]:0"}) {
+    options.listen = loopback;
+    EXPECT_TRUE(CheckSecurityOptions(options).ok()) << loopback;
+  }
 }
 
 }  // namespace

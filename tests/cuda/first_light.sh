@@ -15,7 +15,13 @@
 #                  FIRST_LIGHT_EXIT_GRACE_S after its summary event
 #   8 stack        benchd (temp SQLite), one bench-agent on the real NVML,
 #                  benchctl submit --gpus 1 --amp --bs 256 --wait, results, status --format json
-#   9 matrix-rest  tf32, bf16, fp32 at bs 64 and 256, graphs on and off, against eager
+#   9 capture-fallback  a CUDA graph capture made to fail (BENCH_TRAIN_TEST_CAPTURE_FAILURE=1):
+#                  the run must go on with eager steps, say why and train
+#  10 data-vs-compute   an ImageFolder of JPEGs made at run time, --data-vs-compute with
+#                  CUDA graphs on (the synthetic run captures a graph of its own)
+#  11 ssd          SSD-ResNet34 on synthetic data, then on a COCO-format folder made at run
+#                  time with --data-vs-compute
+#  12 matrix-rest  tf32, bf16, fp32 at bs 64 and 256, graphs on and off, against eager
 # Every step is time-boxed and recorded; a failing step does not stop the next. The order
 # puts what the goals need first: when time runs out, the last steps are cut.
 #
@@ -64,6 +70,10 @@ json_field() {  # KEY: the first "KEY": value on stdin (numbers, true/false, "st
 }
 
 # --- steps (each runs as `first_light.sh --step NAME` under its own time box) ----------
+
+# capture-fallback, data-vs-compute, ssd: bench-train's own runs (uses res, json_field).
+# shellcheck source=tests/cuda/first_light_train.sh
+. "$ROOT/tests/cuda/first_light_train.sh"
 
 step_env() {
   local ok=1
@@ -693,7 +703,7 @@ on_signal() {
 trap on_signal INT TERM
 say "device $FL_DEVICE; out $FL_OUT; logs $FL_WORK; budget ${FIRST_LIGHT_BUDGET_S:-540}s; python $PY"
 cd "$ROOT" || exit 1
-for s in ${FIRST_LIGHT_STEPS:-env bundle build smoke matrix-amp nccl-2rank exit-hang stack matrix-rest}; do
+for s in ${FIRST_LIGHT_STEPS:-env bundle build smoke matrix-amp nccl-2rank exit-hang stack capture-fallback data-vs-compute ssd matrix-rest}; do
   case $s in
     env) run_step env 60 ;;
     bundle) run_step bundle 30 ;;
@@ -703,6 +713,9 @@ for s in ${FIRST_LIGHT_STEPS:-env bundle build smoke matrix-amp nccl-2rank exit-
     nccl-2rank) run_step nccl-2rank 120 ;;
     exit-hang) run_step exit-hang 120 ;;
     stack) run_step stack 180 ;;
+    capture-fallback) run_step capture-fallback 90 ;;
+    data-vs-compute) run_step data-vs-compute 120 ;;
+    ssd) run_step ssd 180 ;;
     matrix-rest) run_step matrix-rest 400 ;;
     *) say "unknown step $s"; printf '%s\tunknown\t0\t-\n' "$s" >>"$FL_RES/steps.tsv" ;;
   esac

@@ -285,10 +285,23 @@ int main(int argc, char** argv) {
     parsed.options.test_step_sleep_ms = static_cast<int>(value);
   }
 
+  bench_train::TrainerTestOptions test;
+  if (const char* capture_failure = std::getenv("BENCH_TRAIN_TEST_CAPTURE_FAILURE")) {
+    const std::string value = capture_failure;
+    if (value != "0" && value != "1") {
+      return Fail(events, rank,
+                  bench_train::Status(
+                      bench_train::StatusCode::kInvalidArgument,
+                      "BENCH_TRAIN_TEST_CAPTURE_FAILURE: expected 0 or 1, got '" + value + "'"),
+                  kExitUsage);
+    }
+    test.capture_failure = value == "1";
+  }
+
   status = bench_train::ValidateTrainOptions(parsed.options);
   if (!status.ok()) return Fail(events, rank, status, kExitUsage);
 
-  status = bench_train::RunTrainer(parsed.options, events);
+  status = bench_train::RunTrainer(parsed.options, events, test);
   if (!status.ok()) {
     return Fail(events, rank, status,
                 status.code() == bench_train::StatusCode::kInvalidArgument ? kExitUsage

@@ -48,6 +48,13 @@ int ComputeCapabilityMajor(const c10::Device& device) {
 
 StatusOr<PrecisionPlan> PlanPrecision(const std::string& precision, const c10::Device& device,
                                       int compute_capability_major) {
+  // ValidateTrainOptions refuses these first; here too, so that no unknown name falls
+  // through to one of the autocast plans below.
+  if (precision != kPrecisionFp32 && precision != kPrecisionTf32 && precision != kPrecisionAmp &&
+      precision != kPrecisionBf16) {
+    return InvalidArgumentError("unknown --precision '" + precision + "' (known: " +
+                                bench::JoinNames(bench::kPrecisionNames, ", ", ", ") + ")");
+  }
   if (precision == kPrecisionFp32) {
     return PrecisionPlan{bench::kInEffectFp32, false, c10::kFloat, false, false};
   }

@@ -39,9 +39,12 @@ struct RunPlan {
   bool host_memory_cache = false;
 };
 
-// The precision in effect for `precision` on `device`. On the CPU amp and bf16
-// are bf16 autocast and tf32 does not exist; `compute_capability_major` is the
-// CUDA device's (ignored on the CPU).
+// The precision in effect for `precision` on `device`. On CUDA: fp32 (TF32 off),
+// tf32 and bf16 (bf16 autocast) from compute capability 8.0, amp (fp16 autocast with
+// loss scaling) on any capability. On the CPU amp and bf16 are bf16 autocast and
+// tf32 does not exist. `compute_capability_major` is the CUDA device's (ignored on
+// the CPU). What the device cannot do, and a name that is none of the four, is
+// kInvalidArgument.
 StatusOr<PrecisionPlan> PlanPrecision(const std::string& precision, const c10::Device& device,
                                       int compute_capability_major);
 

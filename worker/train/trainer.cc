@@ -19,6 +19,7 @@
 #include "worker/train/data_source.h"
 #include "worker/train/distributed.h"
 #include "worker/train/host_memory.h"
+#include "worker/train/measured_runs.h"
 #include "worker/train/models.h"
 #include "worker/train/run_plan.h"
 #include "worker/train/step_report.h"
@@ -155,35 +156,18 @@ void ConfigureDevice(const RunPlan& plan) {
 #endif
 }
 
-// --data-vs-compute's second run: the same steps on synthetic data (one batch made once
-// on the device), with warm-up and a measured window of their own, its events discarded.
-// Returns its images/s by the same definition.
-StatusOr<double> SyntheticThroughput(
-    const TrainOptions& options, const c10::Device& device, StepRunner& runner, StepClock& clock,
-    const std::function<StartEvent(const TrainOptions&, const DataSource&, const StepRunner&)>&
-        make_start) {
-  TrainOptions synthetic = options;
-  synthetic.data = kDataSynthetic;
-  synthetic.data_dir.clear();
-  BENCH_TRAIN_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> data,
-                               OpenDataSource(synthetic, device));
-  std::FILE* discard = std::fopen("/dev/null", "w");
-  if (discard == nullptr) return InternalError("--data-vs-compute: cannot open /dev/null");
-  StatusOr<double> window = InternalError("not run");
-  {
-    EventWriter silent(discard);
-    StepReporter reporter(synthetic, silent);
-    window = RunTrainingLoop(synthetic, runner, *data, clock, reporter,
-                             [&](const StepRunner& settled) {
-                               reporter.WriteStart(make_start(synthetic, *data, settled));
-                             });
-    if (window.ok()) window = reporter.Summary(*window).images_per_second;
-  }
-  std::fclose(discard);
-  return window;
+// TrainerTestOptions::capture_failure: `step`, then its outputs read on the host.
+StepFunction ReadLossOnHost(StepFunction step) {
+  return [step = std::move(step)](const at::Tensor& images, const at::Tensor& labels,
+                                  const at::Tensor& boxes) {
+    at::Tensor outputs = step(images, labels, boxes);
+    (void)outputs[0].item<float>();  // on a capturing CUDA stream: "operation not permitted"
+    return outputs;
+  };
 }
 
-Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
+Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events,
+                         const TrainerTestOptions& test) {
   BENCH_TRAIN_RETURN_IF_ERROR(ValidateTrainOptions(options));
   const RendezvousOptions& rendezvous = options.rendezvous;
   const int rank = rendezvous.rank;
@@ -224,10 +208,14 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
 
   const StepOptions step_options = MakeStepOptions(options, plan);
   TrainingStep step(model, step_options, communicator.get());
-  std::unique_ptr<StepRunner> runner =
-      plan.cuda_graphs
-          ? MakeGraphRunner(PackedStep(step), MakeCudaGraphCapture(device), kGraphWarmupSteps)
-          : MakeEagerRunner(PackedStep(step));
+  // Each run of the loop gets its own runner (measured_runs.h): a graph is captured on its
+  // run's batch tensors.
+  const RunnerFactory make_runner = [&]() -> std::unique_ptr<StepRunner> {
+    StepFunction run_step = PackedStep(step);
+    if (test.capture_failure) run_step = ReadLossOnHost(std::move(run_step));
+    if (!plan.cuda_graphs) return MakeEagerRunner(std::move(run_step));
+    return MakeGraphRunner(std::move(run_step), MakeCudaGraphCapture(device), kGraphWarmupSteps);
+  };
   std::unique_ptr<StepClock> clock = device.is_cuda() ? MakeCudaClock(device) : MakeHostClock();
 
   if (device.is_cpu() && !plan.precision.autocast && at::get_num_threads() == 1 &&
@@ -261,21 +249,14 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
 #endif
   BENCH_TRAIN_ASSIGN_OR_RETURN(
-      const double window_s,
-      RunTrainingLoop(options, *runner, *data, *clock, reporter, write_start));
-
-  SummaryEvent summary = reporter.Summary(window_s);
-  if (options.data_vs_compute) {
-    BENCH_TRAIN_ASSIGN_OR_RETURN(
-        const double synthetic,
-        SyntheticThroughput(options, device, *runner, *clock,
-                            [&](const TrainOptions& o, const DataSource& d, const StepRunner& r) {
-                              return MakeStartEvent(o, plan, backend, parameters, step_options,
-                                                    allreduce_buckets, d, r);
-                            }));
-    summary.synthetic_images_per_second = synthetic;
-    if (synthetic > 0) summary.data_vs_compute = summary.images_per_second / synthetic;
-  }
+      SummaryEvent summary,
+      RunMeasured(
+          options, make_runner, *data, *clock, reporter, write_start,
+          [&](const TrainOptions& o) { return OpenDataSource(o, device); },
+          [&](const TrainOptions& o, const DataSource& d, const StepRunner& r) {
+            return MakeStartEvent(o, plan, backend, parameters, step_options, allreduce_buckets, d,
+                                  r);
+          }));
   if (step.scaler() != nullptr) {
     summary.skipped_steps = static_cast<int64_t>(step.scaler()->skipped_steps().item<double>());
   }
@@ -306,9 +287,10 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events) {
 
 }  // namespace
 
-Status RunTrainer(const TrainOptions& options, EventWriter& events) {
+Status RunTrainer(const TrainOptions& options, EventWriter& events,
+                  const TrainerTestOptions& test) {
   try {
-    return RunTrainerOrThrow(options, events);
+    return RunTrainerOrThrow(options, events, test);
   } catch (const c10::Error& e) {
     return InternalError(e.what_without_backtrace());
   } catch (const std::exception& e) {

@@ -35,7 +35,18 @@
 
 namespace bench_train {
 
-Status RunTrainer(const TrainOptions& options, EventWriter& events);
+// Test-only switches, all off in a real run; main.cc sets them from BENCH_TRAIN_TEST_*
+// environment variables (docs/trainer-events.md).
+struct TrainerTestOptions {
+  // BENCH_TRAIN_TEST_CAPTURE_FAILURE=1: every step ends by reading its loss on the host, a
+  // synchronising copy that a CUDA graph capture does not allow, so a planned capture fails
+  // for real and the run goes on with eager steps (the start event says why). On the CPU,
+  // or without CUDA graphs, the steps only read their loss.
+  bool capture_failure = false;
+};
+
+Status RunTrainer(const TrainOptions& options, EventWriter& events,
+                  const TrainerTestOptions& test = {});
 
 }  // namespace bench_train
 

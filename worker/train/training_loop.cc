@@ -82,6 +82,9 @@ class GraphRunner : public StepRunner {
         graphed_ = true;
       } catch (const std::exception& e) {
         fallback_reason_ = "CUDA graph capture failed, running eagerly: " + ErrorText(e);
+        // Orders the steps so far (on the capture's stream) before the eager steps that
+        // follow (on the stream current before it): see StepCapture::Abandon.
+        capture_->Abandon();
         capture_.reset();
       }
     }
@@ -155,8 +158,9 @@ class HostStepClock : public StepClock {
 #ifdef BENCH_WITH_CUDA
 class CudaGraphCapture : public StepCapture {
  public:
-  explicit CudaGraphCapture(const c10::Device& device)
-      : stream_guard_(c10::cuda::getStreamFromPool(false, device.index())) {}
+  explicit CudaGraphCapture(const c10::Device& device) : device_(device) {
+    stream_guard_.emplace(c10::cuda::getStreamFromPool(false, device.index()));
+  }
 
   at::Tensor Capture(const std::function<at::Tensor()>& step) override {
     // Autocast's cast cache would hold tensors made outside the graph.
@@ -188,9 +192,22 @@ class CudaGraphCapture : public StepCapture {
     return outputs;
   }
   void Replay() override { graph_->replay(); }
+  void Abandon() override {
+    // What orders what: the eager warm-up steps, the failed step's batch copy (the data
+    // source enqueues it on the current stream) and the clock's events of that step were
+    // queued on this capture stream; the eager steps from here on, and their batch copies
+    // and events, go on the stream that was current before (the device's default stream).
+    // Two streams are not ordered with each other: without this wait the first eager step
+    // could read the weights before the last warm-up step's update of them is done, or the
+    // batch before its copy has landed. Waiting here, on the host, for the whole device
+    // means everything queued so far is done before anything later is enqueued.
+    torch::cuda::synchronize(device_.index());
+    stream_guard_.reset();  // back to the stream that was current before the capture's
+  }
 
  private:
-  c10::cuda::CUDAStreamGuard stream_guard_;
+  c10::Device device_;
+  std::optional<c10::cuda::CUDAStreamGuard> stream_guard_;
   std::unique_ptr<at::cuda::CUDAGraph> graph_;
 };
 

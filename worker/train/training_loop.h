@@ -64,6 +64,12 @@ class StepCapture {
   // capture fails; the capture is then abandoned and nothing was run.
   virtual at::Tensor Capture(const std::function<at::Tensor()>& step) = 0;
   virtual void Replay() = 0;
+  // Called once after Capture threw, before the first eager step that follows: ends the
+  // capture's hold on the device so that eager steps can follow in order. On CUDA the
+  // steps so far ran on the capture's stream and the eager ones run on the stream that was
+  // current before it; this waits for the device to finish everything queued so far, then
+  // makes that stream current again. The object is destroyed after it.
+  virtual void Abandon() = 0;
 };
 
 // Runs each step eagerly, or replays a captured graph.
@@ -83,13 +89,15 @@ class StepRunner {
 std::unique_ptr<StepRunner> MakeEagerRunner(StepFunction step);
 // Runs `eager_steps` steps eagerly, captures the next one with `capture` and
 // replays it from then on (a batch in other tensors than the captured ones is
-// copied into them first). If the capture throws, every step runs eagerly and
-// fallback_reason() says why.
+// copied into them first). If the capture throws, the capture is abandoned
+// (StepCapture::Abandon) and released, every step runs eagerly and
+// fallback_reason() says why. A runner serves one run of the loop: its graph
+// replays the tensors it was captured on.
 std::unique_ptr<StepRunner> MakeGraphRunner(StepFunction step, std::unique_ptr<StepCapture> capture,
                                             int64_t eager_steps);
 // A CUDA graph on `device`'s side stream, made current for the capture
-// object's lifetime (a graph must be captured on a non-default stream). Null in
-// a build without CUDA.
+// object's lifetime or until Abandon (a graph must be captured on a non-default
+// stream). Null in a build without CUDA.
 std::unique_ptr<StepCapture> MakeCudaGraphCapture(const c10::Device& device);
 
 // One step's times and outputs, once it has completed.

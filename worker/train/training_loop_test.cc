@@ -1,13 +1,15 @@
 // The one training loop, driven on the CPU with a scripted clock, data source
 // and step: steps read one step late, the warm-up boundary, the measured
-// window, the start event after a graph capture (and its fallback), and a
-// diverged loss ending the run.
+// window, the start event after a graph capture (and its fallback, which
+// abandons the capture before the next eager step), and a diverged loss ending
+// the run.
 #include "worker/train/training_loop.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -110,6 +112,7 @@ class FakeCapture : public StepCapture {
     log_.push_back("replay");
     outputs_.copy_(step_());
   }
+  void Abandon() override { log_.push_back("abandon"); }
 
  private:
   Log& log_;
@@ -216,6 +219,7 @@ TEST(TrainingLoopTest, GraphRunnerCapturesAfterEagerStepsAndTheStartEventFollows
   EXPECT_LT(at("read 1"), at("capture"));
   EXPECT_LT(at("capture"), at("start event"));
   EXPECT_EQ(std::count(log.begin(), log.end(), "replay"), 3);
+  EXPECT_EQ(std::count(log.begin(), log.end(), "abandon"), 0);
   const auto lines = run.events.Lines();
   ASSERT_EQ(lines.size(), 6u);
   EXPECT_TRUE(StartsWith(lines[0], R"({"event":"start")"));
@@ -246,6 +250,36 @@ TEST(TrainingLoopTest, AFailedCaptureFallsBackToEagerStepsWithTheReason) {
   EXPECT_NE(lines[0].find(R"("cuda_graphs_fallback":"CUDA graph capture failed)"),
             std::string::npos)
       << lines[0];
+}
+
+// On CUDA the steps before a failed capture ran on the capture's stream and the eager ones
+// after it run on another: the capture is abandoned (which waits for the device) once, after
+// the failed capture and before the first eager step that follows it, and never again.
+TEST(TrainingLoopTest, AFailedCaptureIsAbandonedOnceBeforeTheNextEagerStep) {
+  LoopRun run;
+  int steps = 0;
+  StepFunction logged_step = [&](const at::Tensor&, const at::Tensor&, const at::Tensor&) {
+    run.log.push_back("step " + std::to_string(++steps));
+    return PackStepOutputs(at::scalar_tensor(1.0, at::kFloat), at::scalar_tensor(0.1, at::kFloat),
+                           at::Tensor());
+  };
+  auto runner = MakeGraphRunner(logged_step, std::make_unique<FakeCapture>(run.log, /*fail=*/true),
+                                /*eager_steps=*/2);
+  RunLoop(LoopOptions(5, 3), *runner, {1, 1, 1, 1, 1}, &run);
+  ASSERT_TRUE(run.window.ok()) << run.window.status().message();
+  EXPECT_FALSE(run.graphed);
+  const Log& log = run.log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), "capture"), 1);
+  EXPECT_EQ(std::count(log.begin(), log.end(), "abandon"), 1);
+  const auto at = [&](const std::string& entry) {
+    return std::find(log.begin(), log.end(), entry) - log.begin();
+  };
+  EXPECT_LT(at("step 2"), at("capture"));
+  // The third iteration: its capture failed, then abandon, then its eager step.
+  ASSERT_LT(at("capture") + 2, static_cast<std::ptrdiff_t>(log.size()));
+  EXPECT_EQ(log[at("capture") + 1], "abandon");
+  EXPECT_EQ(log[at("capture") + 2], "step 3");
+  EXPECT_EQ(steps, 5);
 }
 
 TEST(TrainingLoopTest, APersistentNonFiniteLossEndsTheRunWithEveryStepReported) {

@@ -1,0 +1,73 @@
+// CheckLoopbackHost against the resolver of this machine, and TargetHost's reading of
+// gRPC targets.
+#include "common/loopback.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace bench {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(LoopbackTest, LoopbackAddressesAndLocalhostAre) {
+  for (const char* host :
+       {"127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]", "::ffff:127.0.0.1"}) {
+    absl::Status status = CheckLoopbackHost(host);
+    EXPECT_TRUE(status.ok()) << host << ": " << status;
+    EXPECT_TRUE(IsLoopbackHost(host)) << host;
+  }
+}
+
+TEST(LoopbackTest, ANameStartingWith127IsWhatItResolvesTo) {
+  // Not a prefix test: this name does not resolve here, so it is not loopback.
+  absl::Status status = CheckLoopbackHost("127.example.com");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("127.example.com"));
+  EXPECT_THAT(status.message(), HasSubstr("does not resolve"));
+  EXPECT_FALSE(IsLoopbackHost("127.example.com"));
+}
+
+TEST(LoopbackTest, WildcardsEmptyAndOtherAddressesAreNot) {
+  for (const char* host : {"0.0.0.0", "::", "[::]"}) {
+    absl::Status status = CheckLoopbackHost(host);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << host;
+    EXPECT_THAT(status.message(), HasSubstr("wildcard")) << host;
+  }
+  EXPECT_THAT(CheckLoopbackHost("").message(), HasSubstr("empty host"));
+  for (const char* host : {"10.0.0.1", "192.168.1.1", "::ffff:10.0.0.1", "2001:db8::1"}) {
+    absl::Status status = CheckLoopbackHost(host);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << host;
+    EXPECT_THAT(status.message(), HasSubstr("which is not loopback")) << host;
+  }
+}
+
+TEST(LoopbackTest, TargetHostReadsGrpcTargets) {
+  struct Case {
+    const char* target;
+    const char* host;
+  };
+  for (const Case& c : {Case{"127.0.0.1:7600", "127.0.0.1"}, Case{"localhost:7600", "localhost"},
+                        Case{"[::1]:7600", "::1"}, Case{"::1", "::1"},
+                        Case{"benchd.example.org:7600", "benchd.example.org"},
+                        Case{"dns:///127.0.0.1:7600", "127.0.0.1"},
+                        Case{"dns://8.8.8.8/example.org:7600", "example.org"},
+                        Case{"ipv4:10.0.0.1:7600,127.0.0.1:7600", "10.0.0.1"},
+                        Case{"ipv6:[::1]:7600", "::1"}, Case{"benchd", "benchd"}}) {
+    std::string host;
+    bool local = true;
+    absl::Status status = TargetHost(c.target, &host, &local);
+    ASSERT_TRUE(status.ok()) << c.target << ": " << status;
+    EXPECT_EQ(host, c.host) << c.target;
+    EXPECT_FALSE(local) << c.target;
+  }
+  std::string host;
+  bool local = false;
+  ASSERT_TRUE(TargetHost("unix:/run/benchd.sock", &host, &local).ok());
+  EXPECT_TRUE(local);
+  EXPECT_EQ(TargetHost(":7600", &host, &local).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TargetHost("http://x:1", &host, &local).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace bench
