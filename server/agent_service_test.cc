@@ -189,6 +189,23 @@ TEST_F(BootstrapServiceTest, AJoinTokenBootstrapsAnAgentBenchdThenAccepts) {
   EXPECT_THAT(used_up.error_message(), HasSubstr("join token refused"));
 }
 
+// RFC 6750: the scheme in any letter case, for a join token as for a --tokens one.
+TEST_F(BootstrapServiceTest, AJoinTokenWorksWithTheSchemeInAnyCase) {
+  const std::string token = MustCreateJoinToken(1);
+  auto agents = v1::AgentService::NewStub(Channel());
+  grpc::ClientContext context;
+  context.set_deadline(Deadline());
+  context.AddMetadata("authorization", "bEARER " + token);
+  const std::string key = *x509::MakeKey();
+  v1::RequestCertificateRequest request;
+  request.set_node("node-b");
+  request.set_csr_pem(*x509::MakeCsr(key, "node-b"));
+  v1::RequestCertificateResponse response;
+  grpc::Status status = agents->RequestCertificate(&context, request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(OnlyToken().used(), 1);
+}
+
 TEST_F(BootstrapServiceTest, AJoinTokenCanCallNothingElse) {
   const std::string token = MustCreateJoinToken(5);
   auto controller = v1::Controller::NewStub(Channel());
