@@ -12,6 +12,26 @@
 
 namespace bench {
 
+namespace {
+
+// The token of the call's `authorization: Bearer <token>` (the scheme in any case, RFC
+// 6750); nullopt without one.
+std::optional<std::string_view> BearerToken(const grpc::ServerContextBase& context) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return std::nullopt;
+  std::string_view value(it->second.data(), it->second.size());
+  constexpr std::string_view kBearer = "Bearer ";
+  if (value.size() <= kBearer.size() ||
+      !absl::StartsWithIgnoreCase(absl::string_view(value.data(), value.size()),
+                                  absl::string_view(kBearer.data(), kBearer.size()))) {
+    return std::nullopt;
+  }
+  return value.substr(kBearer.size());
+}
+
+}  // namespace
+
 std::optional<Principal> GrpcAuthenticator::PrincipalOf(
     const grpc::ServerContextBase& context) const {
   if (!on_) return Principal{"", Role::kAdmin, "none"};
@@ -25,20 +45,33 @@ std::optional<Principal> GrpcAuthenticator::PrincipalOf(
       if (who.ok()) return *who;
     }
   }
-  if (tokens_ != nullptr) {
-    const auto& metadata = context.client_metadata();
-    auto it = metadata.find("authorization");
-    if (it != metadata.end()) {
-      std::string_view value(it->second.data(), it->second.size());
-      constexpr std::string_view kBearer = "Bearer ";  // the scheme in any case (RFC 6750)
-      if (value.size() > kBearer.size() &&
-          absl::StartsWithIgnoreCase(absl::string_view(value.data(), value.size()),
-                                     absl::string_view(kBearer.data(), kBearer.size()))) {
-        return tokens_->Find(value.substr(kBearer.size()));
-      }
+  std::optional<std::string_view> token = BearerToken(context);
+  if (!token.has_value()) return std::nullopt;
+  if (token->substr(0, kJoinTokenPrefix.size()) == kJoinTokenPrefix) {
+    if (join_ != nullptr) return join_->PrincipalOf(*token, absl::Now());
+    return std::nullopt;
+  }
+  if (tokens_ != nullptr) return tokens_->Find(*token);
+  return std::nullopt;
+}
+
+bool SentJoinToken(const grpc::ServerContextBase& context) {
+  std::optional<std::string_view> token = BearerToken(context);
+  return token.has_value() && token->substr(0, kJoinTokenPrefix.size()) == kJoinTokenPrefix;
+}
+
+bool CallIsTls(const grpc::ServerContextBase& context) {
+  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr) return false;
+  for (const grpc::string_ref& type :
+       auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME)) {
+    // "ssl" from SslServerCredentials, "tls" from TlsServerCredentials (benchd's).
+    const std::string_view value(type.data(), type.size());
+    if (value == GRPC_SSL_TRANSPORT_SECURITY_TYPE || value == GRPC_TLS_TRANSPORT_SECURITY_TYPE) {
+      return true;
     }
   }
-  return std::nullopt;
+  return false;
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeTlsServerCredentials(

@@ -1,12 +1,16 @@
 // The Slurm adapter's pure parts: the shape and time asked for, the batch script (run
 // through /bin/sh with a stand-in srun that prints the agent's argv), and scontrol's
-// output. tests/slurm/ runs the whole adapter against a real Slurm.
+// output; and its join tokens, with stand-ins for sbatch, scontrol and scancel.
+// tests/slurm/ runs the whole adapter against a real Slurm.
 #include "server/slurm_allocator.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <future>
+#include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -114,6 +118,32 @@ TEST_F(SlurmBatchScriptTest, WithACertDirEachNodesAgentPresentsItsOwnCertificate
                         "/etc/bench/nodes dir/dgx-03.key\n"));
 }
 
+// Issue 24: with a join token each node's agent gets it in a 0600 file of its own, never
+// on a command line nor left in its environment, and no certificate of another node.
+TEST_F(SlurmBatchScriptTest, WithAJoinTokenEachNodesAgentEnrolsFromAFileOfItsOwn) {
+  // This stand-in agent prints its argv, then the token file's mode and text and whether
+  // the token is still in its environment.
+  std::ofstream(dir_ + "/agent")
+      << "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; last=$a; done\n"
+         "echo \"mode $(stat -c %a \"$last\")\"\necho \"text $(cat \"$last\")\"\n"
+         "echo \"env ${BENCH_JOIN_TOKEN:-unset}\"\nrm -f \"$last\"\n";
+  const std::string token = "bj1.0123456789abcdef." + std::string(64, 'c');
+  AllocationRequest request{"job-9", "benchfleet-abcd-job-9", Spec(8, 2, 4), absl::Hours(1)};
+  const std::string script = SlurmBatchScript(Options(), request, token);
+  // In the script's environment only: not on the step's or the agent's command line.
+  EXPECT_THAT(script, HasSubstr("BENCH_JOIN_TOKEN='" + token + "'\nexport BENCH_JOIN_TOKEN\n"));
+  const std::string srun = script.substr(script.find("exec srun"));
+  EXPECT_THAT(srun, Not(HasSubstr(token)));
+  const std::string out = RunOnNode(script, "dgx-05");
+  EXPECT_THAT(out, HasSubstr("--name\ndgx-05\n--label\nslurm_job=4711\n--join-token-file\n"));
+  EXPECT_THAT(out, HasSubstr("\nmode 600\ntext " + token + "\nenv unset\n"));
+  EXPECT_THAT(out, Not(HasSubstr("--tls-cert")));
+  // A cert dir wins: the token is not used.
+  SlurmOptions with_dir = Options();
+  with_dir.agent_cert_dir = "/etc/bench/nodes";
+  EXPECT_THAT(SlurmBatchScript(with_dir, request, token), Not(HasSubstr(token)));
+}
+
 TEST_F(SlurmBatchScriptTest, OnCpuNodesItAsksForCpusAndTheAgentsOfferThemAsSlots) {
   SlurmOptions options = Options();
   options.cpu_nodes = true;
@@ -156,6 +186,123 @@ TEST(SlurmStateEndedTest, OnlyStatesThatHoldNoNodes) {
   for (const char* live : {"PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED"}) {
     EXPECT_FALSE(SlurmStateEnded(live)) << live;
   }
+}
+
+// The allocator with join tokens, against stand-ins for sbatch, scontrol and scancel on
+// PATH: an allocation gets a token with one use per node in a 0600 batch script, and the
+// token is revoked once Slurm says the allocation ended.
+class SlurmJoinTokenTest : public SlurmBatchScriptTest {
+ protected:
+  void SetUp() override {
+    SlurmBatchScriptTest::SetUp();
+    // sbatch keeps the script it was given and answers job 4711; scontrol lists it once
+    // submitted, in the state `state` holds (PENDING until the test changes it); scancel
+    // records its argument.
+    Write("sbatch", "#!/bin/sh\ncp \"$2\" " + dir_ + "/submitted\necho 4711\n");
+    Write("scontrol", "#!/bin/sh\n[ -e " + dir_ +
+                          "/submitted ] || exit 0\necho \"JobId=4711 JobName=$(cat " + dir_ +
+                          "/name) JobState=$(cat " + dir_ +
+                          "/state) Reason=None "
+                          "NodeList=n[1-2]\"\n");
+    Write("scancel", "#!/bin/sh\necho \"$1\" >> " + dir_ + "/scancelled\n");
+    std::ofstream(dir_ + "/state") << "PENDING\n";
+    old_path_ = std::getenv("PATH") ? std::getenv("PATH") : "";
+    setenv("PATH", (dir_ + ":" + old_path_).c_str(), 1);
+    store_ = std::move(Store::Open(dir_ + "/bench.db")).value();
+    JobManagerOptions options;
+    options.external_allocation = true;
+    manager_ = std::make_unique<JobManager>(store_.get(), options);
+    ASSERT_TRUE(manager_->Recover().ok());
+    tokens_ = std::make_unique<JoinTokens>(store_.get());
+  }
+  void TearDown() override {
+    setenv("PATH", old_path_.c_str(), 1);
+    manager_.reset();
+    tokens_.reset();
+    store_.reset();
+    SlurmBatchScriptTest::TearDown();
+  }
+  void Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ + "/" + name) << text;
+    chmod((dir_ + "/" + name).c_str(), 0755);
+  }
+  std::string SubmitJob(JobSpec spec) {
+    spec.model = "resnet50";
+    spec.precision = Precision::kFp32;
+    spec.batch_size = 8;
+    spec.iterations = 5;
+    spec.warmup_iterations = 1;
+    spec.image_size = 64;
+    std::promise<absl::StatusOr<SubmitResult>> done;
+    manager_->Submit(spec, [&done](absl::StatusOr<SubmitResult> r) { done.set_value(r); });
+    absl::StatusOr<SubmitResult> result = done.get_future().get();
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? result->job_id : "";
+  }
+
+  std::string old_path_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<JobManager> manager_;
+  std::unique_ptr<JoinTokens> tokens_;
+};
+
+TEST_F(SlurmJoinTokenTest, AnAllocationGetsATokenPerNodeRevokedWhenItEnds) {
+  SlurmOptions options = Options();
+  options.cpu_nodes = true;
+  SlurmAllocator allocator(manager_.get(), options, tokens_.get());
+  const std::string job_id = SubmitJob(Spec(4, 2, 2));
+  const std::string name = "benchfleet-" + manager_->controller_id().substr(0, 8) + "-" + job_id;
+  std::ofstream(dir_ + "/name") << name << "\n";
+  allocator.PollOnce();
+
+  absl::StatusOr<std::vector<JoinTokenRecord>> tokens = tokens_->List();
+  ASSERT_TRUE(tokens.ok());
+  ASSERT_EQ(tokens->size(), 1u);
+  const JoinTokenRecord token = (*tokens)[0];
+  EXPECT_EQ(token.uses, 2);  // one per node
+  EXPECT_EQ(token.description, SlurmJoinTokenDescription(name));
+  EXPECT_FALSE(token.revoked);
+  EXPECT_GE(token.expires - token.created, absl::Hours(24));
+  // The batch script holds the token (its hash is the stored one) and is 0600.
+  struct stat st {};
+  ASSERT_EQ(stat((dir_ + "/" + job_id + ".sbatch").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::stringstream submitted;
+  submitted << std::ifstream(dir_ + "/submitted").rdbuf();
+  const std::string script = submitted.str();
+  const size_t at = script.find("BENCH_JOIN_TOKEN='bj1.");
+  ASSERT_NE(at, std::string::npos) << script;
+  const std::string text = script.substr(at + 18, script.find('\'', at + 18) - at - 18);
+  absl::StatusOr<JoinTokenRecord> checked = tokens_->Check(text, absl::Now());
+  ASSERT_TRUE(checked.ok()) << checked.status() << " for " << text;
+  EXPECT_EQ(checked->id, token.id);
+
+  // Still pending, then running: the token stays.
+  allocator.PollOnce();
+  std::ofstream(dir_ + "/state") << "RUNNING\n";
+  allocator.PollOnce();
+  EXPECT_FALSE((*tokens_->List())[0].revoked);
+  // Slurm ended it: the token is revoked, and no second token was made.
+  std::ofstream(dir_ + "/state") << "TIMEOUT\n";
+  allocator.PollOnce();
+  tokens = tokens_->List();
+  ASSERT_EQ(tokens->size(), 1u);
+  EXPECT_TRUE((*tokens)[0].revoked);
+  EXPECT_EQ(tokens_->Check(text, absl::Now()).status().code(), absl::StatusCode::kUnauthenticated);
+}
+
+TEST_F(SlurmJoinTokenTest, WithACertDirNoTokenIsMade) {
+  SlurmOptions options = Options();
+  options.cpu_nodes = true;
+  options.agent_cert_dir = dir_;
+  SlurmAllocator allocator(manager_.get(), options, tokens_.get());
+  SubmitJob(Spec(1));
+  std::ofstream(dir_ + "/name") << "x\n";
+  allocator.PollOnce();
+  EXPECT_TRUE(tokens_->List()->empty());
+  std::stringstream submitted;
+  submitted << std::ifstream(dir_ + "/submitted").rdbuf();
+  EXPECT_THAT(submitted.str(), HasSubstr("BENCH_AGENT_CERT_DIR"));
 }
 
 }  // namespace
