@@ -173,4 +173,39 @@ grpc::ServerUnaryReactor* AgentServiceImpl::UploadSamples(grpc::CallbackServerCo
 
 #undef BENCH_ADMIT_OR_REPLY
 
+grpc::ServerUnaryReactor* AgentServiceImpl::RequestCertificate(grpc::CallbackServerContext* context,
+                                                               const grpc::ByteBuffer* request,
+                                                               grpc::ByteBuffer* response) {
+  auto* call =
+      new UnaryCall<v1::RequestCertificateRequest, v1::RequestCertificateResponse>(response);
+  if (!CallIsTls(*context)) {
+    return call->Reply(absl::UnavailableError(
+        "RequestCertificate is refused without TLS: benchd must run with --tls-cert, and the "
+        "agent dial it with --tls-ca"));
+  }
+  std::optional<Principal> who = auth_.PrincipalOf(*context);
+  if (!who.has_value() && SentJoinToken(*context)) return call->Reply(JoinTokenRefused());
+  if (absl::Status allowed = Authorize(who, Action::kRequestCertificate); !allowed.ok()) {
+    return call->Reply(allowed);
+  }
+  if (absl::Status parsed = ParseRequest(*request, v1::AgentService::service_full_name(), __func__,
+                                         call->mutable_request());
+      !parsed.ok()) {
+    return call->Reply(parsed);
+  }
+  if (bootstrap_ == nullptr) {
+    return call->Reply(absl::FailedPreconditionError(
+        "benchd signs no agent certificates: start it with --agent-signing-cert and "
+        "--agent-signing-key"));
+  }
+  absl::StatusOr<IssuedCertificate> issued = bootstrap_->RequestCertificate(
+      *who, call->request().node(), call->request().csr_pem(), absl::Now());
+  if (issued.ok()) {
+    call->response()->set_certificate_chain_pem(issued->chain_pem);
+    call->response()->set_not_before_unix_seconds(absl::ToUnixSeconds(issued->not_before));
+    call->response()->set_not_after_unix_seconds(absl::ToUnixSeconds(issued->not_after));
+  }
+  return call->Reply(issued.status());
+}
+
 }  // namespace bench

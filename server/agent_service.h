@@ -2,13 +2,16 @@
 // and status mapping around JobManager. Every RPC needs an agent principal (server/auth.h
 // kAgent), checked before the request is parsed, acting for its own node: the request's
 // agent name (Register: the inventory's name) must be the one its certificate names
-// (CheckAgentNode). The methods are raw (server/raw_rpc.h says why): a request that does
+// (CheckAgentNode). RequestCertificate (issue 24's bootstrap) is the exception: over TLS
+// only (UNAVAILABLE otherwise), for a join token or an agent's own certificate, decided by
+// server/agent_bootstrap.h. The methods are raw (server/raw_rpc.h says why): a request that does
 // not parse is INVALID_ARGUMENT naming the method. Thread-safe.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include "benchfleet/v1/agent.grpc.pb.h"
+#include "server/agent_bootstrap.h"
 #include "server/grpc_auth.h"
 #include "server/job_manager.h"
 
@@ -28,15 +31,18 @@ using Service =
     A::WithRawCallbackMethod_ReportStatus<
     A::WithRawCallbackMethod_UploadSamples<
     A::WithRawCallbackMethod_Deregister<
-    A::Service>>>>>>;
+    A::WithRawCallbackMethod_RequestCertificate<
+    A::Service>>>>>>>;
 // clang-format on
 }  // namespace raw_agent
 
 class AgentServiceImpl final : public raw_agent::Service {
  public:
-  // `manager` not owned. `auth` defaults to security off (any caller acts for any node).
-  explicit AgentServiceImpl(JobManager* manager, GrpcAuthenticator auth = GrpcAuthenticator::Off())
-      : manager_(manager), auth_(auth) {}
+  // `manager` and `bootstrap` not owned. `auth` defaults to security off (any caller acts
+  // for any node). Without `bootstrap` RequestCertificate is FAILED_PRECONDITION.
+  explicit AgentServiceImpl(JobManager* manager, GrpcAuthenticator auth = GrpcAuthenticator::Off(),
+                            AgentBootstrap* bootstrap = nullptr)
+      : manager_(manager), auth_(auth), bootstrap_(bootstrap) {}
 
   // Request and response are the method's messages, serialized (server/raw_rpc.h).
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
@@ -57,10 +63,14 @@ class AgentServiceImpl final : public raw_agent::Service {
   grpc::ServerUnaryReactor* Deregister(grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* RequestCertificate(grpc::CallbackServerContext* context,
+                                               const grpc::ByteBuffer* request,
+                                               grpc::ByteBuffer* response) override;
 
  private:
   JobManager* const manager_;
   const GrpcAuthenticator auth_;
+  AgentBootstrap* const bootstrap_;
 };
 
 }  // namespace bench

@@ -33,6 +33,8 @@ const char* ActionName(Action action) {
     case Action::kCancel: return "cancel";
     case Action::kSetBaseline: return "set-baseline";
     case Action::kAgent: return "agent";
+    case Action::kRequestCertificate: return "request-certificate";
+    case Action::kManageJoinTokens: return "manage-join-tokens";
   }
   return "unknown";
 }
@@ -71,6 +73,7 @@ const char* RoleName(Role role) {
     case Role::kSubmit: return "submit";
     case Role::kAdmin: return "admin";
     case Role::kAgent: return "agent";
+    case Role::kJoin: return "join";
   }
   return "unknown";
 }
@@ -97,7 +100,11 @@ absl::Status Authorize(const std::optional<Principal>& who, Action action,
   if (who->via == "none") return absl::OkStatus();  // security off: anonymous admin
   const Role role = who->role;
   if (role == Role::kAgent) {
-    return action == Action::kAgent ? absl::OkStatus() : Denied(*who, action);
+    return action == Action::kAgent || action == Action::kRequestCertificate ? absl::OkStatus()
+                                                                             : Denied(*who, action);
+  }
+  if (role == Role::kJoin) {
+    return action == Action::kRequestCertificate ? absl::OkStatus() : Denied(*who, action);
   }
   switch (action) {
     case Action::kRead: return absl::OkStatus();
@@ -114,7 +121,10 @@ absl::Status Authorize(const std::optional<Principal>& who, Action action,
       return Denied(*who, action);
     case Action::kSetBaseline:
       return role == Role::kAdmin ? absl::OkStatus() : Denied(*who, action);
-    case Action::kAgent: return Denied(*who, action);
+    case Action::kManageJoinTokens:
+      return role == Role::kAdmin ? absl::OkStatus() : Denied(*who, action);
+    case Action::kAgent:
+    case Action::kRequestCertificate: return Denied(*who, action);
   }
   return Denied(*who, action);
 }

@@ -16,10 +16,12 @@
 namespace bench {
 
 // view: read only. submit: view + submit jobs, cancel its own. admin: submit + cancel
-// any job, set baselines. agent: the agent RPCs only, for the node it names.
-enum class Role { kView, kSubmit, kAdmin, kAgent };
+// any job, set baselines, manage join tokens. agent: the agent RPCs only, for the node it
+// names. join: a join token (server/join_tokens.h), which may only ask for an agent's
+// certificate (RequestCertificate); never in a --tokens file or a certificate.
+enum class Role { kView, kSubmit, kAdmin, kAgent, kJoin };
 
-const char* RoleName(Role role);  // "view", "submit", "admin", "agent"
+const char* RoleName(Role role);  // "view", "submit", "admin", "agent", "join"
 absl::StatusOr<Role> ParseRole(std::string_view name);
 
 struct Principal {
@@ -35,18 +37,22 @@ struct Principal {
 
 // What a caller asks to do; one per RPC or HTTP route family.
 enum class Action {
-  kRead,         // jobs, results, agents, queue, baselines, samples, the web page and API
-  kSubmit,       // SubmitJob
-  kCancel,       // CancelJob: submit may cancel only jobs it submitted, admin any
-  kSetBaseline,  // SetBaseline
-  kAgent,        // Register, Heartbeat, StreamAssignments, ReportStatus, UploadSamples
+  kRead,                // jobs, results, agents, queue, baselines, samples, the web page and API
+  kSubmit,              // SubmitJob
+  kCancel,              // CancelJob: submit may cancel only jobs it submitted, admin any
+  kSetBaseline,         // SetBaseline
+  kAgent,               // Register, Heartbeat, StreamAssignments, ReportStatus, UploadSamples
+  kRequestCertificate,  // RequestCertificate: a join token, or an agent for its own node
+  kManageJoinTokens,    // Create/List/RevokeJoinToken: admin
 };
 
 // OK, UNAUTHENTICATED (no principal: "no credentials; ..."), or PERMISSION_DENIED naming
 // the principal, its role and the action. `job_owner_name` is the name of the principal
 // that submitted the job a kCancel is about (Job::submitted_by; ignored for other
-// actions): a submit principal may cancel it only when its name matches. Agents may take no action but kAgent; the node check (an agent
-// acts only for its own node) is the caller's: CheckAgentNode.
+// actions): a submit principal may cancel it only when its name matches. Agents may take no
+// action but kAgent and kRequestCertificate; the node check (an agent acts only for its own
+// node) is the caller's: CheckAgentNode. A join principal may take kRequestCertificate and
+// nothing else, and is the only other role that may.
 absl::Status Authorize(const std::optional<Principal>& who, Action action,
                        std::string_view job_owner_name = "");
 

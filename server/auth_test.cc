@@ -76,6 +76,37 @@ TEST(AuthTest, AgentTakesOnlyAgentActionsForItsNode) {
             absl::StatusCode::kPermissionDenied);
 }
 
+// A join token (issue 24) may ask for an agent certificate and nothing else; it is never a
+// role a --tokens file or a certificate can name.
+TEST(AuthTest, JoinTakesOnlyRequestCertificate) {
+  const Principal join = P("0123456789abcdef", Role::kJoin, "join-token");
+  EXPECT_EQ(std::string(RoleName(Role::kJoin)), "join");
+  EXPECT_TRUE(Authorize(join, Action::kRequestCertificate).ok());
+  for (Action action : {Action::kRead, Action::kSubmit, Action::kCancel, Action::kSetBaseline,
+                        Action::kAgent, Action::kManageJoinTokens}) {
+    absl::Status s = Authorize(join, action, "0123456789abcdef");
+    EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << static_cast<int>(action);
+    EXPECT_NE(s.message().find("join"), std::string_view::npos) << s;
+  }
+  EXPECT_EQ(CheckAgentNode(join, "0123456789abcdef").code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(ParseRole("join").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(PrincipalFromCertUri("spiffe://benchfleet/join/node-a").ok());
+  EXPECT_FALSE(TokenTable::Parse("sha256:" + std::string(64, 'a') + " join x", "t").ok());
+}
+
+TEST(AuthTest, WhoMayRequestCertificatesAndManageJoinTokens) {
+  EXPECT_TRUE(Authorize(P("node-a", Role::kAgent, "cert"), Action::kRequestCertificate).ok());
+  for (Role role : {Role::kView, Role::kSubmit, Role::kAdmin}) {
+    EXPECT_EQ(Authorize(P("x", role), Action::kRequestCertificate).code(),
+              absl::StatusCode::kPermissionDenied);
+  }
+  EXPECT_TRUE(Authorize(P("ops", Role::kAdmin), Action::kManageJoinTokens).ok());
+  for (Role role : {Role::kView, Role::kSubmit, Role::kAgent}) {
+    EXPECT_EQ(Authorize(P("x", role), Action::kManageJoinTokens).code(),
+              absl::StatusCode::kPermissionDenied);
+  }
+}
+
 TEST(AuthTest, SecurityOffIsAnonymousAdmin) {
   auto anon = P("", Role::kAdmin, "none");
   for (Action a :

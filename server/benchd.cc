@@ -16,12 +16,15 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "server/agent_bootstrap.h"
 #include "server/agent_service.h"
+#include "server/agent_signer.h"
 #include "server/controller_service.h"
 #include "server/grpc_auth.h"
 #include "server/http_auth.h"
 #include "server/http_server.h"
 #include "server/job_manager.h"
+#include "server/join_tokens.h"
 #include "server/live_metrics.h"
 #include "server/live_streams.h"
 #include "server/metrics_exporter.h"
@@ -77,6 +80,14 @@ absl::Status CheckSecurityOptions(const BenchdOptions& options) {
   if (!options.client_ca.empty() && options.tls_cert.empty()) {
     return absl::InvalidArgumentError(
         "--client-ca needs --tls-cert and --tls-key (client certificates need TLS)");
+  }
+  if (options.agent_signing_cert.empty() != options.agent_signing_key.empty()) {
+    return absl::InvalidArgumentError(
+        "--agent-signing-cert and --agent-signing-key go together: give both");
+  }
+  if (!options.agent_signing_cert.empty() && options.client_ca.empty()) {
+    return absl::InvalidArgumentError(
+        "--agent-signing-cert needs --client-ca (which must trust what it signs) and TLS");
   }
   if (options.cert_refresh < absl::Seconds(1)) {
     return absl::InvalidArgumentError("--cert-refresh must be at least 1s");
@@ -137,8 +148,17 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
     benchd->tokens_ = std::move(*tokens);
   }
   benchd->security_on_ = !options.client_ca.empty() || !options.tokens.empty();
-  const GrpcAuthenticator auth = benchd->security_on_ ? GrpcAuthenticator::On(benchd->tokens_.get())
-                                                      : GrpcAuthenticator::Off();
+  benchd->join_tokens_ = std::make_unique<JoinTokens>(benchd->store_.get());
+  if (!options.agent_signing_cert.empty()) {
+    ASSIGN_OR_RETURN(
+        benchd->signer_,
+        AgentSigner::Load(options.agent_signing_cert, options.agent_signing_key, options.client_ca,
+                          options.agent_cert_ttl, absl::Now(), options.agent_cert_min_ttl));
+  }
+  const GrpcAuthenticator auth =
+      benchd->security_on_
+          ? GrpcAuthenticator::On(benchd->tokens_.get(), benchd->join_tokens_.get())
+          : GrpcAuthenticator::Off();
   JobManagerOptions manager_options;
   manager_options.agent_lease = options.agent_lease;
   manager_options.heartbeat_interval = options.heartbeat_interval;
@@ -162,9 +182,14 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
   }
   RETURN_IF_ERROR(benchd->manager_->Recover());
 
-  benchd->controller_service_ =
-      std::make_unique<ControllerService>(benchd->manager_.get(), benchd->reads_.get(), auth);
-  benchd->agent_service_ = std::make_unique<AgentServiceImpl>(benchd->manager_.get(), auth);
+  JobManager* manager = benchd->manager_.get();
+  benchd->bootstrap_ = std::make_unique<AgentBootstrap>(
+      benchd->join_tokens_.get(), benchd->signer_.get(),
+      [manager](const std::string& node) { return manager->AgentLive(node); });
+  benchd->controller_service_ = std::make_unique<ControllerService>(
+      benchd->manager_.get(), benchd->reads_.get(), auth, benchd->join_tokens_.get());
+  benchd->agent_service_ =
+      std::make_unique<AgentServiceImpl>(benchd->manager_.get(), auth, benchd->bootstrap_.get());
   // grpc.health.v1.Health, always, and without credentials (it is not ours to guard).
   grpc::EnableDefaultHealthCheckService(true);
   if (options.grpc_reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -201,7 +226,10 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
       slurm.script_dir = std::filesystem::path(options.db).parent_path().append("slurm").string();
       if (slurm.script_dir == "slurm") slurm.script_dir = "./slurm";
     }
-    benchd->slurm_ = std::make_unique<SlurmAllocator>(benchd->manager_.get(), slurm);
+    // With a signer and no --slurm-agent-cert-dir, each allocation's agents enrol with a
+    // join token of its own.
+    benchd->slurm_ = std::make_unique<SlurmAllocator>(
+        benchd->manager_.get(), slurm, benchd->signer_ ? benchd->join_tokens_.get() : nullptr);
     RETURN_IF_ERROR(benchd->slurm_->Start());
     Log("Slurm allocates: partition ", slurm.partition, ", agents dial ", slurm.controller,
         ", batch scripts in ", slurm.script_dir);

@@ -27,6 +27,9 @@ class HttpServer;
 class TlsFront;
 class LiveMetrics;
 class TokenFile;
+class JoinTokens;
+class AgentSigner;
+class AgentBootstrap;
 
 struct BenchdOptions {
   std::string listen = "127.0.0.1:7600";  // gRPC, HOST:PORT (port 0 picks one)
@@ -48,6 +51,12 @@ struct BenchdOptions {
   std::string client_ca;
   std::string tokens;
   absl::Duration cert_refresh = absl::Seconds(60);  // how often those files are re-read
+  // The agents' certificate bootstrap (docs/security.md): the CA that signs agents'
+  // certificates (trusted by client_ca) and its key; the issued certificates' lifetime.
+  std::string agent_signing_cert;
+  std::string agent_signing_key;
+  absl::Duration agent_cert_ttl = absl::Hours(24);
+  absl::Duration agent_cert_min_ttl = absl::Minutes(1);  // no flag: tests set less
   bool insecure = false;                            // allow a non-loopback address without TLS
   bool grpc_reflection = false;                     // serve gRPC server reflection
   // Slurm allocates (server/slurm_allocator.h) when slurm.partition is set. Unset
@@ -60,7 +69,8 @@ struct BenchdOptions {
 // non-loopback --listen or --http without --insecure and without both TLS (--tls-cert)
 // and authentication (--client-ca and/or --tokens), --tls-key
 // without --tls-cert (or the reverse), --client-ca without --tls-cert, a cert refresh
-// under 1 s. main.cc exits 2 on it; Start() checks it too.
+// under 1 s, --agent-signing-cert without --agent-signing-key (or the reverse) or without
+// --client-ca. main.cc exits 2 on it; Start() checks it too.
 absl::Status CheckSecurityOptions(const BenchdOptions& options);
 
 class Benchd {
@@ -88,6 +98,9 @@ class Benchd {
   std::unique_ptr<Store> store_;
   std::unique_ptr<LiveMetrics> metrics_;
   std::unique_ptr<TokenFile> tokens_;  // null without --tokens
+  std::unique_ptr<JoinTokens> join_tokens_;
+  std::unique_ptr<AgentSigner> signer_;  // null without --agent-signing-cert
+  std::unique_ptr<AgentBootstrap> bootstrap_;
   std::unique_ptr<JobManager> manager_;
   std::unique_ptr<ReadService> reads_;
   std::unique_ptr<ControllerService> controller_service_;

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "common/grpc_status.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "server/proto_convert.h"
 #include "server/queued_writer.h"
@@ -207,6 +208,57 @@ grpc::ServerUnaryReactor* ControllerService::GetSamples(grpc::CallbackServerCont
     }
   }
   return call->Reply(samples.status());
+}
+
+namespace {
+absl::Status NoJoinTokens() {
+  return absl::FailedPreconditionError("this benchd keeps no join tokens");
+}
+}  // namespace
+
+grpc::ServerUnaryReactor* ControllerService::CreateJoinToken(grpc::CallbackServerContext* context,
+                                                             const grpc::ByteBuffer* request,
+                                                             grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::CreateJoinTokenRequest, v1::CreateJoinTokenResponse>(response);
+  Principal who;
+  BENCH_ADMIT_OR_REPLY(call, Action::kManageJoinTokens, &who);
+  if (join_tokens_ == nullptr) return call->Reply(NoJoinTokens());
+  const v1::CreateJoinTokenRequest& create = call->request();
+  absl::StatusOr<JoinTokens::Created> created =
+      join_tokens_->Create(create.uses(), absl::Seconds(create.ttl_seconds()),
+                           create.allow_replace(), create.description(), absl::Now());
+  if (created.ok()) {
+    call->response()->set_token(created->token);
+    ToProto(created->record, call->response()->mutable_info());
+    Log("join token ", created->record.id, " created by ", who.Describe(), " (",
+        created->record.uses, " uses", created->record.allow_replace ? ", allow-replace" : "", ")");
+  }
+  return call->Reply(created.status());
+}
+
+grpc::ServerUnaryReactor* ControllerService::ListJoinTokens(grpc::CallbackServerContext* context,
+                                                            const grpc::ByteBuffer* request,
+                                                            grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::ListJoinTokensRequest, v1::ListJoinTokensResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kManageJoinTokens);
+  if (join_tokens_ == nullptr) return call->Reply(NoJoinTokens());
+  absl::StatusOr<std::vector<JoinTokenRecord>> tokens = join_tokens_->List();
+  if (tokens.ok()) {
+    for (const JoinTokenRecord& token : *tokens) ToProto(token, call->response()->add_tokens());
+  }
+  return call->Reply(tokens.status());
+}
+
+grpc::ServerUnaryReactor* ControllerService::RevokeJoinToken(grpc::CallbackServerContext* context,
+                                                             const grpc::ByteBuffer* request,
+                                                             grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::RevokeJoinTokenRequest, v1::RevokeJoinTokenResponse>(response);
+  Principal who;
+  BENCH_ADMIT_OR_REPLY(call, Action::kManageJoinTokens, &who);
+  if (join_tokens_ == nullptr) return call->Reply(NoJoinTokens());
+  absl::Status revoked = join_tokens_->Revoke(call->request().id());
+  if (revoked.ok()) Log("join token ", call->request().id(), " revoked by ", who.Describe());
+  return call->Reply(revoked);
 }
 
 #undef BENCH_ADMIT_OR_REPLY

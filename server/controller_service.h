@@ -2,7 +2,8 @@
 // status mapping around JobManager (jobs, agents, baselines set) and ReadService (results,
 // baselines, variability, samples); no logic of its own. Every RPC first asks the injected
 // GrpcAuthenticator who calls and server/auth.h's Authorize whether it may (reads: view;
-// SubmitJob: submit; CancelJob: submit for its own jobs, admin any; SetBaseline: admin),
+// SubmitJob: submit; CancelJob: submit for its own jobs, admin any; SetBaseline and the
+// join tokens (Create/List/RevokeJoinToken, server/join_tokens.h): admin),
 // then parses the request: the methods are raw (server/raw_rpc.h says why), so a request
 // that does not parse is INVALID_ARGUMENT naming the method, and a caller without
 // credentials is UNAUTHENTICATED whatever it sent. Thread-safe.
@@ -15,6 +16,7 @@
 #include "benchfleet/v1/controller.grpc.pb.h"
 #include "server/grpc_auth.h"
 #include "server/job_manager.h"
+#include "server/join_tokens.h"
 #include "server/read_service.h"
 
 namespace bench {
@@ -38,16 +40,21 @@ using Service =
     C::WithRawCallbackMethod_ListBaselines<
     C::WithRawCallbackMethod_GpuVariability<
     C::WithRawCallbackMethod_GetSamples<
-    C::Service>>>>>>>>>>>>;
+    C::WithRawCallbackMethod_CreateJoinToken<
+    C::WithRawCallbackMethod_ListJoinTokens<
+    C::WithRawCallbackMethod_RevokeJoinToken<
+    C::Service>>>>>>>>>>>>>>>;
 // clang-format on
 }  // namespace raw_controller
 
 class ControllerService final : public raw_controller::Service {
  public:
-  // Neither is owned. `auth` defaults to security off (every caller an anonymous admin).
+  // None is owned. `auth` defaults to security off (every caller an anonymous admin).
+  // Without `join_tokens` the join-token methods are FAILED_PRECONDITION.
   ControllerService(JobManager* manager, ReadService* reads,
-                    GrpcAuthenticator auth = GrpcAuthenticator::Off())
-      : manager_(manager), reads_(reads), auth_(auth) {}
+                    GrpcAuthenticator auth = GrpcAuthenticator::Off(),
+                    JoinTokens* join_tokens = nullptr)
+      : manager_(manager), reads_(reads), auth_(auth), join_tokens_(join_tokens) {}
 
   // Request and response are the method's messages, serialized (server/raw_rpc.h).
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
@@ -85,6 +92,15 @@ class ControllerService final : public raw_controller::Service {
   grpc::ServerUnaryReactor* GetSamples(grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* CreateJoinToken(grpc::CallbackServerContext* context,
+                                            const grpc::ByteBuffer* request,
+                                            grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* ListJoinTokens(grpc::CallbackServerContext* context,
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* RevokeJoinToken(grpc::CallbackServerContext* context,
+                                            const grpc::ByteBuffer* request,
+                                            grpc::ByteBuffer* response) override;
 
  private:
   // OK or the refusal; `who` (optional) receives the principal.
@@ -99,6 +115,7 @@ class ControllerService final : public raw_controller::Service {
   JobManager* const manager_;
   ReadService* const reads_;
   const GrpcAuthenticator auth_;
+  JoinTokens* const join_tokens_;
 };
 
 }  // namespace bench

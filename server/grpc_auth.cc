@@ -25,18 +25,44 @@ std::optional<Principal> GrpcAuthenticator::PrincipalOf(
       if (who.ok()) return *who;
     }
   }
-  if (tokens_ != nullptr) {
-    const auto& metadata = context.client_metadata();
-    auto it = metadata.find("authorization");
-    if (it != metadata.end()) {
-      std::string_view value(it->second.data(), it->second.size());
-      constexpr std::string_view kBearer = "Bearer ";
-      if (value.size() > kBearer.size() && value.substr(0, kBearer.size()) == kBearer) {
-        return tokens_->Find(value.substr(kBearer.size()));
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it != metadata.end()) {
+    std::string_view value(it->second.data(), it->second.size());
+    constexpr std::string_view kBearer = "Bearer ";
+    if (value.size() > kBearer.size() && value.substr(0, kBearer.size()) == kBearer) {
+      std::string_view token = value.substr(kBearer.size());
+      if (token.substr(0, kJoinTokenPrefix.size()) == kJoinTokenPrefix) {
+        if (join_ != nullptr) return join_->PrincipalOf(token, absl::Now());
+        return std::nullopt;
       }
+      if (tokens_ != nullptr) return tokens_->Find(token);
     }
   }
   return std::nullopt;
+}
+
+bool SentJoinToken(const grpc::ServerContextBase& context) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return false;
+  const std::string_view value(it->second.data(), it->second.size());
+  const std::string prefix = absl::StrCat("Bearer ", std::string(kJoinTokenPrefix));
+  return value.substr(0, prefix.size()) == prefix;
+}
+
+bool CallIsTls(const grpc::ServerContextBase& context) {
+  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr) return false;
+  for (const grpc::string_ref& type :
+       auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME)) {
+    // "ssl" from SslServerCredentials, "tls" from TlsServerCredentials (benchd's).
+    const std::string_view value(type.data(), type.size());
+    if (value == GRPC_SSL_TRANSPORT_SECURITY_TYPE || value == GRPC_TLS_TRANSPORT_SECURITY_TYPE) {
+      return true;
+    }
+  }
+  return false;
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeTlsServerCredentials(

@@ -210,6 +210,9 @@ class JobManager {
   // Jobs by state, agents and their devices, for /metrics.
   FleetCounts Fleet();
   std::vector<AgentView> ListAgents();
+  // Whether an agent of that name is registered and not lost (the bootstrap's "held by a
+  // live agent", server/agent_bootstrap.h).
+  bool AgentLive(const std::string& name);
 
   // Marks agents silent for longer than the lease as lost: their samples of the jobs
   // they ran are fenced off from then on, and those jobs are requeued (up to

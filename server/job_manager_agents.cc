@@ -454,6 +454,11 @@ std::vector<AgentView> JobManager::ListAgents() {
   return fleet_.Views();
 }
 
+bool JobManager::AgentLive(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  return fleet_.Registered(name);
+}
+
 void JobManager::CheckAgents(Clock::time_point now) {
   absl::MutexLock lock(&mu_);
   int lost =

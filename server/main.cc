@@ -44,6 +44,9 @@ struct Flags {
   std::string tls_key;
   std::string client_ca;
   std::string tokens;
+  std::string agent_signing_cert;
+  std::string agent_signing_key;
+  std::string agent_cert_ttl = "24h";
   std::string cert_refresh = "60s";
   bool insecure = false;
   bool grpc_reflection = false;
@@ -128,6 +131,14 @@ int main(int argc, char** argv) {
   AddFlag(app, "tokens", &flags.tokens,
           "hashed bearer tokens, lines 'sha256:<hex> <role> <name>'; turns authentication on",
           "FILE");
+  AddFlag(app, "agent-signing-cert", &flags.agent_signing_cert,
+          "a CA certificate (PEM, then its chain) trusted by --client-ca that signs agents' "
+          "certificates for join tokens and renewals (docs/security.md)",
+          "FILE");
+  AddFlag(app, "agent-signing-key", &flags.agent_signing_key,
+          "the private key (PEM) of --agent-signing-cert", "FILE");
+  AddFlag(app, "agent-cert-ttl", &flags.agent_cert_ttl,
+          "lifetime of the agent certificates benchd signs (at least 1m)", "DURATION");
   AddFlag(app, "cert-refresh", &flags.cert_refresh,
           "how often certificate, key, CA and token files are checked for changes", "DURATION");
   app.add_flag("--insecure", flags.insecure, "allow serving a non-loopback address without TLS");
@@ -146,7 +157,8 @@ int main(int argc, char** argv) {
           "HOST:PORT");
   AddFlag(app, "slurm-agent-cert-dir", &flags.slurm_agent_cert_dir,
           "with --slurm-partition: each node's agent presents DIR/<node>.pem and DIR/<node>.key "
-          "(deploy/pki/make-client-cert.sh agent <node>)",
+          "(deploy/pki/make-client-cert.sh agent <node>); without it, and with "
+          "--agent-signing-cert, each allocation's agents enrol with a join token of its own",
           "DIR");
   AddFlag(app, "slurm-script-dir", &flags.slurm_script_dir,
           "with --slurm-partition: where batch scripts and their output go, on a file system "
@@ -193,6 +205,8 @@ int main(int argc, char** argv) {
   options.tls_key = flags.tls_key;
   options.client_ca = flags.client_ca;
   options.tokens = flags.tokens;
+  options.agent_signing_cert = flags.agent_signing_cert;
+  options.agent_signing_key = flags.agent_signing_key;
   options.insecure = flags.insecure;
   options.grpc_reflection = flags.grpc_reflection;
   options.slurm.partition = flags.slurm_partition;
@@ -213,6 +227,7 @@ int main(int argc, char** argv) {
       !ParseDurationFlag("default-hang-timeout", flags.default_hang_timeout,
                          &options.default_hang_timeout) ||
       !ParseDurationFlag("cert-refresh", flags.cert_refresh, &options.cert_refresh) ||
+      !ParseDurationFlag("agent-cert-ttl", flags.agent_cert_ttl, &options.agent_cert_ttl) ||
       !ParseDurationFlag("slurm-poll", flags.slurm_poll, &options.slurm.poll_interval) ||
       !ParseDurationFlag("slurm-time-margin", flags.slurm_time_margin,
                          &options.slurm.time_margin)) {
@@ -236,6 +251,10 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  if (options.agent_cert_ttl < options.agent_cert_min_ttl) {
+    std::fprintf(stderr, "benchd: --agent-cert-ttl must be at least 1m\n");
+    return 2;
+  }
   if (absl::Status security = bench::CheckSecurityOptions(options); !security.ok()) {
     std::fprintf(stderr, "benchd: %s\n", std::string(security.message()).c_str());
     return 2;

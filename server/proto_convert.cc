@@ -456,4 +456,15 @@ void ToProto(const GpuSample& s, v1::GpuSample* p) {
   if (s.throttle_reasons) p->set_throttle_reasons(*s.throttle_reasons);
 }
 
+void ToProto(const JoinTokenRecord& token, v1::JoinToken* proto) {
+  proto->set_id(token.id);
+  proto->set_description(token.description);
+  proto->set_uses(token.uses);
+  proto->set_used(token.used);
+  proto->set_created_unix_seconds(absl::ToUnixSeconds(token.created));
+  proto->set_expires_unix_seconds(absl::ToUnixSeconds(token.expires));
+  proto->set_allow_replace(token.allow_replace);
+  proto->set_revoked(token.revoked);
+}
+
 }  // namespace bench

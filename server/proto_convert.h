@@ -10,6 +10,7 @@
 #include "server/agent_messages.h"
 #include "server/baseline.h"
 #include "server/job.h"
+#include "server/join_token.h"
 #include "server/results.h"
 #include "server/variability.h"
 #include "server/views.h"
@@ -34,5 +35,7 @@ void ToProto(const Baseline& baseline, benchfleet::v1::Baseline* proto);
 void ToProto(const GpuVariability& gpu, benchfleet::v1::GpuVariability* proto);
 void ToProto(const IterationSample& sample, benchfleet::v1::IterationSample* proto);
 void ToProto(const GpuSample& sample, benchfleet::v1::GpuSample* proto);
+// Never the secret (nor its hash).
+void ToProto(const JoinTokenRecord& token, benchfleet::v1::JoinToken* proto);
 
 }  // namespace bench

@@ -1,5 +1,9 @@
 #include "server/slurm_allocator.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -68,7 +72,12 @@ std::string SlurmTimeLimit(absl::Duration limit) {
   return absl::StrCat(std::max<int64_t>(minutes, 1));
 }
 
-std::string SlurmBatchScript(const SlurmOptions& options, const AllocationRequest& request) {
+std::string SlurmJoinTokenDescription(const std::string& job_name) {
+  return absl::StrCat("slurm allocation ", job_name);
+}
+
+std::string SlurmBatchScript(const SlurmOptions& options, const AllocationRequest& request,
+                             const std::string& join_token) {
   const SlurmShape shape = SlurmShapeOf(request.spec);
   std::string script = absl::StrCat(
       "#!/bin/sh\n",
@@ -107,6 +116,21 @@ std::string SlurmBatchScript(const SlurmOptions& options, const AllocationReques
   if (!options.agent_cert_dir.empty()) {
     absl::StrAppend(&script, "export BENCH_AGENT_CERT_DIR=", ShellQuote(options.agent_cert_dir),
                     "\n");
+  } else if (!join_token.empty()) {
+    // Each node's agent bootstraps its own key with this allocation's join token (revoked
+    // when the allocation ends). It travels in the environment (this script is 0600, and
+    // Slurm shows a job's script and environment only to its owner and Slurm's admins),
+    // becomes a 0600 file of each task's own, and leaves the environment before the agent
+    // starts: never on a command line.
+    absl::StrAppend(&script, "BENCH_JOIN_TOKEN=", ShellQuote(join_token),
+                    "\nexport BENCH_JOIN_TOKEN\n",
+                    "exec srun --kill-on-bad-exit=0 /bin/sh -c 'umask 077 && "
+                    "f=$(mktemp \"${TMPDIR:-/tmp}/bench-join-token.XXXXXX\") && "
+                    "printf \"%s\\n\" \"$BENCH_JOIN_TOKEN\" > \"$f\" && unset BENCH_JOIN_TOKEN && "
+                    "exec \"$@\" --name \"$SLURMD_NODENAME\" --label \"slurm_job=$SLURM_JOB_ID\" "
+                    "--join-token-file \"$f\"' sh ",
+                    absl::StrJoin(quoted, " "), "\n");
+    return script;
   }
   absl::StrAppend(&script,
                   "exec srun --kill-on-bad-exit=0 /bin/sh -c 'exec \"$@\" "
@@ -147,8 +171,33 @@ bool SlurmStateEnded(std::string_view state) {
   return kEnded.count(state) > 0;
 }
 
-SlurmAllocator::SlurmAllocator(JobManager* manager, SlurmOptions options)
-    : manager_(manager), options_(std::move(options)) {}
+SlurmAllocator::SlurmAllocator(JobManager* manager, SlurmOptions options, JoinTokens* join_tokens)
+    : manager_(manager), join_tokens_(join_tokens), options_(std::move(options)) {}
+
+bool SlurmAllocator::UsesJoinTokens() const {
+  return join_tokens_ != nullptr && options_.agent_cert_dir.empty();
+}
+
+void SlurmAllocator::RevokeJoinTokens(const std::string& job_id) {
+  if (!UsesJoinTokens()) return;
+  const std::string description =
+      SlurmJoinTokenDescription(SlurmJobName(manager_->controller_id(), job_id));
+  absl::StatusOr<std::vector<JoinTokenRecord>> tokens = join_tokens_->List();
+  if (!tokens.ok()) {
+    Log("slurm: ", job_id, ": cannot list join tokens to revoke: ", tokens.status().message());
+    return;
+  }
+  for (const JoinTokenRecord& token : *tokens) {
+    if (token.revoked || token.description != description) continue;
+    absl::Status revoked = join_tokens_->Revoke(token.id);
+    if (revoked.ok()) {
+      Log("slurm: ", job_id, ": revoked its allocation's join token ", token.id, " (", token.used,
+          " of ", token.uses, " used)");
+    } else {
+      Log("slurm: ", job_id, ": cannot revoke join token ", token.id, ": ", revoked.message());
+    }
+  }
+}
 
 SlurmAllocator::~SlurmAllocator() { Stop(); }
 
@@ -217,12 +266,15 @@ void SlurmAllocator::PollOnce() {
     return now;
   };
   for (const auto& [job_id, allocation] : work.to_poll) {
-    manager_->UpdateAllocation(job_id, seen(allocation)).IgnoreError();
+    Allocation now = seen(allocation);
+    manager_->UpdateAllocation(job_id, now).IgnoreError();
+    if (now.ended) RevokeJoinTokens(job_id);
   }
   for (const auto& [job_id, allocation] : work.to_release) {
     Allocation now = seen(allocation);
     if (now.ended) {
       manager_->UpdateAllocation(job_id, now).IgnoreError();
+      RevokeJoinTokens(job_id);
     } else {
       Release(job_id, now);
     }
@@ -231,11 +283,39 @@ void SlurmAllocator::PollOnce() {
 
 void SlurmAllocator::Submit(const AllocationRequest& request) {
   const std::string path = absl::StrCat(options_.script_dir, "/", request.job_id, ".sbatch");
+  std::string join_token;
+  if (UsesJoinTokens()) {
+    // One use per node; alive while the job may wait in Slurm's queue and run.
+    absl::StatusOr<JoinTokens::Created> created =
+        join_tokens_->Create(SlurmShapeOf(request.spec).nodes,
+                             request.wall_time + options_.time_margin + options_.join_token_margin,
+                             false, SlurmJoinTokenDescription(request.job_name), absl::Now());
+    if (!created.ok()) {
+      Log("slurm: ", request.job_id, ": cannot make a join token: ", created.status().message(),
+          "; trying again");
+      return;
+    }
+    join_token = created->token;
+  }
+  // A failure below leaves no live token behind: the next round makes a new one.
+  auto give_up = [&] {
+    if (!join_token.empty()) RevokeJoinTokens(request.job_id);
+  };
   {
+    // 0600: with a join token the script holds it.
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || fchmod(fd, 0600) != 0) {
+      Log("slurm: ", request.job_id, ": cannot write ", path, ": ", std::strerror(errno));
+      if (fd >= 0) close(fd);
+      give_up();
+      return;
+    }
+    close(fd);
     std::ofstream out(path, std::ios::trunc);
-    out << SlurmBatchScript(options_, request);
+    out << SlurmBatchScript(options_, request, join_token);
     if (!out.flush()) {
       Log("slurm: ", request.job_id, ": cannot write ", path, ": ", std::strerror(errno));
+      give_up();
       return;
     }
   }
@@ -243,6 +323,7 @@ void SlurmAllocator::Submit(const AllocationRequest& request) {
       RunCommand({"sbatch", "--parsable", path}, options_.command_timeout);
   if (!sbatch.ok()) {
     Log("slurm: ", request.job_id, ": ", sbatch.status().message(), "; trying again");
+    give_up();
     return;
   }
   if (sbatch->exit_code != 0) {
@@ -256,12 +337,14 @@ void SlurmAllocator::Submit(const AllocationRequest& request) {
       Log("slurm: ", request.job_id, ": sbatch failed (", DescribeExit(sbatch->exit_code),
           "): ", why, "; trying again");
     }
+    give_up();
     return;
   }
   // --parsable: "ID" or "ID;CLUSTER".
   std::string id = FirstLine(sbatch->stdout_text);
   id = id.substr(0, id.find(';'));
   if (id.empty() || !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    // It may have been submitted: the next round takes it up by name, token and all.
     Log("slurm: ", request.job_id, ": sbatch printed no job id: ", FirstLine(sbatch->stdout_text));
     return;
   }

@@ -7,6 +7,11 @@
 // fails its job with Slurm's reason), and scancels the allocation of a job that ended
 // (benchctl cancel included). It runs Slurm's own commands: sbatch, scontrol and
 // scancel on benchd's PATH find the cluster as any Slurm client does (SLURM_CONF).
+// With a JoinTokens (benchd --agent-signing-cert) and no agent_cert_dir, each allocation
+// gets its own join token (uses: its node count; expiry: its Slurm time limit plus
+// join_token_margin; revoked once the allocation ends) in the batch script's environment,
+// so that each node's agent makes its own key and gets its certificate from benchd
+// (docs/security.md): no node's key is readable by another.
 #pragma once
 
 #include <map>
@@ -21,6 +26,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/job_manager.h"
+#include "server/join_tokens.h"
 
 namespace bench {
 
@@ -32,8 +38,12 @@ struct SlurmOptions {
   std::vector<std::string> agent_command = {"bench-agent"};
   std::string controller;  // HOST:PORT the agents dial (benchd's gRPC address)
   // With security on: each node's agent presents DIR/<Slurm node>.pem and .key (as
-  // deploy/pki/make-client-cert.sh agent <node> makes them); "" for none.
+  // deploy/pki/make-client-cert.sh agent <node> makes them); "" for none (then, with join
+  // tokens, each agent bootstraps its own key).
   std::string agent_cert_dir;
+  // A join token's life beyond the allocation's --time: how long the job may wait in
+  // Slurm's queue before its agents enrol. The token is revoked when the allocation ends.
+  absl::Duration join_token_margin = absl::Hours(24);
   // The nodes have no GPUs: ask Slurm for CPUs and let the agents offer CPU slots.
   // Otherwise each node is asked for its GPUs (--gpus-per-node) and agents find them.
   bool cpu_nodes = false;
@@ -61,8 +71,15 @@ struct SlurmShape {
 SlurmShape SlurmShapeOf(const JobSpec& spec);
 // Slurm's --time for `limit` (whole minutes, rounded up; at least 1).
 std::string SlurmTimeLimit(absl::Duration limit);
-// The batch script sbatch runs for `request`.
-std::string SlurmBatchScript(const SlurmOptions& options, const AllocationRequest& request);
+// The batch script sbatch runs for `request`. With `join_token` (and no agent_cert_dir)
+// the script exports it as BENCH_JOIN_TOKEN and each node's step writes it to a 0600 file
+// of its own (mktemp), drops it from the environment and starts the agent with
+// --join-token-file: the token is never on a command line.
+std::string SlurmBatchScript(const SlurmOptions& options, const AllocationRequest& request,
+                             const std::string& join_token = "");
+// The description of the join token benchd makes for the allocation of the Slurm job named
+// `job_name` (benchd finds the token by it to revoke it, after a restart too).
+std::string SlurmJoinTokenDescription(const std::string& job_name);
 // `scontrol show job --oneliner` (every job, one a line) by Slurm job id.
 std::map<std::string, SlurmJob> ParseScontrolJobs(std::string_view text);
 // A state after which the job holds no nodes (COMPLETED, CANCELLED, TIMEOUT, NODE_FAIL,
@@ -71,8 +88,9 @@ bool SlurmStateEnded(std::string_view state);
 
 class SlurmAllocator {
  public:
-  // `manager` not owned; must outlive Stop().
-  SlurmAllocator(JobManager* manager, SlurmOptions options);
+  // `manager` and `join_tokens` not owned; must outlive Stop(). `join_tokens` may be null
+  // (no join tokens: agents use agent_cert_dir, or no certificate).
+  SlurmAllocator(JobManager* manager, SlurmOptions options, JoinTokens* join_tokens = nullptr);
   ~SlurmAllocator();  // Stop()
   SlurmAllocator(const SlurmAllocator&) = delete;
   SlurmAllocator& operator=(const SlurmAllocator&) = delete;
@@ -89,8 +107,12 @@ class SlurmAllocator {
   void Submit(const AllocationRequest& request);
   absl::StatusOr<std::map<std::string, SlurmJob>> ReadJobs();
   void Release(const std::string& job_id, const Allocation& allocation);
+  // Revokes the join tokens made for `job_id`'s allocation that are not yet revoked.
+  void RevokeJoinTokens(const std::string& job_id);
+  bool UsesJoinTokens() const;
 
   JobManager* const manager_;
+  JoinTokens* const join_tokens_;
   const SlurmOptions options_;
   absl::Notification stop_;
   std::thread thread_;

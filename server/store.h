@@ -39,6 +39,7 @@
 #include "absl/time/time.h"
 #include "server/baseline.h"
 #include "server/job.h"
+#include "server/join_token.h"
 #include "server/telemetry.h"
 
 struct sqlite3;
@@ -62,7 +63,7 @@ struct AppendResult {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 11;
+  static constexpr int kSchemaVersion = 12;
   // WAL pages (4 KiB each) after which the background thread checkpoints.
   static constexpr int kCheckpointFrames = 8192;
 
@@ -118,6 +119,20 @@ class Store {
   // above.
   void PutBaselineAsync(const Baseline& baseline, Done done);
   absl::StatusOr<std::vector<Baseline>> LoadBaselines();
+
+  // Join tokens (server/join_tokens.h; store_join_tokens.cc). Each write waits for its
+  // commit. Insert: ALREADY_EXISTS when the id is taken.
+  absl::Status InsertJoinToken(const JoinTokenRecord& record);
+  // Every token, oldest first.
+  absl::StatusOr<std::vector<JoinTokenRecord>> LoadJoinTokens();
+  // The token with `id`, or nullopt.
+  absl::StatusOr<std::optional<JoinTokenRecord>> FindJoinToken(const std::string& id);
+  // Marks it revoked; false when no token has that id.
+  absl::StatusOr<bool> RevokeJoinToken(const std::string& id);
+  // Spends one use, in one conditional UPDATE, when the token with `id` is usable at `now`
+  // (JoinTokenUsable); false (nothing changed) otherwise. Two callers racing for the last
+  // use: one gets true.
+  absl::StatusOr<bool> SpendJoinTokenUse(const std::string& id, absl::Time now);
 
   // Every job, ordered by submission.
   absl::StatusOr<std::vector<Job>> LoadJobs();

@@ -323,6 +323,21 @@ ALTER TABLE jobs ADD COLUMN loader_threads INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN data_vs_compute INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE rank_summaries ADD COLUMN synthetic_images_per_second REAL NOT NULL DEFAULT 0;
 )sql",
+    // 12: join tokens for the agents' certificate bootstrap (issue 24): the secret only as
+    // its SHA-256, the uses spent counted here so that a restart neither forgets nor refunds.
+    R"sql(
+CREATE TABLE join_tokens (
+  id TEXT PRIMARY KEY,
+  secret_hash TEXT NOT NULL,
+  description TEXT NOT NULL,
+  uses INTEGER NOT NULL,
+  used INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  allow_replace INTEGER NOT NULL,
+  revoked INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);

@@ -54,7 +54,7 @@ expect 1 "no CA in nowhere" bash "$PKI/make-client-cert.sh" nowhere agent node-a
 # The CA: basic constraints and key usage of a CA, key 0600, never overwritten.
 expect 0 "wrote ca/ca.pem" bash "$PKI/make-ca.sh" ca 30
 [ "$(mode ca/ca.key)" = 600 ] || fail "ca.key is mode $(mode ca/ca.key)"
-[ "$(ext ca/ca.pem basicConstraints)" = "CA:TRUE, pathlen:0" ] || fail "CA basic constraints"
+[ "$(ext ca/ca.pem basicConstraints)" = "CA:TRUE, pathlen:1" ] || fail "CA basic constraints"
 [ "$(ext ca/ca.pem keyUsage)" = "Certificate Sign, CRL Sign" ] || fail "CA key usage"
 openssl x509 -in ca/ca.pem -noout -text | grep -q "ASN1 OID: prime256v1" || fail "CA is not P-256"
 before=$(cat ca/ca.key)
@@ -108,6 +108,45 @@ grep -q "certificate has expired" <<<"$verified" ||
 bash "$PKI/make-ca.sh" foreign 2>/dev/null && bash "$PKI/make-client-cert.sh" foreign admin ops 2>/dev/null ||
   fail "a foreign CA and its leaf"
 openssl verify -CAfile ca/ca.pem foreign/ops.pem >/dev/null 2>&1 && fail "foreign/ops.pem chains to ca"
+
+# The agent signing sub-CA (make-signing-ca.sh): a CA below the fleet's that signs client
+# certificates only, benchfleet URIs only, and no CA below it; a leaf it signs verifies as a
+# TLS client against the fleet's CA (the sub-CA as intermediate), not as a server, and a
+# non-benchfleet URI breaks its name constraint. A CA that allows no sub-CA is refused.
+expect 2 "usage: make-signing-ca.sh" bash "$PKI/make-signing-ca.sh"
+expect 2 "NAME 'ca'" bash "$PKI/make-signing-ca.sh" ca ca
+expect 1 "no CA in nowhere" bash "$PKI/make-signing-ca.sh" nowhere
+expect 0 "wrote ca/agent-signer.pem" bash "$PKI/make-signing-ca.sh" ca
+[ "$(ext ca/agent-signer.pem basicConstraints)" = "CA:TRUE, pathlen:0" ] ||
+  fail "signer basic constraints: $(ext ca/agent-signer.pem basicConstraints)"
+[ "$(ext ca/agent-signer.pem extendedKeyUsage)" = "TLS Web Client Authentication" ] ||
+  fail "signer EKU: $(ext ca/agent-signer.pem extendedKeyUsage)"
+[ "$(mode ca/agent-signer.key)" = 600 ] || fail "agent-signer.key is mode $(mode ca/agent-signer.key)"
+openssl verify -CAfile ca/ca.pem ca/agent-signer.pem >/dev/null 2>&1 ||
+  fail "agent-signer does not chain to the CA"
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out leaf.key 2>/dev/null
+openssl req -new -key leaf.key -subj /CN=node-b -out leaf.csr 2>/dev/null
+# sub_leaf OUT URI: a client leaf for URI signed by the sub-CA.
+sub_leaf() {
+  printf 'basicConstraints=critical,CA:FALSE\nextendedKeyUsage=clientAuth\nsubjectAltName=URI:%s\n' \
+    "$2" >leaf.ext
+  openssl x509 -req -in leaf.csr -CA ca/agent-signer.pem -CAkey ca/agent-signer.key \
+    -set_serial 7 -days 1 -extfile leaf.ext -out "$1" 2>/dev/null || fail "signing $1 with agent-signer"
+}
+sub_leaf good.pem spiffe://benchfleet/agent/node-b
+sub_leaf evil.pem spiffe://elsewhere/agent/node-b
+openssl verify -CAfile ca/ca.pem -untrusted ca/agent-signer.pem -purpose sslclient good.pem \
+  >/dev/null 2>&1 || fail "a leaf of agent-signer does not verify as a TLS client"
+openssl verify -CAfile ca/ca.pem -untrusted ca/agent-signer.pem -purpose sslserver good.pem \
+  >/dev/null 2>&1 && fail "a leaf of agent-signer verifies as a TLS server"
+openssl verify -CAfile ca/ca.pem -untrusted ca/agent-signer.pem evil.pem >/dev/null 2>&1 &&
+  fail "agent-signer signed a non-benchfleet URI that verifies"
+# A CA of before the bootstrap (pathlen:0) cannot have a sub-CA.
+mkdir -p old
+printf '[req]\ndistinguished_name=dn\nx509_extensions=ca\nprompt=no\n[dn]\nCN=old\n[ca]\nbasicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign\n' >old.cnf
+openssl req -x509 -new -config old.cnf -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+  -keyout old/ca.key -out old/ca.pem -days 2 2>/dev/null || fail "an old-style CA"
+expect 1 "allows no sub-CA" bash "$PKI/make-signing-ca.sh" old
 
 # Tokens: the token once on stdout; the line's hash is SHA-256 of exactly those bytes.
 token=$(bash "$PKI/new-token.sh" submit alice tokens 2>stderr) || fail "new-token.sh: $(cat stderr)"

@@ -34,7 +34,7 @@ prompt = no
 [dn]
 CN = $CN
 [ca]
-basicConstraints = critical, CA:TRUE, pathlen:0
+basicConstraints = critical, CA:TRUE, pathlen:1
 keyUsage = critical, keyCertSign, cRLSign
 subjectKeyIdentifier = hash
 EOF
