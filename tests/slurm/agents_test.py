@@ -124,14 +124,13 @@ class SlurmAgentsTest:
         log(f"Slurm up: SLURM_CONF={self.slurm_env['SLURM_CONF']}")
 
     def make_pki(self):
-        """The fleet's CA, benchd's certificate, an admin's; no node's: the agents bootstrap."""
+        """The fleet's CA, benchd's certificate and agent signing sub-CA, an admin's; no
+        node's: the agents bootstrap their own."""
         scripts = os.path.join(self.source_dir, "deploy/pki")
         self.run(["bash", f"{scripts}/make-ca.sh", self.pki])
         self.run(["bash", f"{scripts}/make-server-cert.sh", self.pki, "benchd", "IP:127.0.0.1"])
+        self.run(["bash", f"{scripts}/make-signing-ca.sh", self.pki])
         self.run(["bash", f"{scripts}/make-client-cert.sh", self.pki, "admin", "tester"])
-        if "--slurm-agent-cert-dir" in self.benchd_flags():  # allocate_test.py's benchd, until
-            for node in ("nodeA", "nodeB"):                   # its allocations use a token
-                self.run(["bash", f"{scripts}/make-client-cert.sh", self.pki, "agent", node])
 
     def make_join_token(self, uses):
         """A join token for `uses` agents (benchctl join-token create), in a 0600 file."""
@@ -163,8 +162,8 @@ class SlurmAgentsTest:
              "--agent-lease", f"{AGENT_LEASE_S}s", "--requeue-on-node-lost", "0",
              "--tls-cert", f"{self.pki}/benchd.pem", "--tls-key", f"{self.pki}/benchd.key",
              "--client-ca", f"{self.pki}/ca.pem",
-             "--agent-signing-cert", f"{self.pki}/ca.pem",
-             "--agent-signing-key", f"{self.pki}/ca.key"] + self.benchd_flags(),
+             "--agent-signing-cert", f"{self.pki}/agent-signer.pem",
+             "--agent-signing-key", f"{self.pki}/agent-signer.key"] + self.benchd_flags(),
             stdout=self.benchd_log, stderr=subprocess.STDOUT, env=env)
         self.wait_until("benchd to answer", lambda: self.benchctl(
             ["agents", "--format", "json"], check_rc=False).returncode == 0, 30)
