@@ -128,7 +128,7 @@ absl::StatusOr<CliOptions> Parse(const std::vector<std::string>& args,
     absl::Status status = command->finish(state);
     if (!status.ok()) return status;
   }
-  if (state.positionals.size() < command->positionals.size()) {
+  if (state.positionals.size() + command->optional_positionals < command->positionals.size()) {
     return absl::InvalidArgumentError(command->missing_positional);
   }
   if (!state.positionals.empty()) options.job_id = state.positionals[0];
@@ -201,7 +201,11 @@ std::string Synopsis(const FlagSpec& flag) {
 // One command: its synopsis wrapped under its name, then its help indented.
 std::string CommandUsage(const CommandSpec& command) {
   std::vector<std::string> words;
-  for (const std::string& positional : command.positionals) words.push_back(positional);
+  for (size_t i = 0; i < command.positionals.size(); ++i) {
+    const bool optional = i + command.optional_positionals >= command.positionals.size();
+    words.push_back(optional ? absl::StrCat("[", command.positionals[i], "]")
+                             : command.positionals[i]);
+  }
   for (const FlagSpec& flag : command.flags) {
     if (!flag.hidden) words.push_back(Synopsis(flag));
   }

@@ -36,7 +36,7 @@ inline constexpr char kDefaultServer[] = "127.0.0.1:7600";
 
 enum class Command {
   kHelp, kSubmit, kStatus, kList, kCancel, kAgents, kResults,
-  kSweep, kGpus, kBaseline, kBaselines, kCompare, kLogs, kQueue, kVersion,
+  kSweep, kGpus, kBaseline, kBaselines, kCompare, kLogs, kQueue, kVersion, kJoinToken,
 };
 
 enum class OutputFormat { kText, kJson, kTable, kMarkdown, kCsv, kDllogger, kMllog, kJsonl };
@@ -78,6 +78,17 @@ struct ResultsFilter {
   std::map<std::string, std::string> labels;  // --label k=v (repeatable)
 };
 
+// `join-token create|list|revoke` (issue 24's agent bootstrap; ctl/join_token_command.h).
+enum class JoinTokenAction { kCreate, kList, kRevoke };
+struct JoinTokenOptions {
+  JoinTokenAction action = JoinTokenAction::kList;
+  int32_t uses = 1;            // create: --uses
+  int64_t ttl_seconds = 3600;  // create: --ttl (1h)
+  bool allow_replace = false;  // create: --allow-replace
+  std::string description;     // create: --description
+  std::string id;              // revoke: ID
+};
+
 // --tls-ca, --tls-cert, --tls-key, --token-file as given ("" when not); main.cc fills
 // what is missing from the environment (ctl/client.h ResolveCredentials).
 struct ConnectionFlags {
@@ -103,6 +114,7 @@ struct CliOptions {
   std::optional<double> lower_pct;      // kBaseline: --lower (unset: the server's default, 5)
   std::optional<double> upper_pct;      // kBaseline: --upper (unset: the server's default, 5)
   bool follow = false;                  // kLogs: -f / --follow
+  JoinTokenOptions join_token;          // kJoinToken
   // kStatus/kList/kAgents/kGpus/kBaselines/kCompare: kText or kJson; kResults: kTable,
   // kMarkdown, kCsv or kJson; kQueue: kTable (default), kCsv or kJson; kLogs: kDllogger
   // (default), kMllog or kJsonl.

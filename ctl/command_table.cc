@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "ctl/commands.h"
 #include "ctl/flag_values.h"
+#include "ctl/join_token_command.h"
 
 namespace bench::ctl {
 namespace {
@@ -582,6 +583,7 @@ std::vector<CommandSpec> BuildTable() {
                    [](const CliOptions& o, const CommandContext& c) {
                      return RunLogs(o.job_id, o.format, o.follow, c);
                    }});
+  table.push_back(JoinTokenCommand());
   table.push_back({"version",
                    Command::kVersion,
                    {},

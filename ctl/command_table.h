@@ -57,6 +57,8 @@ struct CommandSpec {
   absl::Status (*finish)(ParseState&);
   // Runs the command (null for help, which main prints itself).
   absl::StatusOr<int> (*run)(const CliOptions&, const CommandContext&);
+  // How many of the last positionals may be left out (shown in brackets).
+  size_t optional_positionals = 0;
 };
 
 // Every command, in the order the usage text lists them.
