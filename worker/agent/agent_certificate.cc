@@ -24,8 +24,7 @@ std::string AgentUri(const std::string& node) {
 }
 
 absl::Duration UsableLifetime(const HeldCertificate& held) {
-  return std::max(absl::ZeroDuration(),
-                  held.not_after - std::max(held.not_before, held.obtained));
+  return std::max(absl::ZeroDuration(), held.not_after - std::max(held.not_before, held.obtained));
 }
 
 absl::Time RenewalTime(const HeldCertificate& held) {

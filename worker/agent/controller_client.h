@@ -65,8 +65,8 @@ class ControllerClient : public SampleUploadRpc, public StatusReportRpc, public 
   // Ends the open stream, if any (StreamAssignments then returns CANCELLED).
   void InterruptStream();
   // Ends the open stream and any Register/Heartbeat/RequestCertificate in flight, and makes
-  // later StreamAssignments/Register/Heartbeat/RequestCertificate calls return CANCELLED at once. ReportStatus,
-  // UploadSamples and Deregister keep working (for the final flush and goodbye).
+  // later StreamAssignments/Register/Heartbeat/RequestCertificate calls return CANCELLED at once.
+  // ReportStatus, UploadSamples and Deregister keep working (for the final flush and goodbye).
   void Shutdown();
 
  private:

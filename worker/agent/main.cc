@@ -198,13 +198,15 @@ int main(int argc, char** argv) {
   }
   if (!options.join_token_file.empty()) {
     if (options.credentials.tls_ca.empty()) {
-      std::fprintf(stderr, "bench-agent: --join-token-file needs --tls-ca (the token is only "
-                           "sent over TLS)\n");
+      std::fprintf(stderr,
+                   "bench-agent: --join-token-file needs --tls-ca (the token is only "
+                   "sent over TLS)\n");
       return 2;
     }
     if (!options.credentials.tls_cert.empty() || !options.credentials.tls_key.empty()) {
-      std::fprintf(stderr, "bench-agent: --join-token-file and --tls-cert/--tls-key exclude each "
-                           "other (with a token the agent makes its own key)\n");
+      std::fprintf(stderr,
+                   "bench-agent: --join-token-file and --tls-cert/--tls-key exclude each "
+                   "other (with a token the agent makes its own key)\n");
       return 2;
     }
     absl::StatusOr<std::string> token =
