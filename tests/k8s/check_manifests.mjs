@@ -7,7 +7,11 @@
 //      tokens read-only from Secrets, the database on the PersistentVolumeClaim), the probes
 //      on /healthz and /readyz of --http's port, Prometheus annotations, the Service, the
 //      images deploy/compose builds, and the agent's /dev/shm (memory), node name (downward API), address, spool and, for --expect
-//      gpu, its GPU limit, toleration and node selector (--expect cpu: CPU slots, no GPU).
+//      gpu, its GPU limit, toleration and node selector (--expect cpu: CPU slots, no GPU);
+//   3. that no agent is given a key (issue 24): a secured agent bootstraps with a join token
+//      (--join-token-file, no --tls-cert/--tls-key), every Secret its pod mounts lists its
+//      items and none is a key, none is a Secret benchd mounts, and benchd signs with
+//      --agent-signing-cert/-key from a Secret.
 // Prints every problem found (object and field named) and exits 1 if there is one.
 //
 //   node check_manifests.mjs --expect gpu|cpu --help benchd=FILE --help bench-agent=FILE RENDERED.yaml
@@ -250,8 +254,13 @@ for (const { owner, container } of benchds) {
   checkImage(where, container, "benchfleet");
   benchdTls = flags.has("tls-cert");
   benchdClientCa = flags.has("client-ca");
-  for (const flag of ["tls-cert", "tls-key", "client-ca", "tokens"]) {
+  for (const flag of ["tls-cert", "tls-key", "client-ca", "tokens", "agent-signing-cert", "agent-signing-key"]) {
     if (flags.has(flag)) checkSecretFile(where, owner, container, flag, flags.get(flag));
+  }
+  if (expect === "gpu") {
+    for (const flag of ["agent-signing-cert", "agent-signing-key"]) {
+      if (!flags.has(flag)) problem(where, `no --${flag}: benchd signs the agents' certificates (their join-token bootstrap)`);
+    }
   }
   if (!benchdTls && !flags.has("insecure")) {
     problem(where, "neither --tls-cert nor --insecure: benchd refuses a non-loopback --listen without one");
@@ -380,17 +389,37 @@ for (const { owner, container } of agents) {
     if (!tolerates) problem(where, "no toleration of the nvidia.com/gpu:NoSchedule taint");
     if (Object.keys(pod.nodeSelector ?? {}).length === 0) problem(where, "no nodeSelector for GPU nodes");
     if (flags.has("cpu-slots") || flags.has("cpu_slots")) problem(where, "--cpu-slots on GPU nodes hides the GPUs");
-    for (const flag of ["tls-ca", "tls-cert", "tls-key"]) {
-      if (!flags.has(flag)) problem(where, `no --${flag}: a GPU fleet's agents authenticate with their node's certificate`);
+    for (const flag of ["tls-ca", "join-token-file"]) {
+      if (!flags.has(flag)) problem(where, `no --${flag}: a GPU fleet's agents bootstrap their own certificate with a join token`);
       else checkSecretFile(where, owner, container, flag, flags.get(flag));
-    }
-    if (nameVariable && !(flags.get("tls-cert") ?? "").includes(`$(${nameVariable})`)) {
-      problem(where, "--tls-cert does not name the node's own certificate ($(the --name variable))");
     }
     if (!benchdClientCa) problem(where, "benchd has no --client-ca: the agents' certificates would not be checked");
   } else {
     if (gpuLimit !== 0) problem(where, "the CPU profile asks for nvidia.com/gpu");
     if (!(Number(flags.get("cpu-slots") ?? flags.get("cpu_slots") ?? 0) >= 1)) problem(where, "the CPU profile offers no --cpu-slots");
+  }
+  // No key reaches an agent: it makes its own in its state directory.
+  for (const flag of ["tls-cert", "tls-key"]) {
+    if (flags.has(flag)) problem(where, `--${flag}: an agent is given no certificate or key (it bootstraps its own with --join-token-file)`);
+  }
+  const benchdSecrets = new Set();
+  for (const { owner: benchdOwner } of benchds) {
+    for (const v of podSpecOf(benchdOwner).volumes ?? []) if (v.secret) benchdSecrets.add(v.secret.secretName);
+  }
+  const agentMounts = new Set((container.volumeMounts ?? []).map((m) => m.name));
+  for (const volume of pod.volumes ?? []) {
+    if (!volume.secret || !agentMounts.has(volume.name)) continue;
+    const secretName = volume.secret.secretName;
+    if (benchdSecrets.has(secretName)) problem(where, `mounts Secret ${secretName}, which benchd mounts (its keys)`);
+    if (!Array.isArray(volume.secret.items) || volume.secret.items.length === 0) {
+      problem(where, `mounts the whole Secret ${secretName}: list its items, so that no key in it reaches the agent`);
+      continue;
+    }
+    for (const item of volume.secret.items) {
+      if (/key/i.test(item.key ?? "") || /key/i.test(item.path ?? "")) {
+        problem(where, `mounts ${item.key} of Secret ${secretName}: no key reaches an agent (it makes its own)`);
+      }
+    }
   }
   const agentTls = flags.has("tls-ca");
   if (agentTls !== benchdTls) problem(where, `the agent ${agentTls ? "uses" : "does not use"} TLS but benchd ${benchdTls ? "does" : "does not"}`);

@@ -74,6 +74,10 @@ mutations=(
   's/^\( *\)dnsPolicy: \(.*\)/\1dnsPolicy: \2\n\1dnsPolcy: Default/' 'unknown field /spec/template/spec/dnsPolcy'
   '/readOnly: true/d'                                   'is not readOnly'
   's/image: benchfleet-gpu:latest/image: benchfleet-gpu-cuda:latest/' "is not deploy/compose's benchfleet-gpu"
+  's#- --join-token-file=/etc/benchfleet/join/token#- --tls-key=/etc/benchfleet/join/token#' '--tls-key: an agent is given no certificate or key'
+  's/- key: token/- key: node.key/'                     'mounts node.key of Secret benchfleet-agent-join: no key reaches an agent'
+  's/secretName: benchfleet-agent-join/secretName: benchd-tls/' 'mounts Secret benchd-tls, which benchd mounts'
+  '/--agent-signing-key=/d'                             'no --agent-signing-key'
 )
 for ((i = 0; i < ${#mutations[@]}; i += 2)); do
   edit=${mutations[i]}

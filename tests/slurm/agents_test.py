@@ -4,10 +4,13 @@
 Real processes only: a two-node Slurm on this machine (tests/slurm/slurm_cluster.sh, as
 root), benchd on free loopback ports with SQLite in a temp dir and security on (mutual
 TLS; a PKI made with deploy/pki/), the agents started by `sbatch deploy/slurm/agents.sbatch`
-onto both Slurm nodes with their nodes' certificates (BENCH_TLS_CA, BENCH_AGENT_CERT_DIR),
-jobs through benchctl with an admin certificate. Checks:
+onto both Slurm nodes with a join token and no certificate of their own (BENCH_TLS_CA,
+BENCH_JOIN_TOKEN_FILE: each agent makes its key and gets its node's certificate from benchd,
+which signs with --agent-signing-cert/-key), jobs through benchctl with an admin
+certificate. Checks:
   1. both agents register, named after their Slurm node, labelled slurm_job=ID, with the
-     allocation's CPUs as slots; a 4-rank job over the two nodes succeeds and every
+     allocation's CPUs as slots, each with its own key (0600, in its own state directory)
+     and certificate for its node, spending the token's two uses; a 4-rank job over the two nodes succeeds and every
      (rank, iteration) is stored exactly once in SQLite;
   2. `scancel` of the allocation mid-job: the agents leave the fleet and the job fails
      naming the SIGTERM within seconds (benchd's lease is 60 s here, so no lease did it),
@@ -72,6 +75,7 @@ class SlurmAgentsTest:
         os.chmod(self.tmp, 0o755)
         self.slurm_dir = os.path.join(self.tmp, "slurm")
         self.pki = os.path.join(self.tmp, "pki")
+        self.join_token_file = None
         self.db = os.path.join(self.tmp, "bench.db")
         self.cluster_script = os.path.join(self.source_dir, "tests/slurm/slurm_cluster.sh")
         self.sbatch_script = os.path.join(self.source_dir, "deploy/slurm/agents.sbatch")
@@ -120,12 +124,25 @@ class SlurmAgentsTest:
         log(f"Slurm up: SLURM_CONF={self.slurm_env['SLURM_CONF']}")
 
     def make_pki(self):
-        """The fleet's CA, benchd's certificate, one per Slurm node, an admin's."""
+        """The fleet's CA, benchd's certificate and agent signing sub-CA, an admin's; no
+        node's: the agents bootstrap their own."""
         scripts = os.path.join(self.source_dir, "deploy/pki")
         self.run(["bash", f"{scripts}/make-ca.sh", self.pki])
         self.run(["bash", f"{scripts}/make-server-cert.sh", self.pki, "benchd", "IP:127.0.0.1"])
-        for role, name in (("agent", "nodeA"), ("agent", "nodeB"), ("admin", "tester")):
-            self.run(["bash", f"{scripts}/make-client-cert.sh", self.pki, role, name])
+        self.run(["bash", f"{scripts}/make-signing-ca.sh", self.pki])
+        self.run(["bash", f"{scripts}/make-client-cert.sh", self.pki, "admin", "tester"])
+
+    def make_join_token(self, uses):
+        """A join token for `uses` agents (benchctl join-token create), in a 0600 file."""
+        out = self.benchctl(["join-token", "create", "--uses", str(uses), "--ttl", "1h",
+                             "--description", "e2e.slurm_agents"]).stdout
+        token = next((word for word in out.split() if word.startswith("bj1.")), None)
+        check(token is not None, f"benchctl join-token create printed no token:\n{out}")
+        path = os.path.join(self.tmp, "join-token")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(token + "\n")
+        self.join_token_file = path
 
     def benchd_flags(self):
         """benchd's flags besides the addresses, database and security (subclasses add)."""
@@ -144,7 +161,9 @@ class SlurmAgentsTest:
              "--http", f"127.0.0.1:{http_port}", "--db", self.db,
              "--agent-lease", f"{AGENT_LEASE_S}s", "--requeue-on-node-lost", "0",
              "--tls-cert", f"{self.pki}/benchd.pem", "--tls-key", f"{self.pki}/benchd.key",
-             "--client-ca", f"{self.pki}/ca.pem"] + self.benchd_flags(),
+             "--client-ca", f"{self.pki}/ca.pem",
+             "--agent-signing-cert", f"{self.pki}/agent-signer.pem",
+             "--agent-signing-key", f"{self.pki}/agent-signer.key"] + self.benchd_flags(),
             stdout=self.benchd_log, stderr=subprocess.STDOUT, env=env)
         self.wait_until("benchd to answer", lambda: self.benchctl(
             ["agents", "--format", "json"], check_rc=False).returncode == 0, 30)
@@ -207,7 +226,7 @@ class SlurmAgentsTest:
                    BENCH_AGENT=os.path.join(self.bin_dir, "bench-agent"),
                    BENCH_TRAIN=os.path.join(self.bin_dir, "bench-train"),
                    BENCH_AGENT_STATE_ROOT=os.path.join(self.tmp, "agent-state"),
-                   BENCH_TLS_CA=f"{self.pki}/ca.pem", BENCH_AGENT_CERT_DIR=self.pki)
+                   BENCH_TLS_CA=f"{self.pki}/ca.pem", BENCH_JOIN_TOKEN_FILE=self.join_token_file)
         result = self.run(["sbatch", "--parsable", "--nodes", "2", "--output",
                            os.path.join(self.tmp, "agents-%j.out")] + extra
                           + [self.sbatch_script], env=env)
@@ -262,9 +281,28 @@ class SlurmAgentsTest:
 
     # --- the checks -------------------------------------------------------------------
 
+    def check_own_keys(self):
+        """Each node's agent made its own key (0600) and holds its node's certificate."""
+        keys = set()
+        for node in ("nodeA", "nodeB"):
+            state = os.path.join(self.tmp, "agent-state", node)
+            key, pem = os.path.join(state, "agent.key"), os.path.join(state, "agent.pem")
+            check(os.path.exists(key) and os.path.exists(pem),
+                  f"{state} holds no agent.key and agent.pem: {node}'s agent did not bootstrap")
+            mode = os.stat(key).st_mode & 0o777
+            check(mode == 0o600, f"{key} has mode {mode:o}, not 600")
+            with open(key) as f:
+                keys.add(f.read())
+            text = self.run(["openssl", "x509", "-in", pem, "-noout", "-text"]).stdout
+            check(f"URI:spiffe://benchfleet/agent/{node}" in text,
+                  f"{pem} does not name {node}:\n{text}")
+        check(len(keys) == 2, "the two nodes' agents share a key")
+        log("each node's agent made its own key and holds its own node's certificate")
+
     def check_job_over_both_nodes(self):
         slurm_job = self.sbatch_agents([])
         self.wait_for_agents(slurm_job)
+        self.check_own_keys()
         started = time.monotonic()
         job_id = self.submit(["--iters", "30", "--wait"])
         job = self.job(job_id)
@@ -352,6 +390,9 @@ class SlurmAgentsTest:
         self.make_pki()
         self.start_slurm()
         self.start_benchd()
+        # Two uses per allocation would do; the scancel and time-limit allocations reuse
+        # the certificates in the nodes' state directories (still valid: no token use).
+        self.make_join_token(2)
         slurm_job = self.check_job_over_both_nodes()
         self.check_scancel(slurm_job)
         self.check_time_limit()

@@ -4,7 +4,8 @@
 Real processes only, on the two-node Slurm of tests/slurm/slurm_cluster.sh (as root):
 benchd with security on (mutual TLS, a PKI from deploy/pki/) and --slurm-partition, no
 standing agent. benchctl submits; benchd's batch script starts the agents on the
-allocated nodes, each with its node's certificate. Checks:
+allocated nodes with a join token benchd made for that allocation (no node has a key made
+for it: each agent makes its own and gets its node's certificate from benchd). Checks:
   1. a 4-rank job over the two nodes waits in Slurm's queue, not benchd's, then runs on
      its own agents (named after the Slurm nodes, labelled bench_job and slurm_job),
      succeeds with every (rank, iteration) stored exactly once, and `benchctl status`
@@ -39,7 +40,7 @@ class SlurmAllocateTest(agents_test.SlurmAgentsTest):
                           "--bench-train", os.path.join(self.bin_dir, "bench-train"),
                           "--tls-ca", f"{self.pki}/ca.pem"])
         return ["--slurm-partition", PARTITION, "--slurm-cpu-nodes", "--slurm-agent", agent,
-                "--slurm-agent-cert-dir", self.pki, "--slurm-poll", "500ms",
+                "--slurm-poll", "500ms",
                 "--slurm-script-dir", os.path.join(self.tmp, "batch"),
                 "--slurm-time-margin", "2m"]
 

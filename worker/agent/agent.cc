@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -74,13 +75,10 @@ absl::Status Agent::Start() {
     cpu_threads_ = std::max(1, hardware / std::max(1, inventory_.gpus_size()));
   }
 
-  ControllerClientOptions client_options;
-  client_options.target = options_.controller;
-  client_options.credentials = options_.credentials;
-  absl::StatusOr<std::unique_ptr<ControllerClient>> client =
-      ControllerClient::Create(std::move(client_options));
-  if (!client.ok()) return client.status();
-  client_ = *std::move(client);
+  if (!options_.join_token_file.empty() && options_.state_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--join-token-file needs a state directory (the agent's key and certificate live there)");
+  }
   if (!options_.state_dir.empty()) {
     absl::Status writable = MakeWritableDirectory(options_.state_dir);
     if (!writable.ok()) return writable;
@@ -107,6 +105,31 @@ absl::Status Agent::Start() {
     auto registry = RankRegistry::Open(options_.state_dir + "/ranks");
     if (!registry.ok()) return registry.status();
     registry_ = std::move(*registry);
+  }
+  // With a join token: this node's own key and certificate, from the state directory or
+  // bootstrapped now (under the state directory's lock), then used as --tls-cert/--tls-key.
+  std::optional<HeldCertificate> bootstrapped;
+  if (!options_.join_token_file.empty()) {
+    absl::StatusOr<BootstrapResult> ensured = EnsureAgentCertificate(BootstrapOptionsFor());
+    if (!ensured.ok()) return ensured.status();
+    bootstrapped = ensured->held;
+    const AgentCertificateFiles files = CertificateFilesIn(options_.state_dir);
+    options_.credentials.tls_cert = files.cert;
+    options_.credentials.tls_key = files.key;
+    options_.credentials.refresh_seconds = RefreshSecondsFor(ensured->held);
+  }
+  ControllerClientOptions client_options;
+  client_options.target = options_.controller;
+  client_options.credentials = options_.credentials;
+  absl::StatusOr<std::unique_ptr<ControllerClient>> client =
+      ControllerClient::Create(std::move(client_options));
+  if (!client.ok()) return client.status();
+  client_ = *std::move(client);
+  if (bootstrapped.has_value()) {
+    CertificateRenewerOptions renewer_options;
+    renewer_options.bootstrap = BootstrapOptionsFor();
+    renewer_ = std::make_unique<CertificateRenewer>(renewer_options, client_.get(), *bootstrapped);
+    renewer_->Start();
   }
   StatusReporterOptions reporter_options;
   reporter_options.agent = inventory_.name();
@@ -165,6 +188,17 @@ absl::Status Agent::Start() {
   }
   stream_thread_ = std::thread([this] { StreamLoop(); });
   return absl::OkStatus();
+}
+
+BootstrapOptions Agent::BootstrapOptionsFor() const {
+  BootstrapOptions bootstrap;
+  bootstrap.controller = options_.controller;
+  bootstrap.node = inventory_.name();
+  bootstrap.tls_ca = options_.credentials.tls_ca;
+  bootstrap.join_token_file = options_.join_token_file;
+  bootstrap.state_dir = options_.state_dir;
+  bootstrap.retry_for = options_.bootstrap_retry_for;
+  return bootstrap;
 }
 
 void Agent::ReportLeftovers(const std::vector<LeftoverRank>& leftovers) {
@@ -459,6 +493,7 @@ void Agent::Shutdown(const std::string& reason) {
   }
   Log("shutting down");
   if (client_ != nullptr) client_->Shutdown();
+  if (renewer_ != nullptr) renewer_->Stop();
   if (stream_thread_.joinable()) stream_thread_.join();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
 

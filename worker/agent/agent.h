@@ -4,8 +4,13 @@
 // Threads: the stream thread (Register, then StreamAssignments; on any end or failure
 // it backs off 100 ms doubling to 2 s, re-registers and re-opens the stream), the
 // heartbeat thread (started after the first registration), plus those of the
-// SampleUploader, the StatusReporter, the GpuSampler (on a GPU node) and each
-// RankSupervisor.
+// SampleUploader, the StatusReporter, the GpuSampler (on a GPU node), each
+// RankSupervisor, and with a join token the CertificateRenewer's.
+//
+// Certificate (AgentOptions::join_token_file): Start first makes sure the state directory
+// holds a usable certificate for the node, bootstrapping one with the token if not
+// (cert_bootstrap.h; a refused token fails Start), then dials with it and renews it in the
+// background (cert_renewer.h).
 //
 // State (AgentOptions::state_dir, see state_dir.h): unacknowledged samples and status
 // reports are spooled on disk and replayed on the next start; live ranks are recorded,
@@ -39,6 +44,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "benchfleet/v1/agent.pb.h"
+#include "worker/agent/cert_bootstrap.h"
+#include "worker/agent/cert_renewer.h"
 #include "worker/agent/controller_client.h"
 #include "worker/agent/gpu_sampler.h"
 #include "worker/agent/nvml_inventory.h"
@@ -58,6 +65,12 @@ struct AgentOptions {
   // TLS to benchd with this node's certificate (--tls-ca/--tls-cert/--tls-key; the
   // certificate names the node, so `name` must match it); empty: plain.
   ClientCredentialOptions credentials;
+  // --join-token-file (cert_bootstrap.h): with credentials.tls_ca and no certificate of its
+  // own, the agent uses STATE_DIR/agent.pem and agent.key, bootstrapped with this token when
+  // missing or expired, and renews them (cert_renewer.h). Needs state_dir.
+  std::string join_token_file;
+  // How long Start keeps retrying a bootstrap that fails transiently (benchd away).
+  absl::Duration bootstrap_retry_for = absl::Minutes(5);
   std::string name;                         // empty: the host name
   int cpu_slots = 0;                        // > 0: offer CPU slots, no GPU
   std::string address;                      // empty: DefaultAdvertisedAddress(controller)
@@ -117,6 +130,8 @@ class Agent {
  private:
   using JobKey = std::pair<std::string, int>;  // (job id, attempt)
 
+  // The bootstrap's and the renewer's options, from options_ and the inventory's name.
+  BootstrapOptions BootstrapOptionsFor() const;
   void StreamLoop();
   // The next re-registration delay: `backoff`'s, capped at the heartbeat interval.
   absl::Duration RetryDelay(Backoff& backoff);
@@ -142,6 +157,7 @@ class Agent {
   benchfleet::v1::AgentInventory inventory_;
   int cpu_threads_ = 1;
   std::unique_ptr<ControllerClient> client_;
+  std::unique_ptr<CertificateRenewer> renewer_;  // with a join token only; uses client_
   std::unique_ptr<StateDirLock> state_lock_;
   std::unique_ptr<Spool> sample_spool_;  // before the uploader and reporter that use them
   std::unique_ptr<Spool> report_spool_;

@@ -74,6 +74,19 @@ absl::Status ControllerClient::Heartbeat(const benchfleet::v1::HeartbeatRequest&
   return FromGrpcStatus(status);
 }
 
+absl::StatusOr<benchfleet::v1::RequestCertificateResponse> ControllerClient::RequestCertificate(
+    const benchfleet::v1::RequestCertificateRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (!Track(&context)) return absl::CancelledError("controller client shut down");
+  grpc::experimental::ChannelResetConnectionBackoff(channel_.get());
+  benchfleet::v1::RequestCertificateResponse response;
+  grpc::Status status = stub_->RequestCertificate(&context, request, &response);
+  Untrack(&context);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
 absl::Status ControllerClient::ReportStatus(
     const benchfleet::v1::ReportStatusRequest& request) {
   grpc::ClientContext context;

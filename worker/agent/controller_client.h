@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "common/grpc_credentials.h"
+#include "worker/agent/cert_bootstrap.h"
 #include "worker/agent/sample_uploader.h"
 #include "worker/agent/status_reporter.h"
 
@@ -30,7 +31,7 @@ struct ControllerClientOptions {
 };
 
 // Thread-safe: any method may be called from any thread, concurrently.
-class ControllerClient : public SampleUploadRpc, public StatusReportRpc {
+class ControllerClient : public SampleUploadRpc, public StatusReportRpc, public CertificateRpc {
  public:
   // Plain channels only (options.credentials must be empty; use Create for TLS).
   explicit ControllerClient(ControllerClientOptions options);
@@ -48,6 +49,10 @@ class ControllerClient : public SampleUploadRpc, public StatusReportRpc {
   absl::Status ReportStatus(const benchfleet::v1::ReportStatusRequest& request) override;
   absl::Status UploadSamples(const benchfleet::v1::UploadSamplesRequest& request,
                              benchfleet::v1::UploadSamplesResponse* response) override;
+  // A certificate for this node's key (the bootstrap with a join token, or a renewal over the
+  // agent's own certificate). Cancelled by Shutdown, like Register.
+  absl::StatusOr<benchfleet::v1::RequestCertificateResponse> RequestCertificate(
+      const benchfleet::v1::RequestCertificateRequest& request) override;
   // Works after Shutdown (it is the last call of a stopping agent).
   absl::Status Deregister(const benchfleet::v1::DeregisterRequest& request);
 
@@ -59,9 +64,9 @@ class ControllerClient : public SampleUploadRpc, public StatusReportRpc {
       const std::function<void(const benchfleet::v1::AssignmentEvent&)>& on_event);
   // Ends the open stream, if any (StreamAssignments then returns CANCELLED).
   void InterruptStream();
-  // Ends the open stream and any Register/Heartbeat in flight, and makes later
-  // StreamAssignments/Register/Heartbeat calls return CANCELLED at once. ReportStatus,
-  // UploadSamples and Deregister keep working (for the final flush and goodbye).
+  // Ends the open stream and any Register/Heartbeat/RequestCertificate in flight, and makes
+  // later StreamAssignments/Register/Heartbeat/RequestCertificate calls return CANCELLED at once.
+  // ReportStatus, UploadSamples and Deregister keep working (for the final flush and goodbye).
   void Shutdown();
 
  private:

@@ -39,6 +39,10 @@ ABSL_FLAG(std::string, tls_cert, "",
           "this node's certificate (PEM; its URI SAN spiffe://benchfleet/agent/NAME must "
           "name --name); re-read when it changes");
 ABSL_FLAG(std::string, tls_key, "", "the key of --tls-cert (PEM); re-read when it changes");
+ABSL_FLAG(std::string, join_token_file, "",
+          "a join token's file (benchctl join-token create), with --tls-ca and instead of "
+          "--tls-cert/--tls-key: the agent makes its own key and gets its certificate from "
+          "benchd (STATE_DIR/agent.key, agent.pem), renewing it before it expires");
 ABSL_FLAG(int, cpu_slots, 0,
           "offer N CPU slots and no GPU (default: the GPUs NVML finds, else 1 CPU slot)");
 ABSL_FLAG(std::string, address, "",
@@ -119,7 +123,7 @@ int main(int argc, char** argv) {
       "bench-agent --controller HOST:PORT [--name NAME] [--cpu-slots N] [--address HOST] "
       "[--bench-train PATH] [--nvml-library PATH] [--gpu-sample-hz HZ] [--gpu-ranks-on-cpu] "
       "[--label KEY=VALUE]... [--data-root DIR]... [--state-dir DIR] [--spool-max-bytes N] "
-      "[--tls-ca FILE --tls-cert FILE --tls-key FILE]");
+      "[--tls-ca FILE (--tls-cert FILE --tls-key FILE | --join-token-file FILE)]");
   absl::FlagsUsageConfig usage_config;
   usage_config.contains_help_flags = [](absl::string_view path) {
     return absl::EndsWith(path, "worker/agent/main.cc");
@@ -179,6 +183,7 @@ int main(int argc, char** argv) {
   options.credentials.tls_ca = absl::GetFlag(FLAGS_tls_ca);
   options.credentials.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   options.credentials.tls_key = absl::GetFlag(FLAGS_tls_key);
+  options.join_token_file = absl::GetFlag(FLAGS_join_token_file);
   options.cpu_slots = absl::GetFlag(FLAGS_cpu_slots);
   options.address = absl::GetFlag(FLAGS_address);
   options.bench_train = FromFlagOrEnv(absl::GetFlag(FLAGS_bench_train), "BENCH_TRAIN",
@@ -210,6 +215,26 @@ int main(int argc, char** argv) {
   if (options.cpu_slots < 0) {
     std::fprintf(stderr, "bench-agent: --cpu-slots must be >= 0\n");
     return 2;
+  }
+  if (!options.join_token_file.empty()) {
+    if (options.credentials.tls_ca.empty()) {
+      std::fprintf(stderr,
+                   "bench-agent: --join-token-file needs --tls-ca (the token is only "
+                   "sent over TLS)\n");
+      return 2;
+    }
+    if (!options.credentials.tls_cert.empty() || !options.credentials.tls_key.empty()) {
+      std::fprintf(stderr,
+                   "bench-agent: --join-token-file and --tls-cert/--tls-key exclude each "
+                   "other (with a token the agent makes its own key)\n");
+      return 2;
+    }
+    absl::StatusOr<std::string> token =
+        bench::ReadTokenFile(options.join_token_file, "--join-token-file");
+    if (!token.ok()) {
+      std::fprintf(stderr, "bench-agent: %s\n", std::string(token.status().message()).c_str());
+      return 2;
+    }
   }
   if (!options.credentials.tls_ca.empty() || !options.credentials.tls_cert.empty() ||
       !options.credentials.tls_key.empty()) {

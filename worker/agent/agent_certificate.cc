@@ -1,0 +1,162 @@
+#include "worker/agent/agent_certificate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/x509.h"
+
+namespace bench::agent {
+
+AgentCertificateFiles CertificateFilesIn(const std::string& state_dir) {
+  return {state_dir + "/agent.key", state_dir + "/agent.pem"};
+}
+
+std::string AgentUri(const std::string& node) {
+  return absl::StrCat("spiffe://benchfleet/agent/", node);
+}
+
+absl::Duration UsableLifetime(const HeldCertificate& held) {
+  return std::max(absl::ZeroDuration(), held.not_after - std::max(held.not_before, held.obtained));
+}
+
+absl::Time RenewalTime(const HeldCertificate& held) {
+  return held.not_after - UsableLifetime(held) / 3;
+}
+
+unsigned RefreshSecondsFor(const HeldCertificate& held) {
+  const int64_t twelfth = absl::ToInt64Seconds(UsableLifetime(held)) / 12;
+  return static_cast<unsigned>(std::clamp<int64_t>(twelfth, 1, 60));
+}
+
+absl::StatusOr<HeldCertificate> CheckIssuedChain(const std::string& chain_pem,
+                                                 const std::string& key_pem,
+                                                 const std::string& node) {
+  absl::StatusOr<std::vector<x509::CertificateInfo>> chain = x509::ReadCertificates(chain_pem);
+  if (!chain.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the certificate does not parse: ", chain.status().message()));
+  }
+  const x509::CertificateInfo& leaf = chain->front();
+  const std::string uri = AgentUri(node);
+  if (std::find(leaf.uris.begin(), leaf.uris.end(), uri) == leaf.uris.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("the certificate is not node ", node,
+                                                   "'s: it names [", absl::StrJoin(leaf.uris, ", "),
+                                                   "], not ", uri));
+  }
+  absl::StatusOr<bool> matches = x509::KeyMatchesCertificate(key_pem, chain_pem);
+  if (!matches.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the key does not parse: ", matches.status().message()));
+  }
+  if (!*matches) {
+    return absl::InvalidArgumentError("the certificate is not the key's (another public key)");
+  }
+  return HeldCertificate{absl::FromUnixSeconds(leaf.not_before_unix_seconds),
+                         absl::FromUnixSeconds(leaf.not_after_unix_seconds)};
+}
+
+absl::StatusOr<HeldCertificate> LoadUsableCertificate(const AgentCertificateFiles& files,
+                                                      const std::string& node, absl::Time now) {
+  absl::StatusOr<std::string> key = ReadFileText(files.key);
+  if (!key.ok()) return key.status();
+  absl::StatusOr<std::string> cert = ReadFileText(files.cert);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<HeldCertificate> held = CheckIssuedChain(*cert, *key, node);
+  if (!held.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(files.cert, " cannot be used: ", held.status().message()));
+  }
+  if (now >= held->not_after) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        files.cert, " expired at ", absl::FormatTime(held->not_after, absl::UTCTimeZone())));
+  }
+  struct stat st;
+  if (stat(files.cert.c_str(), &st) == 0) {
+    held->obtained = absl::TimeFromTimespec(st.st_mtim);
+  }
+  if (now < held->not_before) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(files.cert, " is not valid before ",
+                     absl::FormatTime(held->not_before, absl::UTCTimeZone())));
+  }
+  return held;
+}
+
+absl::StatusOr<std::string> ReadFileText(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+    return absl::InternalError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::string text;
+  char buffer[4096];
+  while (true) {
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int error = errno;
+      close(fd);
+      return absl::InternalError(absl::StrCat("cannot read ", path, ": ", std::strerror(error)));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+    if (text.size() > (1 << 20)) {
+      close(fd);
+      return absl::InternalError(absl::StrCat(path, " is larger than 1 MiB"));
+    }
+  }
+  close(fd);
+  return text;
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& contents,
+                                 mode_t mode) {
+  const std::string temporary = path + ".new";
+  unlink(temporary.c_str());  // a leftover of a crash may have another mode
+  int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot write ", temporary, ": ", std::strerror(errno)));
+  }
+  auto fail = [&](const char* what) {
+    absl::Status status = absl::InternalError(
+        absl::StrCat("cannot ", what, " ", temporary, ": ", std::strerror(errno)));
+    close(fd);
+    unlink(temporary.c_str());
+    return status;
+  };
+  if (fchmod(fd, mode) != 0) return fail("chmod");  // whatever the umask
+  size_t written = 0;
+  while (written < contents.size()) {
+    ssize_t n = write(fd, contents.data() + written, contents.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail("write");
+    written += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) return fail("fsync");
+  close(fd);
+  if (rename(temporary.c_str(), path.c_str()) != 0) {
+    absl::Status status = absl::InternalError(
+        absl::StrCat("cannot rename ", temporary, " to ", path, ": ", std::strerror(errno)));
+    unlink(temporary.c_str());
+    return status;
+  }
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    fsync(dir_fd);
+    close(dir_fd);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace bench::agent
