@@ -178,13 +178,18 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RequestCertificate(grpc::CallbackSer
                                                                grpc::ByteBuffer* response) {
   auto* call =
       new UnaryCall<v1::RequestCertificateRequest, v1::RequestCertificateResponse>(response);
+  std::optional<Principal> who = auth_.PrincipalOf(*context);
+  // A caller with no credential at all is refused as on every other method
+  // (UNAUTHENTICATED), before the transport is looked at.
+  if (!who.has_value() && !SentJoinToken(*context)) {
+    return call->Reply(Authorize(who, Action::kRequestCertificate));
+  }
   if (!CallIsTls(*context)) {
     return call->Reply(absl::UnavailableError(
         "RequestCertificate is refused without TLS: benchd must run with --tls-cert, and the "
         "agent dial it with --tls-ca"));
   }
-  std::optional<Principal> who = auth_.PrincipalOf(*context);
-  if (!who.has_value() && SentJoinToken(*context)) return call->Reply(JoinTokenRefused());
+  if (!who.has_value()) return call->Reply(JoinTokenRefused());
   if (absl::Status allowed = Authorize(who, Action::kRequestCertificate); !allowed.ok()) {
     return call->Reply(allowed);
   }
