@@ -10,9 +10,7 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -23,14 +21,8 @@
 namespace bench {
 namespace {
 
+using test_pki::ReadFile;
 using ::testing::HasSubstr;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // OpenSSL's verdict on `chain_pem` (leaf first, then intermediates) against the CA bundle
 // `ca_file` for `purpose`: "" when it verifies, the verifier's error otherwise.
