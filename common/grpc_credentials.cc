@@ -66,15 +66,14 @@ class BearerInterceptorFactory : public grpc::experimental::ClientInterceptorFac
   const std::string header_;  // outlives the channel's interceptors: the channel owns us
 };
 
-// OK when a bearer token may go to `target` without TLS: a Unix socket, or a host that is
-// loopback only.
+// OK when a bearer token may go to `target` without TLS: a Unix socket, or hosts that are
+// all loopback only (every address of an ipv4:/ipv6: list: gRPC may pick any).
 absl::Status CheckPlaintextTokenTarget(const std::string& target,
                                        const ClientCredentialOptions& options) {
-  std::string host;
+  std::vector<std::string> hosts;
   bool local_socket = false;
-  absl::Status why = TargetHost(target, &host, &local_socket);
-  if (why.ok() && local_socket) return absl::OkStatus();
-  if (why.ok()) why = CheckLoopbackHost(host);
+  absl::Status why = TargetHosts(target, &hosts, &local_socket);
+  for (size_t i = 0; why.ok() && i < hosts.size(); ++i) why = CheckLoopbackHost(hosts[i]);
   if (why.ok()) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("refusing to send the bearer token in the clear to ",

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/quote.h"
 
 namespace bench {
@@ -89,37 +90,53 @@ absl::Status CheckLoopbackHost(const std::string& given) {
       QuotePrefix(host), " resolves to ", absl::StrJoin(others, ", "), ", which is not loopback"));
 }
 
-absl::Status TargetHost(const std::string& target, std::string* host, bool* local_socket) {
+namespace {
+
+// The host of one address: "HOST:PORT", "[V6]:PORT", a bare host or a bare IPv6 address.
+std::string HostOf(const std::string& address) {
+  if (absl::StartsWith(address, "[")) {
+    const size_t close = address.find(']');
+    return close == std::string::npos ? "" : address.substr(1, close - 1);
+  }
+  if (std::count(address.begin(), address.end(), ':') == 1) {
+    return address.substr(0, address.find(':'));
+  }
+  return address;
+}
+
+}  // namespace
+
+absl::Status TargetHosts(const std::string& target, std::vector<std::string>* hosts,
+                         bool* local_socket) {
   *local_socket = false;
-  host->clear();
+  hosts->clear();
   std::string rest = target;
   if (absl::StartsWith(rest, "unix:") || absl::StartsWith(rest, "unix-abstract:")) {
     *local_socket = true;
     return absl::OkStatus();
   }
+  std::vector<std::string> addresses;
   if (absl::StartsWith(rest, "dns:")) {
     rest = rest.substr(4);
     if (absl::StartsWith(rest, "//")) {  // dns://[authority]/host:port
       size_t slash = rest.find('/', 2);
       rest = slash == std::string::npos ? "" : rest.substr(slash + 1);
     }
+    addresses.push_back(rest);
   } else if (absl::StartsWith(rest, "ipv4:") || absl::StartsWith(rest, "ipv6:")) {
-    rest = rest.substr(5);
-    rest = rest.substr(0, rest.find(','));
+    addresses = absl::StrSplit(rest.substr(5), ',');
   } else if (rest.find("://") != std::string::npos) {
     return absl::InvalidArgumentError(
         absl::StrCat("target ", QuotePrefix(target), ": unknown scheme"));
-  }
-  if (absl::StartsWith(rest, "[")) {
-    size_t close = rest.find(']');
-    if (close != std::string::npos) *host = rest.substr(1, close - 1);
-  } else if (std::count(rest.begin(), rest.end(), ':') == 1) {
-    *host = rest.substr(0, rest.find(':'));
   } else {
-    *host = rest;  // a bare host, or a bare IPv6 address
+    addresses.push_back(rest);
   }
-  if (host->empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("target ", QuotePrefix(target), ": no host"));
+  for (const std::string& address : addresses) {
+    std::string host = HostOf(address);
+    if (host.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("target ", QuotePrefix(target), ": no host"));
+    }
+    hosts->push_back(std::move(host));
   }
   return absl::OkStatus();
 }

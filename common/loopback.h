@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -25,10 +26,12 @@ absl::Status CheckLoopbackHost(const std::string& host);
 
 inline bool IsLoopbackHost(const std::string& host) { return CheckLoopbackHost(host).ok(); }
 
-// The host of a gRPC target as clients dial it: "HOST:PORT", "[V6]:PORT", a bare host, or
-// with the "dns:///", "ipv4:" or "ipv6:" scheme (the first address of a list). A
-// "unix:" or "unix-abstract:" target is local by construction: `*local_socket` is set
-// and the host is empty. INVALID_ARGUMENT for another scheme or an empty host.
-absl::Status TargetHost(const std::string& target, std::string* host, bool* local_socket);
+// The hosts of a gRPC target as clients dial it: "HOST:PORT", "[V6]:PORT", a bare host, or
+// with the "dns:///" scheme (one host), or "ipv4:"/"ipv6:" with a comma-separated list
+// (every address of it: gRPC may connect to any). A "unix:" or "unix-abstract:" target is
+// local by construction: `*local_socket` is set and `hosts` is empty. INVALID_ARGUMENT for
+// another scheme or an empty host.
+absl::Status TargetHosts(const std::string& target, std::vector<std::string>* hosts,
+                         bool* local_socket);
 
 }  // namespace bench

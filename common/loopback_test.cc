@@ -1,4 +1,4 @@
-// CheckLoopbackHost against the resolver of this machine, and TargetHost's reading of
+// CheckLoopbackHost against the resolver of this machine, and TargetHosts' reading of
 // gRPC targets.
 #include "common/loopback.h"
 
@@ -42,31 +42,36 @@ TEST(LoopbackTest, WildcardsEmptyAndOtherAddressesAreNot) {
   }
 }
 
-TEST(LoopbackTest, TargetHostReadsGrpcTargets) {
+TEST(LoopbackTest, TargetHostsReadsGrpcTargets) {
   struct Case {
     const char* target;
-    const char* host;
+    std::vector<std::string> hosts;
   };
-  for (const Case& c : {Case{"127.0.0.1:7600", "127.0.0.1"}, Case{"localhost:7600", "localhost"},
-                        Case{"[::1]:7600", "::1"}, Case{"::1", "::1"},
-                        Case{"benchd.example.org:7600", "benchd.example.org"},
-                        Case{"dns:///127.0.0.1:7600", "127.0.0.1"},
-                        Case{"dns://8.8.8.8/example.org:7600", "example.org"},
-                        Case{"ipv4:10.0.0.1:7600,127.0.0.1:7600", "10.0.0.1"},
-                        Case{"ipv6:[::1]:7600", "::1"}, Case{"benchd", "benchd"}}) {
-    std::string host;
+  for (const Case& c :
+       {Case{"127.0.0.1:7600", {"127.0.0.1"}}, Case{"localhost:7600", {"localhost"}},
+        Case{"[::1]:7600", {"::1"}}, Case{"::1", {"::1"}},
+        Case{"benchd.example.org:7600", {"benchd.example.org"}},
+        Case{"dns:///127.0.0.1:7600", {"127.0.0.1"}},
+        Case{"dns://8.8.8.8/example.org:7600", {"example.org"}},
+        Case{"ipv4:10.0.0.1:7600,127.0.0.1:7600", {"10.0.0.1", "127.0.0.1"}},
+        Case{"ipv4:127.0.0.1:7600,10.0.0.1:7600", {"127.0.0.1", "10.0.0.1"}},
+        Case{"ipv6:[::1]:7600", {"::1"}}, Case{"benchd", {"benchd"}}}) {
+    std::vector<std::string> hosts;
     bool local = true;
-    absl::Status status = TargetHost(c.target, &host, &local);
+    absl::Status status = TargetHosts(c.target, &hosts, &local);
     ASSERT_TRUE(status.ok()) << c.target << ": " << status;
-    EXPECT_EQ(host, c.host) << c.target;
+    EXPECT_EQ(hosts, c.hosts) << c.target;
     EXPECT_FALSE(local) << c.target;
   }
-  std::string host;
+  std::vector<std::string> hosts;
   bool local = false;
-  ASSERT_TRUE(TargetHost("unix:/run/benchd.sock", &host, &local).ok());
+  ASSERT_TRUE(TargetHosts("unix:/run/benchd.sock", &hosts, &local).ok());
   EXPECT_TRUE(local);
-  EXPECT_EQ(TargetHost(":7600", &host, &local).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(TargetHost("http://x:1", &host, &local).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(hosts.empty());
+  EXPECT_EQ(TargetHosts(":7600", &hosts, &local).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TargetHosts("ipv4:127.0.0.1:1,:2", &hosts, &local).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TargetHosts("http://x:1", &hosts, &local).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

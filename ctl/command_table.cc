@@ -12,6 +12,7 @@
 #include "common/spec_names.h"
 #include "common/status_macros.h"
 #include "ctl/commands.h"
+#include "ctl/flag_specs.h"
 #include "ctl/flag_values.h"
 #include "ctl/join_token_command.h"
 
@@ -19,100 +20,6 @@ namespace bench::ctl {
 namespace {
 
 namespace v1 = benchfleet::v1;
-using Apply = std::function<absl::Status(ParseState&, const std::string&)>;
-
-// A flag that takes a value; `flag` is its long name without dashes, for messages.
-FlagSpec Value(std::string flag, std::string placeholder, Apply apply,
-               std::string default_text = "") {
-  FlagSpec spec;
-  spec.names = "--" + flag;
-  spec.placeholder = std::move(placeholder);
-  spec.default_text = std::move(default_text);
-  spec.apply = std::move(apply);
-  return spec;
-}
-
-FlagSpec Required(FlagSpec spec) {
-  spec.required = true;
-  return spec;
-}
-
-FlagSpec Repeatable(FlagSpec spec) {
-  spec.repeatable = true;
-  return spec;
-}
-
-// A boolean flag: bare, or "=true|1|false|0".
-FlagSpec Bool(std::string names, std::string flag,
-              std::function<absl::Status(ParseState&, bool)> set) {
-  FlagSpec spec;
-  spec.names = std::move(names);
-  spec.apply = [flag, set](ParseState& state, const std::string& value) -> absl::Status {
-    ASSIGN_OR_RETURN(bool on, ParseBoolFlag(flag, value));
-    return set(state, on);
-  };
-  return spec;
-}
-
-// A flag a command refuses with `message` (kept out of the usage text).
-FlagSpec Refused(std::string flag, bool takes_value, std::string message) {
-  FlagSpec spec;
-  spec.names = "--" + flag;
-  spec.placeholder = takes_value ? "X" : "";
-  spec.hidden = true;
-  spec.apply = [message](ParseState&, const std::string&) {
-    return absl::InvalidArgumentError(message);
-  };
-  return spec;
-}
-
-// A flag whose value `parse` reads (its errors name the flag) and `set` writes.
-template <typename T>
-FlagSpec Parsed(std::string flag, std::string placeholder,
-                absl::StatusOr<T> (*parse)(absl::string_view, absl::string_view),
-                std::function<void(ParseState&, T)> set, std::string default_text) {
-  return Value(
-      flag, std::move(placeholder),
-      [flag, parse, set](ParseState& state, const std::string& value) {
-        ASSIGN_OR_RETURN(T parsed, parse(flag, value));
-        set(state, parsed);
-        return absl::OkStatus();
-      },
-      std::move(default_text));
-}
-
-// An int32 flag written with `set`.
-FlagSpec Int(std::string flag, std::function<void(ParseState&, int32_t)> set,
-             std::string default_text = "") {
-  return Parsed<int32_t>(std::move(flag), "N", ParseIntFlag, std::move(set),
-                         std::move(default_text));
-}
-
-// --format with the command's choices; `aliases` are accepted but not shown.
-FlagSpec Format(std::vector<std::pair<std::string, OutputFormat>> choices,
-                std::vector<std::pair<std::string, OutputFormat>> aliases = {}) {
-  std::vector<std::string> names;
-  for (const auto& choice : choices) names.push_back(choice.first);
-  const std::string expected =
-      absl::StrCat(absl::StrJoin(names.begin(), names.end() - 1, ", "), " or ", names.back());
-  choices.insert(choices.end(), aliases.begin(), aliases.end());
-  return Value("format", absl::StrJoin(names, "|"),
-               [choices, expected](ParseState& state, const std::string& value) {
-                 for (const auto& [name, format] : choices) {
-                   if (value == name) {
-                     state.format = format;
-                     return absl::OkStatus();
-                   }
-                 }
-                 return absl::InvalidArgumentError(absl::StrCat(
-                     "--format: unknown format \"", value, "\" (expected ", expected, ")"));
-               });
-}
-
-FlagSpec TextOrJson() {
-  return Format({{"text", OutputFormat::kText}, {"json", OutputFormat::kJson}});
-}
-
 absl::Status SetPrecision(ParseState& state, const std::string& by, v1::Precision precision) {
   v1::JobSpec& spec = state.options.submit.spec;
   if (state.precision_by && spec.precision() != precision) {

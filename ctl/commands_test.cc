@@ -15,10 +15,11 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
 #include "absl/synchronization/mutex.h"
+#include "ctl/test_command_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include <grpcpp/grpcpp.h>
 
 namespace bench::ctl {
 namespace {
@@ -347,49 +348,7 @@ class FakeController final : public v1::Controller::Service {
   std::atomic<bool> with_results_{true};
 };
 
-class CommandsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    ASSERT_GT(port, 0);
-    address_ = "127.0.0.1:" + std::to_string(port);
-    stub_ = v1::Controller::NewStub(
-        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
-  }
-
-  void TearDown() override {
-    if (server_) server_->Shutdown();
-  }
-
-  int Run(const std::vector<std::string>& args, bool terminal = false) {
-    out_.str("");
-    err_.str("");
-    auto options = ParseArgs(args, address_);
-    EXPECT_TRUE(options.ok()) << options.status();
-    if (!options.ok()) return -1;
-    Client client(stub_.get(), options->server);
-    CommandContext context;
-    context.client = &client;
-    context.out = &out_;
-    context.err = &err_;
-    context.err_is_terminal = terminal;
-    context.poll_interval = absl::Milliseconds(1);
-    context.now = absl::FromUnixSeconds(1800000000);
-    return RunCommand(*options, context);
-  }
-
-  FakeController service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::string address_;
-  std::unique_ptr<v1::Controller::Stub> stub_;
-  std::ostringstream out_;
-  std::ostringstream err_;
-};
+class CommandsTest : public CommandServerTest<FakeController> {};
 
 TEST_F(CommandsTest, SubmitPrintsTheIdAlone) {
   EXPECT_EQ(Run({"submit", "--gpus", "2", "--amp", "--bs", "32", "--label", "a=b"}), 0);

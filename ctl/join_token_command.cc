@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "ctl/flag_specs.h"
 #include "ctl/flag_values.h"
 #include "ctl/join_token_view.h"
 #include "report/json_output.h"
@@ -15,53 +16,28 @@ namespace {
 namespace v1 = benchfleet::v1;
 using Stub = Client::Stub;
 
-FlagSpec ValueFlag(std::string flag, std::string placeholder, std::string default_text,
-                   std::function<absl::Status(ParseState&, const std::string&)> apply) {
-  FlagSpec spec;
-  spec.names = "--" + flag;
-  spec.placeholder = std::move(placeholder);
-  spec.default_text = std::move(default_text);
-  spec.apply = std::move(apply);
-  return spec;
-}
-
 std::vector<FlagSpec> Flags() {
   std::vector<FlagSpec> flags;
-  flags.push_back(ValueFlag("uses", "N", "(1)", [](ParseState& state, const std::string& value) {
-    ASSIGN_OR_RETURN(int32_t uses, ParseIntFlag("uses", value));
-    state.options.join_token.uses = uses;
-    return absl::OkStatus();
-  }));
-  flags.push_back(ValueFlag("ttl", "D", "(1h)", [](ParseState& state, const std::string& value) {
-    ASSIGN_OR_RETURN(int32_t seconds, ParseDurationSeconds("ttl", value));
-    state.options.join_token.ttl_seconds = seconds;
-    return absl::OkStatus();
-  }));
-  FlagSpec replace;
-  replace.names = "--allow-replace";
-  replace.apply = [](ParseState& state, const std::string& value) {
-    ASSIGN_OR_RETURN(bool on, ParseBoolFlag("allow-replace", value));
+  flags.push_back(Int(
+      "uses", [](ParseState& state, int32_t uses) { state.options.join_token.uses = uses; },
+      "(1)"));
+  flags.push_back(Value(
+      "ttl", "D",
+      [](ParseState& state, const std::string& value) {
+        ASSIGN_OR_RETURN(int32_t seconds, ParseDurationSeconds("ttl", value));
+        state.options.join_token.ttl_seconds = seconds;
+        return absl::OkStatus();
+      },
+      "(1h)"));
+  flags.push_back(Bool("--allow-replace", "allow-replace", [](ParseState& state, bool on) {
     state.options.join_token.allow_replace = on;
     return absl::OkStatus();
-  };
-  flags.push_back(replace);
-  flags.push_back(
-      ValueFlag("description", "S", "", [](ParseState& state, const std::string& value) {
-        state.options.join_token.description = value;
-        return absl::OkStatus();
-      }));
-  flags.push_back(
-      ValueFlag("format", "text|json", "", [](ParseState& state, const std::string& value) {
-        if (value == "text") {
-          state.format = OutputFormat::kText;
-        } else if (value == "json") {
-          state.format = OutputFormat::kJson;
-        } else {
-          return absl::InvalidArgumentError(
-              absl::StrCat("--format: unknown format \"", value, "\" (expected text or json)"));
-        }
-        return absl::OkStatus();
-      }));
+  }));
+  flags.push_back(Value("description", "S", [](ParseState& state, const std::string& value) {
+    state.options.join_token.description = value;
+    return absl::OkStatus();
+  }));
+  flags.push_back(TextOrJson());
   return flags;
 }
 

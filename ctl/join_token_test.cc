@@ -9,6 +9,7 @@
 #include "ctl/args.h"
 #include "ctl/commands.h"
 #include "ctl/join_token_view.h"
+#include "ctl/test_command_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -19,7 +20,7 @@ namespace v1 = benchfleet::v1;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const absl::Time kNow = absl::FromUnixSeconds(1800000000);
+const absl::Time kNow = kCommandTestNow;
 
 TEST(JoinTokenArgsTest, CreateTakesItsFlags) {
   auto options = ParseArgs({"join-token", "create", "--uses", "4", "--ttl", "2h", "--allow-replace",
@@ -146,41 +147,7 @@ class FakeJoinTokens final : public v1::Controller::Service {
   v1::CreateJoinTokenRequest last_create_;
 };
 
-class JoinTokenCommandTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    address_ = "127.0.0.1:" + std::to_string(port);
-    stub_ =
-        v1::Controller::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
-  }
-  void TearDown() override { server_->Shutdown(); }
-  int Run(const std::vector<std::string>& args) {
-    out_.str("");
-    err_.str("");
-    auto options = ParseArgs(args, address_);
-    EXPECT_TRUE(options.ok()) << options.status();
-    if (!options.ok()) return -1;
-    Client client(stub_.get(), options->server);
-    CommandContext context;
-    context.client = &client;
-    context.out = &out_;
-    context.err = &err_;
-    context.now = kNow;
-    return RunCommand(*options, context);
-  }
-
-  FakeJoinTokens service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::string address_;
-  std::unique_ptr<v1::Controller::Stub> stub_;
-  std::ostringstream out_, err_;
-};
+class JoinTokenCommandTest : public CommandServerTest<FakeJoinTokens> {};
 
 TEST_F(JoinTokenCommandTest, CreatePrintsTheTokenAloneOnStdout) {
   EXPECT_EQ(Run({"join-token", "create", "--uses", "3", "--ttl", "30m", "--allow-replace",

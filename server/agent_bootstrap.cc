@@ -30,6 +30,10 @@ absl::StatusOr<IssuedCertificate> AgentBootstrap::RequestCertificate(const Princ
   if (absl::StatusOr<x509::ParsedCsr> csr = x509::ParseCsr(csr_pem); !csr.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("csr_pem: ", csr.status().message()));
   }
+  if (now >= signer_->signer_not_after()) {  // before a use is spent on a refusal
+    return absl::FailedPreconditionError(
+        "benchd's agent signing certificate has expired: renew --agent-signing-cert");
+  }
   if (join) {
     absl::StatusOr<JoinTokenRecord> token = tokens_->CheckId(who.name, now);
     if (!token.ok()) return token.status();

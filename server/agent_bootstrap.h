@@ -3,8 +3,9 @@
 // holds (ALREADY_EXISTS naming it, unless the token allows replacing), spending one use; an
 // agent (its certificate) may renew for its own node only (PERMISSION_DENIED for another);
 // nobody else may. Checks in this order: caller, signer configured (FAILED_PRECONDITION),
-// node name, CSR (INVALID_ARGUMENT), the name held, the use spent (UNAUTHENTICATED when the
-// token ran out meanwhile), then the signature. Domain code: no gRPC; time passed in.
+// node name, CSR (INVALID_ARGUMENT), the signer not expired (FAILED_PRECONDITION), the name
+// held, the use spent (UNAUTHENTICATED when the token ran out meanwhile), then the
+// signature. Domain code: no gRPC; time passed in.
 // Thread-safe.
 #pragma once
 

@@ -10,9 +10,7 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -23,14 +21,8 @@
 namespace bench {
 namespace {
 
+using test_pki::ReadFile;
 using ::testing::HasSubstr;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // OpenSSL's verdict on `chain_pem` (leaf first, then intermediates) against the CA bundle
 // `ca_file` for `purpose`: "" when it verifies, the verifier's error otherwise.
@@ -296,6 +288,24 @@ TEST_F(AgentBootstrapTest, WithoutASignerItIsAFailedPrecondition) {
       bootstrap.RequestCertificate(*join, "node-b", Csr(), now);
   EXPECT_EQ(issued.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(issued.status().message(), HasSubstr("--agent-signing-cert"));
+  EXPECT_EQ((*tokens_->List())[0].used, 0);
+}
+
+// A signer that has expired signs nothing, and the token keeps its use: the refusal comes
+// before the use is spent.
+TEST_F(AgentBootstrapTest, AnExpiredSignerSpendsNoTokenUse) {
+  std::unique_ptr<AgentSigner> signer = LoadSigner();
+  ASSERT_NE(signer, nullptr);
+  AgentBootstrap bootstrap(tokens_.get(), signer.get(), [](const std::string&) { return false; });
+  const absl::Time later = signer->signer_not_after() + absl::Seconds(1);
+  auto created = tokens_->Create(1, absl::Hours(24 * 30), false, "", absl::Now());
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::optional<Principal> join = tokens_->PrincipalOf(created->token, later);
+  ASSERT_TRUE(join.has_value());
+  absl::StatusOr<IssuedCertificate> issued =
+      bootstrap.RequestCertificate(*join, "node-b", Csr(), later);
+  EXPECT_EQ(issued.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(issued.status().message(), HasSubstr("has expired"));
   EXPECT_EQ((*tokens_->List())[0].used, 0);
 }
 

@@ -7,34 +7,26 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <future>
-#include <sstream>
 
 #include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include "absl/strings/ascii.h"
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "benchfleet/v1/controller.grpc.pb.h"
 #include "common/x509.h"
 #include "server/benchd.h"
 #include "server/test_pki.h"
+#include "server/test_secure_benchd.h"
 
 namespace bench {
 namespace {
 
 namespace v1 = benchfleet::v1;
+using test_pki::ReadFile;
 using ::testing::HasSubstr;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::chrono::system_clock::time_point Deadline() {
   return std::chrono::system_clock::now() + std::chrono::seconds(20);
@@ -58,14 +50,7 @@ class BootstrapServiceTest : public ::testing::Test {
     submit_token_ = Token("submit alice");
     admin_token_ = Token("admin root");
     ASSERT_FALSE(HasFailure()) << "the PKI could not be made in " << dir_;
-    BenchdOptions options;
-    options.listen = "127.0.0.1:0";
-    options.http = "";
-    options.db = dir_ + "/bench.db";
-    options.tls_cert = dir_ + "/server.pem";
-    options.tls_key = dir_ + "/server.key";
-    options.client_ca = dir_ + "/ca.pem";
-    options.tokens = dir_ + "/tokens";
+    BenchdOptions options = test_pki::SecureBenchdOptions(dir_);
     options.agent_signing_cert = dir_ + "/agent-signer.pem";
     options.agent_signing_key = dir_ + "/agent-signer.key";
     options.agent_cert_ttl = absl::Hours(2);
@@ -78,8 +63,7 @@ class BootstrapServiceTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   std::string Token(const std::string& role_and_name) {
-    return std::string(absl::StripAsciiWhitespace(
-        test_pki::Run("./new-token.sh " + role_and_name + " '" + dir_ + "/tokens'")));
+    return test_pki::Script("new-token.sh", role_and_name + " '" + dir_ + "/tokens'");
   }
 
   // A TLS channel trusting the fleet's CA, presenting `id` when given.

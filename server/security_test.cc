@@ -9,10 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,29 +21,18 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <gtest/gtest.h>
 
-#include "absl/strings/ascii.h"
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "benchfleet/v1/controller.grpc.pb.h"
 #include "server/benchd.h"
 #include "server/test_pki.h"
+#include "server/test_secure_benchd.h"
 
 namespace bench {
 namespace {
 
 namespace v1 = benchfleet::v1;
+using test_pki::ReadFile;
 using ::testing::HasSubstr;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Runs deploy/pki/`script` with `args`; returns its stdout, trimmed (test_pki.h).
-std::string Pki(const std::string& script, const std::string& args) {
-  return std::string(absl::StripAsciiWhitespace(test_pki::Run("./" + script + " " + args)));
-}
 
 // grpc.health.v1.Health's messages written by hand, as a client without the .proto would:
 // a HealthCheckRequest is field 1, the service name; a HealthCheckResponse field 1, the
@@ -148,27 +135,20 @@ class SecurityTest : public ::testing::Test {
   void SetUp() override {
     char pattern[] = "/tmp/bench_security_test_XXXXXX";
     dir_ = mkdtemp(pattern);
-    Pki("make-ca.sh", dir_);
-    Pki("make-server-cert.sh", dir_ + " server DNS:localhost,IP:127.0.0.1");
-    Pki("make-client-cert.sh", dir_ + " agent node-a");
-    Pki("make-client-cert.sh", dir_ + " admin ops");
+    test_pki::Script("make-ca.sh", dir_);
+    test_pki::Script("make-server-cert.sh", dir_ + " server DNS:localhost,IP:127.0.0.1");
+    test_pki::Script("make-client-cert.sh", dir_ + " agent node-a");
+    test_pki::Script("make-client-cert.sh", dir_ + " admin ops");
     // The same identity as ops, signed by another CA: foreign/ops.pem.
-    Pki("make-ca.sh", dir_ + "/foreign");
-    Pki("make-client-cert.sh", dir_ + "/foreign admin ops");
+    test_pki::Script("make-ca.sh", dir_ + "/foreign");
+    test_pki::Script("make-client-cert.sh", dir_ + "/foreign admin ops");
     const std::string tokens = dir_ + "/tokens";
-    view_token_ = Pki("new-token.sh", "view grafana " + tokens);
-    alice_token_ = Pki("new-token.sh", "submit alice " + tokens);
-    bob_token_ = Pki("new-token.sh", "submit bob " + tokens);
-    admin_token_ = Pki("new-token.sh", "admin root " + tokens);
+    view_token_ = test_pki::Script("new-token.sh", "view grafana " + tokens);
+    alice_token_ = test_pki::Script("new-token.sh", "submit alice " + tokens);
+    bob_token_ = test_pki::Script("new-token.sh", "submit bob " + tokens);
+    admin_token_ = test_pki::Script("new-token.sh", "admin root " + tokens);
     ASSERT_FALSE(HasFailure()) << "the PKI could not be made in " << dir_;
-    BenchdOptions options;
-    options.listen = "127.0.0.1:0";
-    options.http = "";
-    options.db = dir_ + "/bench.db";
-    options.tls_cert = dir_ + "/server.pem";
-    options.tls_key = dir_ + "/server.key";
-    options.client_ca = dir_ + "/ca.pem";
-    options.tokens = dir_ + "/tokens";
+    BenchdOptions options = test_pki::SecureBenchdOptions(dir_);
     options.cert_refresh = absl::Seconds(1);
     auto benchd = Benchd::Start(options);
     ASSERT_TRUE(benchd.ok()) << benchd.status();
@@ -377,7 +357,7 @@ TEST_F(SecurityTest, RotatedServerCertIsServedWithoutRestart) {
   };
   std::string before = peer_cert();
   ASSERT_FALSE(before.empty());
-  Pki("make-server-cert.sh", dir_ + " server2 DNS:localhost,IP:127.0.0.1");
+  test_pki::Script("make-server-cert.sh", dir_ + " server2 DNS:localhost,IP:127.0.0.1");
   std::filesystem::copy_file(dir_ + "/server2.key", dir_ + "/server.key",
                              std::filesystem::copy_options::overwrite_existing);
   std::filesystem::copy_file(dir_ + "/server2.pem", dir_ + "/server.pem",

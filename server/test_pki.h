@@ -1,9 +1,12 @@
 // For tests that need certificates and tokens: runs deploy/pki's scripts, the ones
-// operators use, in a test-time directory. Needs BENCH_SOURCE_DIR defined (the source
-// tree). Test-only; header-only.
+// operators use, in a test-time directory, reads back what they made, and gives benchd's
+// options for such a directory. Needs BENCH_SOURCE_DIR defined (the source tree).
+// Test-only; header-only.
 #pragma once
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -27,6 +30,21 @@ inline std::string Run(const std::string& command) {
   int rc = pclose(pipe);
   EXPECT_EQ(rc, 0) << line;
   return out;
+}
+
+// Runs deploy/pki/`script` with `args` (as Run); its stdout without surrounding whitespace
+// (a token from new-token.sh).
+inline std::string Script(const std::string& script, const std::string& args) {
+  std::string out = Run("./" + script + " " + args);
+  const size_t first = out.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  return out.substr(first, out.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+// The whole file at `path` (a PEM, a key); "" if it cannot be read.
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // A new token of `role` for `name`, its hash appended to `tokens_file`.

@@ -12,11 +12,9 @@
 #include <sys/stat.h>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <regex>
 #include <string>
 #include <thread>
@@ -30,34 +28,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "tests/e2e/cluster.h"
+#include "tests/e2e/pki.h"
 
 namespace bench::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Runs `script` under sh; returns its stdout (a failed EXPECT if it exits non-zero).
-std::string Shell(const std::string& script) {
-  FILE* pipe = popen(script.c_str(), "r");
-  if (pipe == nullptr) return "";
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-  EXPECT_EQ(pclose(pipe), 0) << "script failed: " << script << "\n" << out;
-  return out;
-}
-
-// Runs deploy/pki/`script` with `args`; returns its stdout, trimmed (a token from new-token.sh).
-std::string Pki(const std::string& script, const std::string& args) {
-  return std::string(absl::StripAsciiWhitespace(Shell(absl::StrCat(
-      "BENCH_PKI_DAYS=2 bash '", BENCH_SOURCE_DIR, "/deploy/pki/", script, "' ", args))));
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // Waits (generously: CI is loaded) until `done` holds.
 bool WaitFor(const std::function<bool()>& done, int timeout_s = 120) {
@@ -85,11 +61,11 @@ class BootstrapTest : public ::testing::Test {
                               ? absl::InternalError("deploy/pki could not make the PKI (above)")
                               : absl::OkStatus();
     if (status.ok()) {
-      status = cluster_->StartBenchd({"--tls-cert", p + "/server.pem", "--tls-key",
-                                      p + "/server.key", "--client-ca", p + "/ca.pem", "--tokens",
-                                      p + "/tokens", "--agent-signing-cert",
-                                      p + "/agent-signer.pem", "--agent-signing-key",
-                                      p + "/agent-signer.key", "--agent-cert-ttl", "1m"});
+      std::vector<std::string> flags = SecureBenchdFlags(p);
+      flags.insert(flags.end(),
+                   {"--agent-signing-cert", p + "/agent-signer.pem", "--agent-signing-key",
+                    p + "/agent-signer.key", "--agent-cert-ttl", "1m"});
+      status = cluster_->StartBenchd(flags);
     }
     if (status.ok()) {
       first_token_ = new std::string(CreateToken({"--uses", "2"}, "first"));

@@ -162,6 +162,26 @@ class DataEndToEndTest : public ::testing::Test {
     return args;
   }
 
+  // Submits an ImageFolder job on `path` and checks that it failed as a missing folder
+  // does on agent-a, storing no sample. Returns `benchctl status --format json` of it.
+  static std::string ExpectFailsAsMissing(const std::string& path) {
+    CommandResult submit =
+        cluster_->Benchctl(Submit({"--data", "imagefolder", "--data-path", path, "--wait"}));
+    EXPECT_NE(submit.exit_code, 0) << submit.output;
+    const std::string job_id = JobId(submit);
+    EXPECT_THAT(job_id, ::testing::StartsWith("job-")) << submit.output;
+    CommandResult status = cluster_->Benchctl({"status", job_id, "--format", "json"});
+    EXPECT_EQ(status.exit_code, 0) << status.output;
+    EXPECT_THAT(status.stdout_text, HasSubstr("\"state\":\"JOB_STATE_FAILED\""));
+    EXPECT_THAT(status.stdout_text, HasSubstr(absl::StrCat("node agent-a: data path ", path,
+                                                           ": No such file or directory")))
+        << Logs();
+    const std::string& db = cluster_->db_path();
+    EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM samples WHERE job_id='" + job_id + "'"), 0);
+    EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM rank_summaries WHERE job_id='" + job_id + "'"), 0);
+    return status.stdout_text;
+  }
+
   static LoopbackCluster* cluster_;
   static absl::Status* setup_status_;
 };
@@ -224,23 +244,10 @@ TEST_F(DataEndToEndTest, DataVsComputeReportsTheRatioOfRealToSyntheticThroughput
 
 TEST_F(DataEndToEndTest, AMissingFolderFailsTheJobNamingTheNodeAndThePath) {
   const std::string missing = DataRoot() + "/no-such-imagenet/train";
-  CommandResult submit =
-      cluster_->Benchctl(Submit({"--data", "imagefolder", "--data-path", missing, "--wait"}));
-  ASSERT_NE(submit.exit_code, 0) << submit.output;
-  const std::string job_id = JobId(submit);
-  ASSERT_THAT(job_id, ::testing::StartsWith("job-")) << submit.output;
-
-  CommandResult status = cluster_->Benchctl({"status", job_id, "--format", "json"});
-  ASSERT_EQ(status.exit_code, 0) << status.output;
-  EXPECT_THAT(status.stdout_text, HasSubstr("\"state\":\"JOB_STATE_FAILED\""));
-  EXPECT_THAT(status.stdout_text, HasSubstr(absl::StrCat("node agent-a: data path ", missing,
-                                                         ": No such file or directory")));
-  EXPECT_THAT(status.stdout_text, HasSubstr("\"has_throughput\":false"));
-  EXPECT_THAT(status.stdout_text, Not(HasSubstr("\"images_per_second\"")));
-  EXPECT_THAT(status.stdout_text, HasSubstr("\"requeues\":0"));
-  const std::string& db = cluster_->db_path();
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM samples WHERE job_id='" + job_id + "'"), 0);
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM rank_summaries WHERE job_id='" + job_id + "'"), 0);
+  const std::string status = ExpectFailsAsMissing(missing);
+  EXPECT_THAT(status, HasSubstr("\"has_throughput\":false"));
+  EXPECT_THAT(status, Not(HasSubstr("\"images_per_second\"")));
+  EXPECT_THAT(status, HasSubstr("\"requeues\":0"));
 }
 
 // A real ImageFolder outside the agent's --data-root fails the job exactly as a missing
@@ -253,20 +260,7 @@ TEST_F(DataEndToEndTest, AFolderOutsideTheDataRootFailsTheJobAsIfMissing) {
   ASSERT_EQ(symlink(outside.c_str(), link.c_str()), 0);
   for (const std::string& path : {outside, DataRoot() + "/../outside-imagenet", link}) {
     SCOPED_TRACE(path);
-    CommandResult submit =
-        cluster_->Benchctl(Submit({"--data", "imagefolder", "--data-path", path, "--wait"}));
-    ASSERT_NE(submit.exit_code, 0) << submit.output;
-    const std::string job_id = JobId(submit);
-    ASSERT_THAT(job_id, ::testing::StartsWith("job-")) << submit.output;
-    CommandResult status = cluster_->Benchctl({"status", job_id, "--format", "json"});
-    ASSERT_EQ(status.exit_code, 0) << status.output;
-    EXPECT_THAT(status.stdout_text, HasSubstr("\"state\":\"JOB_STATE_FAILED\""));
-    EXPECT_THAT(status.stdout_text, HasSubstr(absl::StrCat("node agent-a: data path ", path,
-                                                           ": No such file or directory")))
-        << Logs();
-    EXPECT_EQ(
-        QueryInt(cluster_->db_path(), "SELECT count(*) FROM samples WHERE job_id='" + job_id + "'"),
-        0);
+    ExpectFailsAsMissing(path);
   }
 }
 

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -25,34 +24,13 @@
 #include "absl/strings/str_split.h"
 #include "common/free_port.h"
 #include "tests/e2e/cluster.h"
+#include "tests/e2e/pki.h"
 
 namespace bench::testing {
 namespace {
 
 using ::testing::HasSubstr;
 using Env = std::vector<std::pair<std::string, std::string>>;
-
-// Runs `script` under sh in `dir`; returns its stdout (empty and a failed EXPECT on error).
-std::string Shell(const std::string& dir, const std::string& script) {
-  std::string command = absl::StrCat("cd '", dir, "' && (", script, ")");
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return "";
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-  int rc = pclose(pipe);
-  EXPECT_EQ(rc, 0) << "script failed: " << script << "\n" << out;
-  return out;
-}
-
-// Runs deploy/pki/`script` with `args` (certificates valid for 2 days unless DAYS says
-// otherwise); returns its stdout, trimmed: a token from new-token.sh.
-std::string Pki(const std::string& script, const std::string& args) {
-  return std::string(absl::StripAsciiWhitespace(
-      Shell("/", absl::StrCat("BENCH_PKI_DAYS=2 bash '", BENCH_SOURCE_DIR, "/deploy/pki/", script,
-                              "' ", args))));
-}
 
 class SecurityTest : public ::testing::Test {
  protected:
@@ -78,9 +56,9 @@ class SecurityTest : public ::testing::Test {
                               ? absl::InternalError("deploy/pki could not make the PKI (above)")
                               : absl::OkStatus();
     if (status.ok()) {
-      status = cluster_->StartBenchd({"--tls-cert", p + "/server.pem", "--tls-key",
-                                      p + "/server.key", "--client-ca", p + "/ca.pem", "--tokens",
-                                      p + "/tokens", "--cert-refresh", "1s"});
+      std::vector<std::string> flags = SecureBenchdFlags(p);
+      flags.insert(flags.end(), {"--cert-refresh", "1s"});
+      status = cluster_->StartBenchd(flags);
     }
     if (status.ok()) status = cluster_->StartAgent("node-a", 2, AgentTls("node-a"));
     // node-a's certificate, registering as node-b: refused, again and again.
@@ -146,9 +124,10 @@ class SecurityTest : public ::testing::Test {
   }
   // benchd's certificate serial as a new TLS connection sees it.
   static std::string ServedSerial() {
-    return std::string(absl::StripAsciiWhitespace(Shell(
-        *pki_, absl::StrCat("openssl s_client -connect ", cluster_->server(),
-                            " -alpn h2 </dev/null 2>/dev/null | openssl x509 -noout -serial"))));
+    return std::string(absl::StripAsciiWhitespace(
+        Shell(absl::StrCat("openssl s_client -connect ", cluster_->server(),
+                           " -alpn h2 </dev/null 2>/dev/null | openssl x509 -noout -serial"),
+              *pki_)));
   }
 
   // Tokens from new-token.sh: bob (submit), grafana (view), ops (admin).
@@ -272,7 +251,7 @@ TEST_F(SecurityTest, ARotatedServerCertificateIsServedWithoutARestart) {
   // new certificate, over benchd's files.
   Pki("make-server-cert.sh", *pki_ + " server DNS:localhost,IP:127.0.0.1");
   const std::string wanted = std::string(
-      absl::StripAsciiWhitespace(Shell(*pki_, "openssl x509 -noout -serial -in server.pem")));
+      absl::StripAsciiWhitespace(Shell("openssl x509 -noout -serial -in server.pem", *pki_)));
   std::string now;
   for (int i = 0; i < 100 && now != wanted; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -10,7 +10,8 @@ which signs with --agent-signing-cert/-key), jobs through benchctl with an admin
 certificate. Checks:
   1. both agents register, named after their Slurm node, labelled slurm_job=ID, with the
      allocation's CPUs as slots, each with its own key (0600, in its own state directory)
-     and certificate for its node, spending the token's two uses; a 4-rank job over the two nodes succeeds and every
+     and certificate for its node, spending the token's two uses, and with a --data-root for
+     each folder of BENCH_DATA_ROOTS; a 4-rank job over the two nodes succeeds and every
      (rank, iteration) is stored exactly once in SQLite;
   2. `scancel` of the allocation mid-job: the agents leave the fleet and the job fails
      naming the SIGTERM within seconds (benchd's lease is 60 s here, so no lease did it),
@@ -226,7 +227,8 @@ class SlurmAgentsTest:
                    BENCH_AGENT=os.path.join(self.bin_dir, "bench-agent"),
                    BENCH_TRAIN=os.path.join(self.bin_dir, "bench-train"),
                    BENCH_AGENT_STATE_ROOT=os.path.join(self.tmp, "agent-state"),
-                   BENCH_TLS_CA=f"{self.pki}/ca.pem", BENCH_JOIN_TOKEN_FILE=self.join_token_file)
+                   BENCH_TLS_CA=f"{self.pki}/ca.pem", BENCH_JOIN_TOKEN_FILE=self.join_token_file,
+                   BENCH_DATA_ROOTS=":".join(self.data_roots()))
         result = self.run(["sbatch", "--parsable", "--nodes", "2", "--output",
                            os.path.join(self.tmp, "agents-%j.out")] + extra
                           + [self.sbatch_script], env=env)
@@ -235,6 +237,26 @@ class SlurmAgentsTest:
         self.slurm_jobs.append(slurm_job)
         log(f"sbatch {' '.join(extra)} agents.sbatch: Slurm job {slurm_job}")
         return slurm_job
+
+    def data_roots(self):
+        """Two folders given to the agents as BENCH_DATA_ROOTS (made on first use)."""
+        roots = [os.path.join(self.tmp, "data", name) for name in ("imagenet", "coco")]
+        for root in roots:
+            os.makedirs(root, exist_ok=True)
+        return roots
+
+    def check_data_roots(self, slurm_job):
+        """Each node's agent was started with a --data-root per folder of BENCH_DATA_ROOTS
+        (the script logs the command line it execs)."""
+        with open(self.agents_log(slurm_job)) as f:
+            text = f.read()
+        wanted = " ".join(f"--data-root {root}" for root in self.data_roots())
+        for node in ("nodeA", "nodeB"):
+            lines = [line for line in text.splitlines()
+                     if line.startswith(f"bench-agents: {node}: ")]
+            check(lines, f"no command line for {node} in {self.agents_log(slurm_job)}:\n{text}")
+            check(wanted in lines[0], f"{node}'s agent lacks '{wanted}': {lines[0]}")
+        log("each agent has a --data-root per folder of BENCH_DATA_ROOTS")
 
     def slurm_state(self, slurm_job):
         """JobState of a Slurm job as scontrol shows it (finished jobs stay 10 minutes)."""
@@ -303,6 +325,7 @@ class SlurmAgentsTest:
         slurm_job = self.sbatch_agents([])
         self.wait_for_agents(slurm_job)
         self.check_own_keys()
+        self.check_data_roots(slurm_job)
         started = time.monotonic()
         job_id = self.submit(["--iters", "30", "--wait"])
         job = self.job(job_id)

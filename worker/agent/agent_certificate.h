@@ -5,11 +5,10 @@
 //
 // What the pair on disk is worth (LoadUsableCertificate: present, the key is the leaf's, the
 // leaf names the node and is valid now), when to renew it (two thirds into its lifetime), how
-// often gRPC's file watcher must re-read it, and the atomic writes that keep that watcher from
-// ever reading half a file. Stateless functions over files; thread-safe.
+// often gRPC's file watcher must re-read it (the files are written with file_io.h's atomic
+// replace, so that watcher never reads half a file). Stateless functions over files;
+// thread-safe.
 #pragma once
-
-#include <sys/types.h>
 
 #include <string>
 
@@ -62,13 +61,5 @@ absl::StatusOr<HeldCertificate> CheckIssuedChain(const std::string& chain_pem,
 // expired or not yet valid) when it cannot. Nothing is changed on disk.
 absl::StatusOr<HeldCertificate> LoadUsableCertificate(const AgentCertificateFiles& files,
                                                       const std::string& node, absl::Time now);
-
-// The whole file; NOT_FOUND when it does not exist, INTERNAL naming it for other errors.
-absl::StatusOr<std::string> ReadFileText(const std::string& path);
-
-// Writes `contents` to PATH.new (created with `mode`, fsync'ed), renames it over `path` and
-// fsyncs the directory: a reader sees the old file or the new one, never a part. The error
-// names the file.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& contents, mode_t mode);
 
 }  // namespace bench::agent

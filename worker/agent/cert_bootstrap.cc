@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/x509.h"
 #include "worker/agent/controller_client.h"
+#include "worker/agent/file_io.h"
 #include "worker/agent/retry.h"
 
 namespace bench::agent {

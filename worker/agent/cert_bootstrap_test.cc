@@ -26,6 +26,7 @@
 #include "worker/agent/agent.h"
 #include "worker/agent/cert_renewer.h"
 #include "worker/agent/controller_client.h"
+#include "worker/agent/file_io.h"
 #include "worker/agent/temp_dir.h"
 
 namespace bench::agent {
@@ -477,19 +478,6 @@ TEST(AgentCertificateTest, TheFileWatcherRefreshesWellWithinTheLastThird) {
   EXPECT_EQ(RefreshSecondsFor({absl::UnixEpoch(), absl::UnixEpoch() + absl::Hours(24)}), 60u);
   EXPECT_EQ(RefreshSecondsFor({absl::UnixEpoch(), absl::UnixEpoch() + absl::Minutes(1)}), 5u);
   EXPECT_EQ(RefreshSecondsFor({absl::UnixEpoch(), absl::UnixEpoch() + absl::Seconds(6)}), 1u);
-}
-
-TEST(AgentCertificateTest, AnAtomicWriteReplacesTheFileWithItsMode) {
-  TempDir dir("atomic-write-test-");
-  ASSERT_TRUE(dir.ok());
-  const std::string path = dir.path() + "/f";
-  ASSERT_TRUE(WriteFileAtomically(path, "one", 0644).ok());
-  ASSERT_TRUE(WriteFileAtomically(path, "two", 0600).ok());
-  EXPECT_EQ(ReadOrEmpty(path), "two");
-  struct stat st;
-  ASSERT_EQ(stat(path.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0600);
-  EXPECT_FALSE(ReadFileText(path + ".new").ok());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "worker/agent/file_io.h"
 #include "worker/agent/retry.h"
 
 namespace bench::agent {

@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "worker/agent/file_io.h"
 
 namespace bench::agent {
 
@@ -49,63 +50,14 @@ absl::Status MakeWritableDirectory(const std::string& dir) {
 }
 
 absl::StatusOr<std::string> ReadControllerId(const std::string& dir) {
-  std::string path = dir + "/controller_id";
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return std::string();
-    return absl::InternalError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
-  }
-  std::string text;
-  char buffer[256];
-  while (true) {
-    ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int error = errno;
-      close(fd);
-      return absl::InternalError(absl::StrCat("cannot read ", path, ": ", std::strerror(error)));
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-    if (text.size() > 4096) {
-      close(fd);
-      return absl::DataLossError(absl::StrCat(path, " is too long for a controller id"));
-    }
-  }
-  close(fd);
-  return std::string(absl::StripAsciiWhitespace(text));
+  absl::StatusOr<std::string> text = ReadFileText(dir + "/controller_id", 4096);
+  if (absl::IsNotFound(text.status())) return std::string();
+  if (!text.ok()) return text.status();
+  return std::string(absl::StripAsciiWhitespace(*text));
 }
 
 absl::Status WriteControllerId(const std::string& dir, const std::string& id) {
-  std::string path = dir + "/controller_id";
-  std::string tmp = path + ".tmp";
-  auto fail = [&](const std::string& what) {
-    return absl::InternalError(
-        absl::StrCat("cannot ", what, " ", path, ": ", std::strerror(errno)));
-  };
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail("write");
-  std::string text = id + "\n";
-  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-            fsync(fd) == 0;
-  if (!ok) {
-    absl::Status status = fail("write");
-    close(fd);
-    unlink(tmp.c_str());
-    return status;
-  }
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    absl::Status status = fail("replace");
-    unlink(tmp.c_str());
-    return status;
-  }
-  int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return fail("sync the directory of");
-  bool synced = fsync(dir_fd) == 0;
-  absl::Status status = synced ? absl::OkStatus() : fail("sync the directory of");
-  close(dir_fd);
-  return status;
+  return WriteFileAtomically(dir + "/controller_id", id + "\n", 0644);
 }
 
 absl::StatusOr<std::unique_ptr<StateDirLock>> StateDirLock::Acquire(const std::string& dir) {
