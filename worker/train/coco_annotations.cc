@@ -52,7 +52,8 @@ StatusOr<CocoAnnotations> ParseCocoAnnotations(const std::string& text, const st
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number too large for a double (e.g. 1e400).
     return InvalidArgumentError(name + ": not valid JSON (corrupt or cut short?): " + e.what());
   }
   if (!root.is_object()) {
