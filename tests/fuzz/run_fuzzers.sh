@@ -5,6 +5,8 @@
 #
 #   tests/fuzz/run_fuzzers.sh [SECONDS] [TARGET...]   TARGET: trainer_event spec_validation
 #                                                     inventory_validation spool http_request
+#                                                     token_table http_auth slurm_scontrol
+#                                                     coco_annotations
 # Environment: BUILD_DIR (build-fuzz), CXX_FUZZ (clang++-14), JOBS (2, for the build).
 #
 # Each fuzzer starts from a copy of tests/fuzz/corpus/<name>/ in BUILD_DIR/fuzz-corpus/
@@ -16,7 +18,8 @@ set -euo pipefail
 
 seconds=${1:-600}
 shift || true
-all=(trainer_event spec_validation inventory_validation spool http_request)
+all=(trainer_event spec_validation inventory_validation spool http_request token_table http_auth
+  slurm_scontrol coco_annotations)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all[@]}")
 
