@@ -39,7 +39,13 @@ packages=(
   # computes Depends with dpkg-shlibdeps (dpkg-dev), finding the ELF files with file;
   # git gives --version its build id (cmake/WriteBuildInfo.cmake).
   dpkg-dev file git
+  # The fuzzers CI runs (tests/fuzz/run_fuzzers.sh, from tests/run.sh with CI=true):
+  # clang 14 with libFuzzer and its sanitizer runtimes (-fsanitize=fuzzer,address,undefined).
+  clang-14 libclang-rt-14-dev
 )
+# No ccache here: CI's machine starts with an empty cache, and its three builds (build/,
+# build-asan/, build-fuzz/) use different flags, so it would only add its own overhead.
+# Where ccache is installed, tests/run.sh, sanitize.sh and run_fuzzers.sh use it.
 # node and npm: benchd embeds uPlot from web/node_modules (npm ci below) and the web tests
 # run on node. Where node is already installed (another packaging of it, with its own npm)
 # it is used as it is; otherwise Debian's nodejs and npm.
