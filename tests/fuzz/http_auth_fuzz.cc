@@ -11,10 +11,12 @@
 // Besides no crash, leak or sanitizer report, it checks: CookieValue's result is never
 // longer than the header; with security off every request may read; with it on the answer
 // is OK, UNAUTHENTICATED or PERMISSION_DENIED, and it is OK exactly when the credential
-// the headers carry is the view token: "Bearer <token>" when there is an Authorization
-// header (a cookie then does not count), otherwise the percent-decoded bench_token cookie.
+// the headers carry is the view token: "Bearer <token>" (the scheme in any letter case,
+// RFC 6750) when there is an Authorization header (a cookie then does not count),
+// otherwise the percent-decoded bench_token cookie.
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -99,8 +101,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::optional<std::string> credential;
   if (flags & 2) {
     constexpr std::string_view kBearer = "Bearer ";
-    if (authorization.size() > kBearer.size() &&
-        authorization.substr(0, kBearer.size()) == kBearer) {
+    bool bearer = authorization.size() > kBearer.size();
+    for (size_t i = 0; bearer && i < kBearer.size(); ++i) {  // the scheme in any case
+      bearer = std::tolower(static_cast<unsigned char>(authorization[i])) ==
+               std::tolower(static_cast<unsigned char>(kBearer[i]));
+    }
+    if (bearer) {
       credential = std::string(authorization.substr(kBearer.size()));
     }
   } else if (flags & 1) {
