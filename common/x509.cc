@@ -33,6 +33,9 @@ struct Free {
   void operator()(BIGNUM* p) const { BN_free(p); }
   void operator()(GENERAL_NAMES* p) const { GENERAL_NAMES_free(p); }
   void operator()(BASIC_CONSTRAINTS* p) const { BASIC_CONSTRAINTS_free(p); }
+  void operator()(X509_STORE* p) const { X509_STORE_free(p); }
+  void operator()(X509_STORE_CTX* p) const { X509_STORE_CTX_free(p); }
+  void operator()(STACK_OF(X509) * p) const { sk_X509_pop_free(p, X509_free); }
 };
 template <typename T>
 using Ptr = std::unique_ptr<T, Free>;
@@ -323,6 +326,51 @@ absl::StatusOr<std::string> SignLeaf(const LeafRequest& leaf,
   Ptr<BIO> out(BIO_new(BIO_s_mem()));
   if (PEM_write_bio_X509(out.get(), cert.get()) != 1) return Internal("writing the certificate");
   return BioText(out.get());
+}
+
+absl::Status VerifyClientChain(std::string_view chain_pem, std::string_view roots_pem,
+                               int64_t unix_seconds) {
+  if (chain_pem.size() > kMaxPemBytes || roots_pem.size() > kMaxPemBytes) {
+    return absl::InvalidArgumentError("the certificates are too long");
+  }
+  // Every certificate of a PEM text, in order; nullptr when one does not parse or none is there.
+  auto read_all = [](std::string_view pem) -> Ptr<STACK_OF(X509)> {
+    Ptr<STACK_OF(X509)> all(sk_X509_new_null());
+    Ptr<BIO> bio = ReadBio(pem);
+    while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+      sk_X509_push(all.get(), cert);
+    }
+    unsigned long error = ERR_peek_last_error();
+    ERR_clear_error();
+    if (ERR_GET_REASON(error) != PEM_R_NO_START_LINE || sk_X509_num(all.get()) == 0) return nullptr;
+    return all;
+  };
+  Ptr<STACK_OF(X509)> chain = read_all(chain_pem);
+  if (chain == nullptr) return absl::InvalidArgumentError("the certificate chain does not parse");
+  Ptr<STACK_OF(X509)> roots = read_all(roots_pem);
+  if (roots == nullptr) return absl::InvalidArgumentError("the CA bundle does not parse");
+  Ptr<X509_STORE> store(X509_STORE_new());
+  for (int i = 0; i < sk_X509_num(roots.get()); ++i) {
+    if (X509_STORE_add_cert(store.get(), sk_X509_value(roots.get(), i)) != 1) {
+      return Internal("adding a CA certificate");
+    }
+  }
+  Ptr<X509_STORE_CTX> context(X509_STORE_CTX_new());
+  if (store == nullptr || context == nullptr ||
+      X509_STORE_CTX_init(context.get(), store.get(), sk_X509_value(chain.get(), 0),
+                          chain.get()) != 1) {
+    return Internal("setting up a verification");
+  }
+  X509_STORE_CTX_set_purpose(context.get(), X509_PURPOSE_SSL_CLIENT);
+  X509_STORE_CTX_set_time(context.get(), 0, static_cast<time_t>(unix_seconds));
+  const int verified = X509_verify_cert(context.get());
+  ERR_clear_error();
+  if (verified != 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the certificate does not verify against the CA: ",
+        X509_verify_cert_error_string(X509_STORE_CTX_get_error(context.get()))));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace bench::x509

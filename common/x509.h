@@ -53,6 +53,13 @@ absl::StatusOr<std::vector<CertificateInfo>> ReadCertificates(std::string_view p
 absl::StatusOr<bool> KeyMatchesCertificate(std::string_view key_pem,
                                            std::string_view certificate_pem);
 
+// Whether the first certificate of `chain_pem` verifies, through the others in it, up to a
+// root in `roots_pem` (a CA bundle), at `unix_seconds`, for TLS client use. OK when it does;
+// FAILED_PRECONDITION naming OpenSSL's reason when it does not (another CA's, expired);
+// INVALID_ARGUMENT when either does not parse.
+absl::Status VerifyClientChain(std::string_view chain_pem, std::string_view roots_pem,
+                               int64_t unix_seconds);
+
 // A leaf certificate to issue for a parsed CSR's key.
 struct LeafRequest {
   std::string public_key_pem;  // ParsedCsr::public_key_pem

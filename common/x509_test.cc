@@ -152,6 +152,29 @@ TEST(X509Test, SignLeafMakesAClientCertificateThatVerifies) {
   X509_STORE_free(store);
 }
 
+TEST(X509Test, VerifyClientChainAcceptsItsOwnCaOnlyAndWithinTheValidity) {
+  std::string ca_key = *MakeKey();
+  std::string ca_pem = SelfSignedCa(ca_key);
+  std::string other_ca_pem = SelfSignedCa(*MakeKey());
+  ParsedCsr csr = *ParseCsr(*MakeCsr(*MakeKey(), "ignored"));
+  const int64_t now = static_cast<int64_t>(time(nullptr));
+  LeafRequest leaf{csr.public_key_pem, "node-a", "spiffe://benchfleet/agent/node-a", now - 300,
+                   now + 3600};
+  absl::StatusOr<std::string> pem = SignLeaf(leaf, ca_pem, ca_key);
+  ASSERT_TRUE(pem.ok()) << pem.status();
+
+  EXPECT_TRUE(VerifyClientChain(*pem, ca_pem, now).ok());
+  absl::Status foreign = VerifyClientChain(*pem, other_ca_pem, now);
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kFailedPrecondition) << foreign;
+  EXPECT_EQ(VerifyClientChain(*pem, ca_pem, now + 7200).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // A bundle holding the right CA among others verifies.
+  EXPECT_TRUE(VerifyClientChain(*pem, other_ca_pem + ca_pem, now).ok());
+  EXPECT_EQ(VerifyClientChain("not a certificate", ca_pem, now).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(VerifyClientChain(*pem, "", now).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(X509Test, SignLeafRefusesBadInput) {
   std::string ca_key = *MakeKey();
   std::string ca_pem = SelfSignedCa(ca_key);

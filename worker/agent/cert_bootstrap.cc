@@ -74,11 +74,37 @@ absl::StatusOr<HeldCertificate> BootstrapOnce(const BootstrapOptions& options) {
   return held;
 }
 
+namespace {
+
+// `held` (the pair in `files`) if its chain verifies against the CA bundle `tls_ca` now;
+// FAILED_PRECONDITION saying why otherwise.
+absl::StatusOr<HeldCertificate> CheckIssuedUnder(const AgentCertificateFiles& files,
+                                                 const std::string& tls_ca,
+                                                 const HeldCertificate& held) {
+  absl::StatusOr<std::string> chain = ReadFileText(files.cert);
+  if (!chain.ok()) return chain.status();
+  absl::StatusOr<std::string> ca = ReadFileText(tls_ca);
+  if (!ca.ok()) return ca.status();
+  absl::Status verified = x509::VerifyClientChain(*chain, *ca, absl::ToUnixSeconds(absl::Now()));
+  if (!verified.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(files.cert, ": ", verified.message(), " (--tls-ca ", tls_ca, ")"));
+  }
+  return held;
+}
+
+}  // namespace
+
 absl::StatusOr<BootstrapResult> EnsureAgentCertificate(const BootstrapOptions& options,
                                                        const std::function<bool()>& keep_trying) {
   const AgentCertificateFiles files = CertificateFilesIn(options.state_dir);
   absl::StatusOr<HeldCertificate> usable = LoadUsableCertificate(files, options.node, absl::Now());
-  if (usable.ok()) return BootstrapResult{*usable, false};
+  if (usable.ok()) {
+    // A certificate from another fleet (benchd's CA made anew, a state directory copied from
+    // elsewhere) would fail every handshake: it is used only if it verifies against --tls-ca.
+    usable = CheckIssuedUnder(files, options.tls_ca, *usable);
+    if (usable.ok()) return BootstrapResult{*usable, false};
+  }
   if (!absl::IsNotFound(usable.status())) {
     Log("the certificate in ", options.state_dir, " is not usable (", usable.status().message(),
         "): bootstrapping again with the join token");

@@ -294,6 +294,32 @@ TEST_F(CertBootstrapTest, AnExpiredCertificateBootstrapsAgainWithANewKey) {
   EXPECT_TRUE(LoadUsableCertificate(CertificateFilesIn(state_dir_), kNode, absl::Now()).ok());
 }
 
+TEST_F(CertBootstrapTest, ACertificateFromAnotherCaIsNotUsed) {
+  ASSERT_TRUE(EnsureAgentCertificate(Options()).ok());
+  // benchd's PKI made anew (another CA): the state directory's certificate, still within its
+  // validity, would fail every handshake, so the agent bootstraps again under the new CA.
+  StopServer();
+  pki_ = temp_.path() + "/pki-new";
+  RunPki(absl::StrCat("./make-ca.sh '", pki_, "'"));
+  RunPki(absl::StrCat("./make-server-cert.sh '", pki_, "' benchd IP:127.0.0.1"));
+  signer_ =
+      std::make_unique<FakeSigner>(ReadOrEmpty(pki_ + "/ca.pem"), ReadOrEmpty(pki_ + "/ca.key"));
+  StartServer();
+  ASSERT_NE(server_, nullptr);
+  absl::StatusOr<BootstrapResult> again = EnsureAgentCertificate(Options());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->requested);
+  EXPECT_EQ(signer_->token_used(), 1);
+  absl::StatusOr<bool> fresh = x509::KeyMatchesCertificate(
+      ReadOrEmpty(state_dir_ + "/agent.key"), ReadOrEmpty(state_dir_ + "/agent.pem"));
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_TRUE(*fresh);
+  EXPECT_TRUE(x509::VerifyClientChain(ReadOrEmpty(state_dir_ + "/agent.pem"),
+                                      ReadOrEmpty(pki_ + "/ca.pem"),
+                                      absl::ToUnixSeconds(absl::Now()))
+                  .ok());
+}
+
 TEST_F(CertBootstrapTest, AnotherNodesCertificateIsNotUsed) {
   ASSERT_TRUE(EnsureAgentCertificate(Options()).ok());
   absl::StatusOr<HeldCertificate> other =
