@@ -104,8 +104,20 @@ test('the page asks for a token, refuses a wrong one, and loads with a view toke
   const page = await context.newPage();
   const problems = [];
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  // Each response is counted for the document that asked for it: a request the previous
+  // document (refused, with no or a wrong token) sent just before a reload can be answered
+  // after it, on a loaded machine, and must not be taken for the new document's.
+  let generation = 0;
+  const askedIn = new WeakMap();
+  page.on('framenavigated', (frame) => {
+    if (frame === page.mainFrame()) generation += 1;
+  });
+  page.on('request', (request) => askedIn.set(request, generation));
   const statuses = [];
-  page.on('response', (response) => statuses.push([new URL(response.url()).pathname, response.status()]));
+  page.on('response', (response) => {
+    if (askedIn.get(response.request()) !== generation) return;
+    statuses.push([new URL(response.url()).pathname, response.status()]);
+  });
 
   await page.goto(`${base}/#/fleet`);
   await page.waitForSelector('#token-form', { timeout: 30000 });
