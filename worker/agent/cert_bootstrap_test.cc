@@ -149,12 +149,7 @@ class CertBootstrapTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(temp_.ok());
-    pki_ = temp_.path() + "/pki";
-    RunPki(absl::StrCat("./make-ca.sh '", pki_, "'"));
-    RunPki(absl::StrCat("./make-server-cert.sh '", pki_, "' benchd IP:127.0.0.1"));
-    signer_ =
-        std::make_unique<FakeSigner>(ReadOrEmpty(pki_ + "/ca.pem"), ReadOrEmpty(pki_ + "/ca.key"));
-    StartServer();
+    ServeUnderNewPki("pki");
     ASSERT_NE(server_, nullptr);
     state_dir_ = temp_.path() + "/state";
     ASSERT_EQ(mkdir(state_dir_.c_str(), 0700), 0);
@@ -162,6 +157,18 @@ class CertBootstrapTest : public ::testing::Test {
     ASSERT_TRUE(WriteFileAtomically(token_file_, absl::StrCat(kToken, "\n"), 0600).ok());
   }
   void TearDown() override { StopServer(); }
+
+  // A CA and a server certificate made in temp_/`name` by deploy/pki, a signer with that CA,
+  // and the server (re)started with them on port_.
+  void ServeUnderNewPki(const std::string& name) {
+    StopServer();
+    pki_ = temp_.path() + "/" + name;
+    RunPki(absl::StrCat("./make-ca.sh '", pki_, "'"));
+    RunPki(absl::StrCat("./make-server-cert.sh '", pki_, "' benchd IP:127.0.0.1"));
+    signer_ =
+        std::make_unique<FakeSigner>(ReadOrEmpty(pki_ + "/ca.pem"), ReadOrEmpty(pki_ + "/ca.key"));
+    StartServer();
+  }
 
   // On port_ (0 the first time: any free port, then the same one again).
   void StartServer() {
@@ -298,13 +305,7 @@ TEST_F(CertBootstrapTest, ACertificateFromAnotherCaIsNotUsed) {
   ASSERT_TRUE(EnsureAgentCertificate(Options()).ok());
   // benchd's PKI made anew (another CA): the state directory's certificate, still within its
   // validity, would fail every handshake, so the agent bootstraps again under the new CA.
-  StopServer();
-  pki_ = temp_.path() + "/pki-new";
-  RunPki(absl::StrCat("./make-ca.sh '", pki_, "'"));
-  RunPki(absl::StrCat("./make-server-cert.sh '", pki_, "' benchd IP:127.0.0.1"));
-  signer_ =
-      std::make_unique<FakeSigner>(ReadOrEmpty(pki_ + "/ca.pem"), ReadOrEmpty(pki_ + "/ca.key"));
-  StartServer();
+  ServeUnderNewPki("pki-new");
   ASSERT_NE(server_, nullptr);
   absl::StatusOr<BootstrapResult> again = EnsureAgentCertificate(Options());
   ASSERT_TRUE(again.ok()) << again.status();
