@@ -357,8 +357,8 @@ absl::Status VerifyClientChain(std::string_view chain_pem, std::string_view root
   }
   Ptr<X509_STORE_CTX> context(X509_STORE_CTX_new());
   if (store == nullptr || context == nullptr ||
-      X509_STORE_CTX_init(context.get(), store.get(), sk_X509_value(chain.get(), 0),
-                          chain.get()) != 1) {
+      X509_STORE_CTX_init(context.get(), store.get(), sk_X509_value(chain.get(), 0), chain.get()) !=
+          1) {
     return Internal("setting up a verification");
   }
   X509_STORE_CTX_set_purpose(context.get(), X509_PURPOSE_SSL_CLIENT);
@@ -366,9 +366,9 @@ absl::Status VerifyClientChain(std::string_view chain_pem, std::string_view root
   const int verified = X509_verify_cert(context.get());
   ERR_clear_error();
   if (verified != 1) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the certificate does not verify against the CA: ",
-        X509_verify_cert_error_string(X509_STORE_CTX_get_error(context.get()))));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the certificate does not verify against the CA: ",
+                     X509_verify_cert_error_string(X509_STORE_CTX_get_error(context.get()))));
   }
   return absl::OkStatus();
 }

@@ -311,8 +311,8 @@ TEST_F(CertBootstrapTest, ACertificateFromAnotherCaIsNotUsed) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->requested);
   EXPECT_EQ(signer_->token_used(), 1);
-  absl::StatusOr<bool> fresh = x509::KeyMatchesCertificate(
-      ReadOrEmpty(state_dir_ + "/agent.key"), ReadOrEmpty(state_dir_ + "/agent.pem"));
+  absl::StatusOr<bool> fresh = x509::KeyMatchesCertificate(ReadOrEmpty(state_dir_ + "/agent.key"),
+                                                           ReadOrEmpty(state_dir_ + "/agent.pem"));
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   EXPECT_TRUE(*fresh);
   EXPECT_TRUE(x509::VerifyClientChain(ReadOrEmpty(state_dir_ + "/agent.pem"),
