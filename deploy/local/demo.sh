@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# One command, fresh Debian 12: install, build, start benchd and a local agent (its GPUs
-# where NVML finds them, else CPU slots), run a small benchmark grid, print it, stop.
+# One command, fresh Debian 12: install, build the four programs it runs (not the tests),
+# start benchd and a local agent (its GPUs where NVML finds them, else CPU slots), run a
+# small benchmark grid, print it, then keep the web page up until Ctrl-C (when run from a
+# terminal; otherwise stop).
 #
 # Tunables (environment): DEMO_GPUS ("1 2"), DEMO_PRECISIONS ("fp32 amp"),
 # DEMO_BS ("4 8" on CPU, "128 256" on GPU), DEMO_ITERS, DEMO_WARMUP, DEMO_IMAGE_SIZE,
-# DEMO_SLOTS (CPU slots of the local agent), SKIP_BUILD=1, DEMO_KEEP=1 (keep benchd and
-# the agent serving the web page after the grid, until Ctrl-C).
+# DEMO_SLOTS (CPU slots of the local agent), SKIP_BUILD=1, DEMO_KEEP=1|0 (keep benchd and
+# the agent serving the web page after the grid until Ctrl-C, or stop; default: 1 when
+# stdin is a terminal, else 0).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -13,7 +16,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   bash deploy/install-deps.sh
-  bash deploy/build.sh
+  bash deploy/build.sh benchd bench-agent bench-train benchctl
 fi
 BIN=$ROOT/$BUILD_DIR/bin
 
@@ -81,7 +84,10 @@ echo "images/s (ResNet-50 v1.5; devices are $( [ $mode = gpu ] && echo GPUs || e
 echo
 echo "demo: database $RUN_DIR/bench.db; logs in $RUN_DIR"
 echo "demo: the results page: http://127.0.0.1:$HTTP_PORT/#/results"
-if [ "${DEMO_KEEP:-0}" = 1 ]; then
-  echo "demo: serving until Ctrl-C (DEMO_KEEP=1)"
+keep=${DEMO_KEEP:-$([ -t 0 ] && echo 1 || echo 0)}
+if [ "$keep" = 1 ]; then
+  echo "demo: serving the page until Ctrl-C (DEMO_KEEP=0 stops after the grid)"
   wait "${pids[0]}"
+else
+  echo "demo: stopping benchd and the agent (DEMO_KEEP=1 keeps the page up)"
 fi
