@@ -1,10 +1,12 @@
 #include "report/json_output.h"
 
 #include <cmath>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/json_escape.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace bench::report {
@@ -19,23 +21,7 @@ std::string ToJson(const google::protobuf::Message& message) {
 }
 
 std::string JsonQuote(absl::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppend(&out, absl::StrFormat("\\u%04x", static_cast<int>(c)));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+  return JsonString(std::string_view(text.data(), text.size()));
 }
 
 std::string JsonNumber(double value) {

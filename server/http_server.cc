@@ -24,34 +24,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/json_escape.h"
 #include "common/log.h"
 
 namespace bench {
 namespace {
-
-std::string JsonEscape(absl::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          static const char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
 
 std::string StatusCodeName(absl::StatusCode code) {
   std::string name = absl::StatusCodeToString(code);  // "NOT_FOUND"
@@ -174,8 +151,10 @@ HttpResponse JsonErrorResponse(const absl::Status& status) {
     default: response.status = 500;
   }
   response.content_type = "application/json";
+  const absl::string_view message = status.message();
   response.body = absl::StrCat("{\"error\":{\"code\":\"", StatusCodeName(status.code()),
-                               "\",\"message\":\"", JsonEscape(status.message()), "\"}}");
+                               "\",\"message\":",
+                               JsonString(std::string_view(message.data(), message.size())), "}}");
   response.headers.push_back({"Cache-Control", "no-store"});
   return response;
 }

@@ -130,6 +130,15 @@ TEST(HttpServerTest, JsonErrorsEscapeTheirMessage) {
   EXPECT_THAT(busy.headers, testing::Contains(testing::Pair("Retry-After", testing::_)));
 }
 
+// The message goes through common/json_escape.h: whatever its bytes, the body is valid
+// JSON (UTF-8 kept, a byte that is not UTF-8 as U+FFFD, DEL escaped).
+TEST(HttpServerTest, JsonErrorsAreValidJsonWhateverTheMessagesBytes) {
+  HttpResponse r = JsonErrorResponse(absl::NotFoundError("no job caf\xc3\xa9\xff\x7f\b"));
+  EXPECT_EQ(
+      r.body,
+      "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"no job caf\xc3\xa9\\ufffd\\u007f\\b\"}}");
+}
+
 TEST(HttpServerTest, AGateAnswersForTheRoutesUnderItsPrefixUntilItOpens) {
   HttpServer server;
   std::atomic<bool> ready{false};

@@ -15,8 +15,8 @@
 #   (b)  worker/train/: nothing from gRPC, protobuf, Abseil, the generated API
 #        (benchfleet/, *.pb.h, proto/), server/, ctl/, worker/agent/ or common/ -- except
 #        common/'s standard-library-only headers (STD_ONLY_COMMON below: the names, the
-#        spec defaults, the logger, the build info): the trainer builds against libtorch
-#        alone (-DBENCH_TRAINER_ONLY=ON).
+#        spec defaults, the logger, the build info, the JSON escaper): the trainer builds
+#        against libtorch alone (-DBENCH_TRAINER_ONLY=ON).
 #   (b2) those headers, common/log.cc and common/build_info.cc (compiled into bench-train),
 #        include only standard headers (<...> without a folder, or <sys/...>/<unistd.h>)
 #        and each other.
@@ -83,7 +83,7 @@ is_generated() { [[ $1 == *.pb.h || $1 == benchfleet/* || $1 == google/protobuf/
 is_grpc() { [[ $1 == grpc/* || $1 == grpcpp/* || $1 == grpc++/* || $1 == common/grpc_status.h ]]; }
 # common/ headers worker/train may include, and the files that must stay std-only for it.
 STD_ONLY_COMMON=(common/names.h common/spec_defaults.h common/log.h common/build_info.h
-  common/trainer_contract.h)
+  common/trainer_contract.h common/json_escape.h)
 is_std_only_common() { local h; for h in "${STD_ONLY_COMMON[@]}"; do [ "$1" = "$h" ] && return 0; done; return 1; }
 is_torch() { [[ $1 =~ ^(torch|ATen|c10|caffe2)/ ]]; }
 

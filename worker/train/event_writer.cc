@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "common/json_escape.h"
 #include "common/trainer_contract.h"
 
 namespace bench_train {
@@ -10,73 +11,10 @@ namespace {
 
 namespace contract = bench::trainer_contract;  // the events' names
 
-// Length of the valid UTF-8 sequence starting at text[i], or 0 if invalid.
-size_t Utf8SequenceLength(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char c = byte(i);
-  size_t len = 0;
-  uint32_t min_code = 0;
-  uint32_t code = 0;
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2, min_code = 0x80, code = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3, min_code = 0x800, code = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4, min_code = 0x10000, code = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + len > text.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (byte(i + k) & 0x3F);
-  }
-  if (code < min_code || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
-  return len;
-}
-
 }  // namespace
 
-std::string JsonQuote(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  out += '"';
-  for (size_t i = 0; i < text.size();) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-          if (c < 0x20 || c == 0x7F) {
-            static constexpr char kHex[] = "0123456789abcdef";
-            out += "\\u00";
-            out += kHex[c >> 4];
-            out += kHex[c & 0xF];
-          } else {
-            out += static_cast<char>(c);
-          }
-      }
-      ++i;
-      continue;
-    }
-    const size_t len = Utf8SequenceLength(text, i);
-    if (len == 0) {
-      out += "\\ufffd";
-      ++i;
-    } else {
-      out.append(text.substr(i, len));
-      i += len;
-    }
-  }
-  out += '"';
-  return out;
-}
+// The one escaper (common/json_escape.h): valid UTF-8 kept, each invalid byte U+FFFD.
+std::string JsonQuote(std::string_view text) { return bench::JsonString(text); }
 
 std::string JsonNumber(double value) {
   if (!std::isfinite(value)) return "null";
