@@ -1,107 +1,28 @@
 #include "server/http_server.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netdb.h>
-#include <poll.h>
-#include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 #include <atomic>
-#include <cctype>
-#include <cerrno>
-#include <cstring>
+#include <chrono>
+#include <cstdint>
 #include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include <civetweb.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
-#include "common/json_escape.h"
 #include "common/log.h"
+#include "server/http_civet_io.h"
 
 namespace bench {
 namespace {
-
-std::string StatusCodeName(absl::StatusCode code) {
-  std::string name = absl::StatusCodeToString(code);  // "NOT_FOUND"
-  return name;
-}
-
-std::vector<absl::string_view> Segments(absl::string_view path) {
-  return absl::StrSplit(path, '/');
-}
-
-bool PatternMatches(const std::vector<std::string>& pattern, absl::string_view path) {
-  std::vector<absl::string_view> parts = Segments(path);
-  if (parts.size() != pattern.size()) return false;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (pattern[i] == "*") {
-      if (parts[i].empty()) return false;
-    } else if (pattern[i] != parts[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
-std::string UrlDecode(absl::string_view text) {
-  std::string out(text.size() + 1, '\0');
-  int n = mg_url_decode(text.data(), static_cast<int>(text.size()), out.data(),
-                        static_cast<int>(out.size()), /*is_form_url_encoded=*/1);
-  out.resize(n < 0 ? 0 : static_cast<size_t>(n));
-  return out;
-}
-
-// The socket of the connection civetweb serves `info` on: civetweb does not expose it,
-// so it is found among this process's descriptors by its two addresses. -1 if not found.
-int FindConnectionSocket(const mg_request_info* info) {
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return -1;
-  int found = -1;
-  while (dirent* entry = readdir(dir)) {
-    char* end = nullptr;
-    long fd = strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || fd == dirfd(dir)) continue;
-    struct stat st {};
-    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    sockaddr_storage local{}, peer{};
-    socklen_t local_len = sizeof(local), peer_len = sizeof(peer);
-    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
-        getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) {
-      continue;
-    }
-    char host[INET6_ADDRSTRLEN] = {0};
-    int local_port = 0, peer_port = 0;
-    if (peer.ss_family == AF_INET) {
-      auto* p = reinterpret_cast<sockaddr_in*>(&peer);
-      inet_ntop(AF_INET, &p->sin_addr, host, sizeof(host));
-      peer_port = ntohs(p->sin_port);
-      local_port = ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port);
-    } else if (peer.ss_family == AF_INET6) {
-      auto* p = reinterpret_cast<sockaddr_in6*>(&peer);
-      inet_ntop(AF_INET6, &p->sin6_addr, host, sizeof(host));
-      peer_port = ntohs(p->sin6_port);
-      local_port = ntohs(reinterpret_cast<sockaddr_in6*>(&local)->sin6_port);
-    } else {
-      continue;
-    }
-    if (peer_port == info->remote_port && local_port == info->server_port &&
-        std::strcmp(host, info->remote_addr) == 0) {
-      found = static_cast<int>(fd);
-      break;
-    }
-  }
-  closedir(dir);
-  return found;
-}
 
 std::once_flag g_library_once;
 
@@ -122,140 +43,10 @@ int64_t WaitingSinceMs(const mg_connection* conn) {
 
 }  // namespace
 
-std::optional<std::string> HttpRequest::Query(const std::string& name) const {
-  auto it = query.find(name);
-  if (it == query.end()) return std::nullopt;
-  return it->second;
-}
-
-bool EventStream::Wait(absl::Duration timeout) {
-  absl::SleepFor(timeout);
-  return !Stopping();
-}
-
-HttpResponse JsonErrorResponse(const absl::Status& status) {
-  HttpResponse response;
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument: response.status = 400; break;
-    case absl::StatusCode::kNotFound: response.status = 404; break;
-    case absl::StatusCode::kUnauthenticated:
-      response.status = 401;
-      response.headers.push_back({"WWW-Authenticate", "Bearer realm=\"benchfleet\""});
-      break;
-    case absl::StatusCode::kPermissionDenied: response.status = 403; break;
-    case absl::StatusCode::kResourceExhausted:
-      response.status = 503;
-      response.headers.push_back({"Retry-After", "5"});
-      break;
-    case absl::StatusCode::kUnavailable: response.status = 503; break;
-    default: response.status = 500;
-  }
-  response.content_type = "application/json";
-  const absl::string_view message = status.message();
-  response.body = absl::StrCat("{\"error\":{\"code\":\"", StatusCodeName(status.code()),
-                               "\",\"message\":",
-                               JsonString(std::string_view(message.data(), message.size())), "}}");
-  response.headers.push_back({"Cache-Control", "no-store"});
-  return response;
-}
-
 struct HttpServer::Impl {
-  struct Route {
-    std::string path;                  // exact path, pattern or prefix
-    std::vector<std::string> pattern;  // segments, when `path` has a '*' segment
-    bool prefix = false;
-    Handler handler;        // plain
-    StreamHandler stream;   // or an event stream
-  };
-
-  explicit Impl(HttpServerOptions o) : options(o) {}
-
-  const Route* Find(const std::string& path) const {
-    for (const Route& route : routes) {
-      if (!route.prefix && route.pattern.empty() && route.path == path) return &route;
-    }
-    for (const Route& route : routes) {
-      if (!route.pattern.empty() && PatternMatches(route.pattern, path)) return &route;
-    }
-    const Route* best = nullptr;
-    for (const Route& route : routes) {
-      if (route.prefix && path.compare(0, route.path.size(), route.path) == 0 &&
-          (best == nullptr || route.path.size() > best->path.size())) {
-        best = &route;
-      }
-    }
-    return best;
-  }
-
-  void AddRoute(const std::string& path, bool prefix, Handler handler, StreamHandler stream) {
-    Route route;
-    route.path = path;
-    route.prefix = prefix;
-    if (!prefix) {
-      std::vector<std::string> parts = absl::StrSplit(path, '/');
-      if (std::find(parts.begin(), parts.end(), "*") != parts.end()) route.pattern = parts;
-    }
-    route.handler = std::move(handler);
-    route.stream = std::move(stream);
-    routes.push_back(std::move(route));
-  }
-
-  // Whether civetweb keeps the connection after this answer (its should_keep_alive).
-  static bool KeepAlive(mg_connection* conn) {
-    const mg_request_info* info = mg_get_request_info(conn);
-    const char* connection = mg_get_header(conn, "Connection");
-    if (connection != nullptr) {
-      std::string value = connection;
-      std::transform(value.begin(), value.end(), value.begin(),
-                     [](unsigned char c) { return std::tolower(c); });
-      return value.find("keep-alive") != std::string::npos;
-    }
-    return info->http_version != nullptr && std::strcmp(info->http_version, "1.1") == 0;
-  }
-
-  static void Write(mg_connection* conn, const HttpResponse& response, bool head,
-                    bool keep_alive) {
-    std::string out = absl::StrCat("HTTP/1.1 ", response.status, " ",
-                                   mg_get_response_code_text(conn, response.status),
-                                   "\r\nContent-Type: ", response.content_type,
-                                   "\r\nContent-Length: ", response.body.size(), "\r\n");
-    bool cache_control = false;
-    for (const auto& [name, value] : response.headers) {
-      if (strcasecmp(name.c_str(), "Cache-Control") == 0) cache_control = true;
-      absl::StrAppend(&out, name, ": ", value, "\r\n");
-    }
-    if (!cache_control) out += "Cache-Control: no-store\r\n";
-    absl::StrAppend(&out, "Connection: ", keep_alive ? "keep-alive" : "close", "\r\n\r\n");
-    if (!head) out += response.body;
-    mg_write(conn, out.data(), out.size());
-    if (!keep_alive) mg_disable_connection_keep_alive(conn);
-  }
-
-  static HttpRequest Parse(mg_connection* conn) {
-    const mg_request_info* info = mg_get_request_info(conn);
-    HttpRequest request;
-    request.method = info->request_method;
-    request.path = info->local_uri != nullptr ? info->local_uri : "";
-    request.remote_addr = info->remote_addr;
-    request.remote_port = info->remote_port;
-    request.local_port = info->server_port;
-    if (info->query_string != nullptr) {
-      for (absl::string_view pair : absl::StrSplit(info->query_string, '&', absl::SkipEmpty())) {
-        size_t eq = pair.find('=');
-        std::string name = UrlDecode(pair.substr(0, eq));
-        std::string value = eq == absl::string_view::npos ? "" : UrlDecode(pair.substr(eq + 1));
-        request.query.emplace(std::move(name), std::move(value));
-      }
-    }
-    for (int i = 0; i < info->num_headers; ++i) {
-      std::string name = info->http_headers[i].name;
-      std::transform(name.begin(), name.end(), name.begin(),
-                     [](unsigned char c) { return std::tolower(c); });
-      const char* value = info->http_headers[i].value ? info->http_headers[i].value : "";
-      auto [it, inserted] = request.headers.emplace(name, value);
-      if (!inserted) absl::StrAppend(&it->second, ", ", value);
-    }
-    return request;
+  explicit Impl(HttpServerOptions o) : options(o) {
+    streams.max_streams = options.max_event_streams;
+    streams.stopping = &stopping;
   }
 
   // civetweb's own messages (e.g. "Bad HTTP version" with the client's bytes), at most
@@ -281,11 +72,9 @@ struct HttpServer::Impl {
   }
 
   int Serve(mg_connection* conn);
-  void ServeStream(mg_connection* conn, const HttpRequest& request, const Route& route,
-                   bool keep_alive);
 
   const HttpServerOptions options;
-  std::vector<Route> routes;
+  HttpRoutes routes;
   struct Gate {
     std::string prefix;
     std::function<absl::Status(const HttpRequest&)> check;
@@ -294,7 +83,7 @@ struct HttpServer::Impl {
   mg_context* context = nullptr;
   int stop_fd = -1;  // an eventfd, readable once stopping
   std::atomic<bool> stopping{false};
-  std::atomic<int> open_streams{0};
+  EventStreamSlots streams;  // the cap, the open count, `stopping` and `stop_fd`
   std::mutex stop_mu;
   std::mutex log_mu;
   int64_t log_window_start_ms = 0;
@@ -304,148 +93,40 @@ struct HttpServer::Impl {
   socklen_t nudge_length = 0;
 };
 
-namespace {
-
-class CivetEventStream : public EventStream {
- public:
-  CivetEventStream(mg_connection* conn, const std::atomic<bool>* stopping, int stop_fd)
-      : conn_(conn), stopping_(stopping), stop_fd_(stop_fd) {
-    socket_ = FindConnectionSocket(mg_get_request_info(conn));
-  }
-
-  bool Send(absl::string_view event, absl::string_view data) override {
-    std::string frame;
-    if (!event.empty()) absl::StrAppend(&frame, "event: ", event, "\n");
-    for (absl::string_view line : absl::StrSplit(data, '\n')) {
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      absl::StrAppend(&frame, "data: ", line, "\n");
-    }
-    frame += "\n";
-    return WriteFrame(frame);
-  }
-
-  bool Ping() override { return WriteFrame(": keep-alive\n\n"); }
-
-  bool Stopping() const override { return stopping_->load(); }
-
-  bool Wait(absl::Duration timeout) override {
-    if (failed_ || Stopping()) return false;
-    const absl::Time deadline = absl::Now() + timeout;
-    bool watch_client = socket_ >= 0;
-    while (true) {
-      absl::Duration left = deadline - absl::Now();
-      if (left <= absl::ZeroDuration()) return !Stopping();
-      pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {socket_, POLLRDHUP, 0}};
-      int ms = static_cast<int>(absl::ToInt64Milliseconds(left)) + 1;
-      int n = poll(fds, watch_client ? 2 : 1, ms);
-      if (n < 0 && errno != EINTR) return !Stopping();
-      if (Stopping() || (fds[0].revents & POLLIN)) return false;
-      if (watch_client && fds[1].revents != 0) {
-        if (fds[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
-          failed_ = true;  // the client closed its side
-          return false;
-        }
-        watch_client = false;  // it sent something unasked for; stop watching it
-      }
-    }
-  }
-
-  // Sends the stream's head unless sent; false if it could not be.
-  bool Begin() {
-    if (begun_) return !failed_;
-    begun_ = true;
-    static constexpr absl::string_view kHead =
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
-        "X-Accel-Buffering: no\r\nConnection: close\r\n\r\n";
-    if (mg_write(conn_, kHead.data(), kHead.size()) != static_cast<int>(kHead.size())) {
-      failed_ = true;
-    }
-    return !failed_;
-  }
-  bool begun() const { return begun_; }
-
- private:
-  bool WriteFrame(const std::string& frame) {
-    if (failed_ || Stopping() || !Begin()) return false;
-    if (mg_write(conn_, frame.data(), frame.size()) != static_cast<int>(frame.size())) {
-      failed_ = true;
-    }
-    return !failed_ && !Stopping();
-  }
-
-  mg_connection* const conn_;
-  const std::atomic<bool>* const stopping_;
-  const int stop_fd_;
-  int socket_ = -1;
-  bool begun_ = false;
-  bool failed_ = false;
-};
-
-}  // namespace
-
 int HttpServer::Impl::Serve(mg_connection* conn) {
   const mg_request_info* info = mg_get_request_info(conn);
-  const bool keep_alive = KeepAlive(conn) && !stopping.load();
+  const bool keep_alive = WantsKeepAlive(conn) && !stopping.load();
   const std::string method = info->request_method ? info->request_method : "";
   if (method != "GET" && method != "HEAD") {
     HttpResponse response{405, "text/plain; charset=utf-8", "only GET and HEAD\n"};
     response.headers.push_back({"Allow", "GET, HEAD"});
-    Write(conn, response, false, false);
+    WriteHttpResponse(conn, response, false, false);
     return 405;
   }
-  HttpRequest request = Parse(conn);
+  HttpRequest request = ReadHttpRequest(conn);
   const bool head = method == "HEAD";
   for (const Gate& gate : gates) {
     if (request.path.compare(0, gate.prefix.size(), gate.prefix) != 0) continue;
     absl::Status open = gate.check(request);
     if (!open.ok()) {
       HttpResponse refused = JsonErrorResponse(open);
-      Write(conn, refused, head, keep_alive);
+      WriteHttpResponse(conn, refused, head, keep_alive);
       return refused.status;
     }
   }
-  const Route* route = Find(request.path);
+  const HttpRoutes::Route* route = routes.Find(request.path);
   if (route == nullptr) {
-    Write(conn, HttpResponse{404, "text/plain; charset=utf-8", "not found\n"}, head, keep_alive);
+    WriteHttpResponse(conn, HttpResponse{404, "text/plain; charset=utf-8", "not found\n"}, head,
+                      keep_alive);
     return 404;
   }
   if (route->stream) {
-    ServeStream(conn, request, *route, keep_alive);
+    ServeEventStream(conn, request, keep_alive, route->stream, streams);
     return 200;
   }
   HttpResponse response = route->handler(request);
-  Write(conn, response, head, keep_alive);
+  WriteHttpResponse(conn, response, head, keep_alive);
   return response.status;
-}
-
-void HttpServer::Impl::ServeStream(mg_connection* conn, const HttpRequest& request,
-                                   const Route& route, bool keep_alive) {
-  const bool head = request.method == "HEAD";
-  if (open_streams.fetch_add(1) >= options.max_event_streams) {
-    open_streams.fetch_sub(1);
-    Write(conn,
-          JsonErrorResponse(absl::ResourceExhaustedError(
-              absl::StrCat("too many open event streams (", options.max_event_streams,
-                           "); retry later"))),
-          head, keep_alive);
-    return;
-  }
-  CivetEventStream stream(conn, &stopping, stop_fd);
-  absl::Status status;
-  if (head) {
-    stream.Begin();
-  } else {
-    status = route.stream(request, stream);
-  }
-  if (!stream.begun()) {
-    if (status.ok()) {
-      stream.Begin();
-    } else {
-      Write(conn, JsonErrorResponse(status), head, keep_alive);
-    }
-  }
-  if (stream.begun()) mg_disable_connection_keep_alive(conn);
-  open_streams.fetch_sub(1);
 }
 
 HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>(options)) {}
@@ -456,7 +137,7 @@ HttpServer::~HttpServer() {
 }
 
 void HttpServer::Handle(const std::string& path, Handler handler) {
-  impl_->AddRoute(path, false, std::move(handler), nullptr);
+  impl_->routes.Add(path, false, std::move(handler), nullptr);
 }
 
 void HttpServer::SetGate(const std::string& prefix, std::function<absl::Status()> check) {
@@ -470,14 +151,14 @@ void HttpServer::SetGate(const std::string& prefix,
 }
 
 void HttpServer::HandlePrefix(const std::string& prefix, Handler handler) {
-  impl_->AddRoute(prefix, true, std::move(handler), nullptr);
+  impl_->routes.Add(prefix, true, std::move(handler), nullptr);
 }
 
 void HttpServer::HandleEvents(const std::string& path, StreamHandler handler) {
-  impl_->AddRoute(path, !path.empty() && path.back() == '/', nullptr, std::move(handler));
+  impl_->routes.Add(path, !path.empty() && path.back() == '/', nullptr, std::move(handler));
 }
 
-int HttpServer::open_event_streams() const { return impl_->open_streams.load(); }
+int HttpServer::open_event_streams() const { return impl_->streams.open.load(); }
 
 absl::StatusOr<int> HttpServer::Start(const std::string& host, int port) {
   std::call_once(g_library_once, [] { mg_init_library(0); });
@@ -510,6 +191,7 @@ absl::StatusOr<int> HttpServer::Start(const std::string& host, int port) {
   }
   impl_->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (impl_->stop_fd < 0) return absl::InternalError("eventfd failed");
+  impl_->streams.stop_fd = impl_->stop_fd;
 
   const std::string threads = std::to_string(std::max(1, impl_->options.worker_threads));
   const std::string request_timeout = std::to_string(impl_->options.request_timeout_ms);
