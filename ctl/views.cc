@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "common/allocation_text.h"
 #include "common/spec_names.h"
 #include "report/grid.h"
 #include "report/job_figures.h"
@@ -265,15 +266,6 @@ std::string StateWithReason(const JobStatus& job) {
   return text;
 }
 
-// "Slurm job 4711 RUNNING on node[1-2]", "Slurm job 4712 PENDING (Resources)".
-std::string DescribeAllocation(const benchfleet::v1::Allocation& allocation) {
-  std::string system = allocation.system() == "slurm" ? "Slurm" : allocation.system();
-  std::string text = absl::StrCat(system, " job ", allocation.id(), " ", allocation.state());
-  if (!allocation.reason().empty()) absl::StrAppend(&text, " (", allocation.reason(), ")");
-  if (!allocation.nodes().empty()) absl::StrAppend(&text, " on ", allocation.nodes());
-  return text;
-}
-
 }  // namespace
 
 std::string FormatJobText(const JobStatus& job, const std::string& data_wait) {
@@ -295,7 +287,12 @@ std::string FormatJobText(const JobStatus& job, const std::string& data_wait) {
   if (job.requeues() > 0) {
     line("requeues", absl::StrCat(job.requeues(), " (back in the queue after losing a node)"));
   }
-  if (job.has_allocation()) line("allocation", DescribeAllocation(job.allocation()));
+  if (job.has_allocation()) {
+    // "Slurm job 4711 RUNNING on node[1-2]" (common/allocation_text.h; not "ended:", the
+    // job's state says it).
+    const benchfleet::v1::Allocation& a = job.allocation();
+    line("allocation", DescribeAllocation({a.system(), a.id(), a.state(), a.reason(), a.nodes()}));
+  }
   line("spec", DescribeSpec(spec));
   line("data", DescribeData(spec));
   if (std::string shape = DescribeShape(spec); !shape.empty()) line("shape", shape);

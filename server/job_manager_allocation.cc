@@ -2,9 +2,11 @@
 // the jobs that need an allocation, what the allocator saw of each, and the end of a job
 // whose allocation ended first.
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/allocation_text.h"
 #include "common/log.h"
 #include "server/job_manager.h"
 
@@ -12,11 +14,10 @@ namespace bench {
 namespace {
 
 // "Slurm job 4711 TIMEOUT (TimeLimit)", or with `ended`: "Slurm job 4711 ended: TIMEOUT
-// (TimeLimit)".
-std::string Describe(const Allocation& allocation, bool ended = false) {
-  std::string system = allocation.system == "slurm" ? "Slurm" : allocation.system;
-  return absl::StrCat(system, " job ", allocation.id, ended ? " ended: " : " ", allocation.state,
-                      allocation.reason.empty() ? "" : absl::StrCat(" (", allocation.reason, ")"));
+// (TimeLimit)"; with `nodes`, " on node[1-2]" after it.
+std::string Describe(const Allocation& allocation, bool ended = false, bool nodes = false) {
+  return DescribeAllocation({allocation.system, allocation.id, allocation.state, allocation.reason,
+                             nodes ? std::string_view(allocation.nodes) : "", ended});
 }
 
 }  // namespace
@@ -25,9 +26,8 @@ std::string JobManager::AllocationWaitReason(const Job& job) {
   const Allocation& allocation = job.allocation;
   if (allocation.id.empty()) return "waiting for an allocation";
   if (allocation.state == "RUNNING") {
-    return absl::StrCat("waiting for the agents of ", Describe(allocation),
-                        allocation.nodes.empty() ? "" : absl::StrCat(" on ", allocation.nodes),
-                        " to register");
+    return absl::StrCat("waiting for the agents of ",
+                        Describe(allocation, /*ended=*/false, /*nodes=*/true), " to register");
   }
   return absl::StrCat("waiting for its allocation: ", Describe(allocation));
 }
