@@ -16,9 +16,6 @@
 #include <string>
 #include <vector>
 
-// jpeglib.h needs size_t and FILE declared before it.
-#include <jpeglib.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -26,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "tests/e2e/cluster.h"
+#include "worker/train/test_jpeg.h"
 
 namespace bench::testing {
 namespace {
@@ -35,33 +33,11 @@ using ::testing::Not;
 
 // A width x height JPEG of one colour, with a gradient so that it is not trivial.
 bool WriteJpeg(const std::string& path, int width, int height, int r, int g, int b) {
-  FILE* out = std::fopen(path.c_str(), "wb");
-  if (out == nullptr) return false;
-  jpeg_compress_struct cinfo;
-  jpeg_error_mgr error;
-  cinfo.err = jpeg_std_error(&error);
-  jpeg_create_compress(&cinfo);
-  jpeg_stdio_dest(&cinfo, out);
-  cinfo.image_width = static_cast<JDIMENSION>(width);
-  cinfo.image_height = static_cast<JDIMENSION>(height);
-  cinfo.input_components = 3;
-  cinfo.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&cinfo);
-  jpeg_set_quality(&cinfo, 90, TRUE);
-  jpeg_start_compress(&cinfo, TRUE);
-  std::vector<unsigned char> row(static_cast<size_t>(width) * 3);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    for (int x = 0; x < width; ++x) {
-      row[x * 3] = static_cast<unsigned char>((r + x) % 256);
-      row[x * 3 + 1] = static_cast<unsigned char>((g + cinfo.next_scanline) % 256);
-      row[x * 3 + 2] = static_cast<unsigned char>(b);
-    }
-    JSAMPROW pointer = row.data();
-    jpeg_write_scanlines(&cinfo, &pointer, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  jpeg_destroy_compress(&cinfo);
-  return std::fclose(out) == 0;
+  bench_train::TestJpeg image{width, height, 3, 90, [r, g, b](int x, int y, int c) {
+                                const int value = c == 0 ? r + x : c == 1 ? g + y : b;
+                                return static_cast<uint8_t>(value % 256);
+                              }};
+  return bench_train::WriteTestJpeg(path, image);
 }
 
 class DataEndToEndTest : public ::testing::Test {

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#ifdef BENCH_WITH_JPEG
-#include <jpeglib.h>
-#endif
 
 #include "worker/train/test_ports.h"
+#ifdef BENCH_WITH_JPEG
+#include "worker/train/test_jpeg.h"
+#endif
 
 namespace {
 
@@ -535,30 +535,12 @@ TEST(BenchTrainE2eTest, RecipeFlagsAreReportedInTheStartEvent) {
 }
 
 #ifdef BENCH_WITH_JPEG
-// A grey width x height JPEG written with libjpeg.
+// A greyish width x height JPEG (each row's bytes `level` + 0..6), libjpeg's default quality.
 void WriteJpeg(const std::string& path, int width, int height, uint8_t level) {
-  jpeg_compress_struct cinfo;
-  jpeg_error_mgr error;
-  cinfo.err = jpeg_std_error(&error);
-  jpeg_create_compress(&cinfo);
-  std::FILE* out = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(out, nullptr);
-  jpeg_stdio_dest(&cinfo, out);
-  cinfo.image_width = static_cast<JDIMENSION>(width);
-  cinfo.image_height = static_cast<JDIMENSION>(height);
-  cinfo.input_components = 3;
-  cinfo.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&cinfo);
-  jpeg_start_compress(&cinfo, TRUE);
-  std::vector<uint8_t> row(static_cast<size_t>(width) * 3);
-  for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<uint8_t>(level + i % 7);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW pointer = row.data();
-    jpeg_write_scanlines(&cinfo, &pointer, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  jpeg_destroy_compress(&cinfo);
-  std::fclose(out);
+  bench_train::TestJpeg image{width, height, 3, 75, [level](int x, int, int c) {
+                                return static_cast<uint8_t>(level + (x * 3 + c) % 7);
+                              }};
+  ASSERT_TRUE(bench_train::WriteTestJpeg(path, image)) << path;
 }
 
 TEST(BenchTrainE2eTest, ImageFolderRunCountsAndSkipsACorruptFile) {

@@ -15,41 +15,12 @@
 
 #include <gtest/gtest.h>
 
-#include <jpeglib.h>
-
 #include "worker/train/data_source.h"
 #include "worker/train/detection.h"
+#include "worker/train/test_jpeg.h"
 
 namespace bench_train {
 namespace {
-
-void WriteJpeg(const std::string& path, int width, int height, const uint8_t rgb[3]) {
-  jpeg_compress_struct cinfo;
-  jpeg_error_mgr error;
-  cinfo.err = jpeg_std_error(&error);
-  jpeg_create_compress(&cinfo);
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(file, nullptr) << path;
-  jpeg_stdio_dest(&cinfo, file);
-  cinfo.image_width = static_cast<JDIMENSION>(width);
-  cinfo.image_height = static_cast<JDIMENSION>(height);
-  cinfo.input_components = 3;
-  cinfo.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&cinfo);
-  jpeg_set_quality(&cinfo, 95, TRUE);
-  jpeg_start_compress(&cinfo, TRUE);
-  std::vector<uint8_t> row(static_cast<size_t>(width) * 3);
-  for (int x = 0; x < width; ++x) {
-    for (int c = 0; c < 3; ++c) row[x * 3 + c] = rgb[c];
-  }
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW pointer = row.data();
-    jpeg_write_scanlines(&cinfo, &pointer, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  jpeg_destroy_compress(&cinfo);
-  std::fclose(file);
-}
 
 struct Box {
   float x, y, w, h;  // pixels, as COCO's bbox
@@ -95,7 +66,8 @@ class CocoSourceTest : public ::testing::Test {
     ::mkdir((root_ + "/train2017").c_str(), 0755);
     std::ofstream(annotations()) << kAnnotations;
     for (const Image& image : Images()) {
-      WriteJpeg(root_ + "/train2017/" + image.file, image.width, image.height, image.rgb);
+      ASSERT_TRUE(WriteTestJpeg(root_ + "/train2017/" + image.file,
+                                SolidTestJpeg(image.width, image.height, image.rgb)));
     }
   }
   void TearDown() override { std::system(("rm -rf '" + root_ + "'").c_str()); }

@@ -13,41 +13,10 @@
 
 #include <gtest/gtest.h>
 
-#include <jpeglib.h>
+#include "worker/train/test_jpeg.h"
 
 namespace bench_train {
 namespace {
-
-// Encodes a width x height image of one colour (3 components, or 1 for gray).
-std::vector<uint8_t> EncodeJpeg(int width, int height, int components, const uint8_t rgb[3]) {
-  jpeg_compress_struct cinfo;
-  jpeg_error_mgr error;
-  cinfo.err = jpeg_std_error(&error);
-  jpeg_create_compress(&cinfo);
-  unsigned char* buffer = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&cinfo, &buffer, &size);
-  cinfo.image_width = static_cast<JDIMENSION>(width);
-  cinfo.image_height = static_cast<JDIMENSION>(height);
-  cinfo.input_components = components;
-  cinfo.in_color_space = components == 3 ? JCS_RGB : JCS_GRAYSCALE;
-  jpeg_set_defaults(&cinfo);
-  jpeg_set_quality(&cinfo, 95, TRUE);
-  jpeg_start_compress(&cinfo, TRUE);
-  std::vector<uint8_t> row(static_cast<size_t>(width) * components);
-  for (int x = 0; x < width; ++x) {
-    for (int c = 0; c < components; ++c) row[x * components + c] = rgb[c];
-  }
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW pointer = row.data();
-    jpeg_write_scanlines(&cinfo, &pointer, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  std::vector<uint8_t> out(buffer, buffer + size);
-  jpeg_destroy_compress(&cinfo);
-  std::free(buffer);
-  return out;
-}
 
 void WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -81,18 +50,18 @@ constexpr uint8_t kBlue[3] = {20, 20, 230};
 void MakeFolder(const TempDir& dir) {
   const std::string cat = dir.Mkdir("cat");
   const std::string dog = dir.Mkdir("dog");
-  WriteFile(cat + "/a.jpg", EncodeJpeg(64, 48, 3, kRed));
-  WriteFile(cat + "/b.JPEG", EncodeJpeg(300, 200, 3, kRed));
-  WriteFile(cat + "/c.jpeg", EncodeJpeg(40, 90, 3, kRed));
-  WriteFile(dog + "/a.jpg", EncodeJpeg(128, 128, 3, kBlue));
-  WriteFile(dog + "/b.jpg", EncodeJpeg(500, 375, 3, kBlue));
-  WriteFile(dog + "/c.jpg", EncodeJpeg(33, 61, 3, kBlue));
+  WriteFile(cat + "/a.jpg", EncodeTestJpeg(SolidTestJpeg(64, 48, kRed)));
+  WriteFile(cat + "/b.JPEG", EncodeTestJpeg(SolidTestJpeg(300, 200, kRed)));
+  WriteFile(cat + "/c.jpeg", EncodeTestJpeg(SolidTestJpeg(40, 90, kRed)));
+  WriteFile(dog + "/a.jpg", EncodeTestJpeg(SolidTestJpeg(128, 128, kBlue)));
+  WriteFile(dog + "/b.jpg", EncodeTestJpeg(SolidTestJpeg(500, 375, kBlue)));
+  WriteFile(dog + "/c.jpg", EncodeTestJpeg(SolidTestJpeg(33, 61, kBlue)));
   std::vector<uint8_t> garbage(4000);
   for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<uint8_t>(i * 7919 % 251);
   garbage[0] = 0xFF;  // starts like a JPEG, then nonsense
   garbage[1] = 0xD8;
   WriteFile(dog + "/corrupt.jpg", garbage);
-  std::vector<uint8_t> truncated = EncodeJpeg(200, 200, 3, kBlue);
+  std::vector<uint8_t> truncated = EncodeTestJpeg(SolidTestJpeg(200, 200, kBlue));
   truncated.resize(300);  // inside the tables: no image can come out
   WriteFile(dog + "/truncated.jpg", truncated);
   WriteFile(cat + "/fake.png", std::vector<uint8_t>{0x89, 'P', 'N', 'G', 1, 2, 3, 4});
