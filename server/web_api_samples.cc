@@ -178,29 +178,26 @@ HttpResponse WebApi::History(const HttpRequest& request) const {
       !s.ok()) {
     return JsonError(s);
   }
-  const std::string model = request.Query("model").value_or("");
-  if (model.empty()) {
+  // The configurations asked for: a model, and any of the others.
+  ConfigurationFilter filter;
+  filter.model = request.Query("model").value_or("");
+  if (filter.model->empty()) {
     return JsonError(absl::InvalidArgumentError("model: required (history?model=resnet50)"));
   }
   absl::StatusOr<std::optional<int64_t>> devices = IntParam(request, "devices", 1, INT32_MAX);
   if (!devices.ok()) return JsonError(devices.status());
+  if (*devices) filter.devices = static_cast<int>(**devices);
   absl::StatusOr<std::optional<int64_t>> batch = IntParam(request, "batch_size", 1, INT32_MAX);
   if (!batch.ok()) return JsonError(batch.status());
-  std::optional<std::string> precision;
+  if (*batch) filter.batch_size = static_cast<int>(**batch);
   if (std::optional<std::string> text = request.Query("precision")) {
     absl::StatusOr<v1::Precision> parsed = ParsePrecision(*text);
     if (!parsed.ok()) return JsonError(parsed.status());  // "precision: unknown ..."
-    precision = PrecisionName(*parsed);
+    filter.precision = PrecisionFromText(PrecisionName(*parsed)).value_or(Precision::kUnspecified);
   }
-  const std::optional<std::string> gpu_model = request.Query("gpu_model");
-  auto matches = [&](const Configuration& c) {
-    return c.model == model && (!*devices || c.devices == **devices) &&
-           (!*batch || c.batch_size == **batch) &&
-           (!precision || PrecisionText(c.precision) == *precision) &&
-           (!gpu_model || c.gpu_model == *gpu_model);
-  };
+  filter.gpu_model = request.Query("gpu_model");
   JobManager::ReadSnapshot snapshot = manager_->Snapshot([&](const bench::Job& job) {
-    return job.state == JobState::kSucceeded && matches(ConfigurationOf(job));
+    return job.state == JobState::kSucceeded && filter.Matches(ConfigurationOf(job));
   });
   std::vector<std::string> points;
   for (const bench::Job& job : snapshot.jobs) {
@@ -210,7 +207,7 @@ HttpResponse WebApi::History(const HttpRequest& request) const {
     for (const StateTransition& t : job.history) {
       if (IsTerminal(t.state)) finished = t.time;
     }
-    const Configuration c = ConfigurationOf(job);
+    const ConfigurationKey c = ConfigurationOf(job);
     v1::BaselineComparison comparison;
     bool regression = false;
     if (std::optional<BaselineComparison> b = CompareWithBaselines(*ips, c, snapshot.baselines)) {
@@ -241,7 +238,7 @@ HttpResponse WebApi::History(const HttpRequest& request) const {
   }
   std::vector<std::string> bands;
   for (const auto& [configuration, baseline] : snapshot.baselines) {
-    if (!matches(configuration)) continue;
+    if (!filter.Matches(configuration)) continue;
     v1::Baseline proto;
     ToProto(baseline, &proto);
     std::string json = report::ToJson(proto);
