@@ -68,6 +68,9 @@ std::string SweepHash(const v1::JobSpec& base, const std::string& nonce) {
     Fnv(&hash, base.data_path());
     Fnv(&hash, absl::StrCat(base.loader_threads()));
   }
+  // A data-vs-compute run trains a second time on synthetic data: another sweep; left out
+  // when off, so earlier sweeps keep their ids.
+  if (base.data_vs_compute()) Fnv(&hash, "data_vs_compute");
   Fnv(&hash, nonce);
   return absl::StrFormat("%016x", hash);
 }

@@ -107,6 +107,9 @@ TEST(SweepTest, ConstraintsAndLimitsPassThrough) {
   EXPECT_NE(Ids(imagenet), Ids(with({"--data", "imagefolder", "--data-path", "/data/other"})));
   EXPECT_NE(Ids(imagenet), Ids(with({"--data", "imagefolder", "--data-path", "/data/imagenet",
                                      "--loader-threads", "4"})));
+  // So is the data-vs-compute run (it trains again on synthetic data).
+  EXPECT_NE(Ids(imagenet), Ids(with({"--data", "imagefolder", "--data-path", "/data/imagenet",
+                                     "--data-vs-compute"})));
   // Limits do not: a longer wall time finds the same cells.
   EXPECT_EQ(plain, Ids(with({"--wall-time", "2h", "--hang-timeout", "10m"})));
   // The shape flags belong to submit.

@@ -12,11 +12,13 @@
 #include "absl/time/time.h"
 #include "common/spec_names.h"
 #include "report/grid.h"
+#include "report/job_figures.h"
 #include "report/text_table.h"
 
 namespace bench::ctl {
 
 using report::Align;
+using report::DataVsComputeText;
 using report::FormatBaselineVerdict;
 using report::FormatRate;
 using report::RenderPlainTable;
@@ -111,15 +113,6 @@ std::string DescribeLimits(const JobSpec& spec) {
     parts.push_back(absl::StrCat("hang timeout ", FormatSeconds(spec.hang_timeout_s())));
   }
   return absl::StrJoin(parts, ", ");
-}
-
-std::string DataVsComputeText(const JobStatus& job) {
-  if (!(job.synthetic_images_per_second() > 0) || !job.has_throughput()) {
-    return "no data (every rank's run on synthetic data is needed)";
-  }
-  return absl::StrFormat("%.2f of compute: %.1f images/s on its data, %.1f on synthetic data",
-                         job.data_vs_compute(), job.images_per_second(),
-                         job.synthetic_images_per_second());
 }
 
 std::string DescribeData(const JobSpec& spec) {

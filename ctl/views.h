@@ -32,9 +32,6 @@ std::string DescribeLimits(const benchfleet::v1::JobSpec& spec);
 // "synthetic", or "imagefolder at /data/imagenet/train, 8 loader threads per rank" (0:
 // "bench-train's default loader threads").
 std::string DescribeData(const benchfleet::v1::JobSpec& spec);
-// --data-vs-compute's figure: "0.62 of compute: 120.3 images/s on its data, 193.1 on
-// synthetic data", or "no data" until every rank has both.
-std::string DataVsComputeText(const benchfleet::v1::JobStatus& job);
 // The measured window's data wait (iterations past warm-up, every rank): "12.3 ms median
 // per step, 8.1% of the median step time (240 iterations)", or "no measured iterations".
 std::string DataWaitText(const std::vector<benchfleet::v1::IterationSample>& samples);

@@ -447,20 +447,43 @@ std::vector<Grid> BuildGrids(const std::vector<ResultCell>& cells, GridMetric me
   return grids;
 }
 
+std::vector<GridSection> GridSections(const Grid& grid) {
+  std::vector<GridSection> sections;
+  auto all_rows = [&grid] {
+    std::vector<size_t> rows(grid.rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = i;
+    return rows;
+  };
+  sections.push_back({GridSectionKind::kMetric, GridTitle(grid), GridTable(grid), all_rows(), ""});
+  if (HasScaling(grid) && !HasOneDeviceRow(grid)) {
+    std::string note = NoScalingLine(grid);
+    note.pop_back();  // '\n'
+    sections.push_back({GridSectionKind::kScaling, ScalingTitle(grid), {}, {}, std::move(note)});
+  } else if (HasScaling(grid)) {
+    std::vector<size_t> rows;
+    for (size_t i = 0; i < grid.rows.size(); ++i) {
+      if (grid.rows[i].devices > 1) rows.push_back(i);
+    }
+    sections.push_back(
+        {GridSectionKind::kScaling, ScalingTitle(grid), ScalingTable(grid), std::move(rows), ""});
+  }
+  if (HasBaselines(grid)) {
+    sections.push_back(
+        {GridSectionKind::kBaseline, BaselineTitle(grid), BaselineTable(grid), all_rows(), ""});
+  }
+  return sections;
+}
+
 std::string RenderGridsTable(const std::vector<Grid>& grids) {
   if (grids.empty()) return "no results yet\n";
   std::vector<std::string> parts;
   for (const Grid& grid : grids) {
-    parts.push_back(absl::StrCat(GridTitle(grid), "\n", RenderPlainTable(GridTable(grid))));
-    if (HasScaling(grid) && !HasOneDeviceRow(grid)) {
-      parts.back() += NoScalingLine(grid);
-    } else if (HasScaling(grid)) {
-      parts.push_back(
-          absl::StrCat(ScalingTitle(grid), "\n", RenderPlainTable(ScalingTable(grid))));
-    }
-    if (HasBaselines(grid)) {
-      parts.push_back(
-          absl::StrCat(BaselineTitle(grid), "\n", RenderPlainTable(BaselineTable(grid))));
+    for (const GridSection& section : GridSections(grid)) {
+      if (!section.note.empty()) {
+        absl::StrAppend(&parts.back(), section.note, "\n");
+      } else {
+        parts.push_back(absl::StrCat(section.title, "\n", RenderPlainTable(section.table)));
+      }
     }
   }
   return absl::StrJoin(parts, "\n");
@@ -470,17 +493,13 @@ std::string RenderGridsMarkdown(const std::vector<Grid>& grids) {
   if (grids.empty()) return "no results yet\n";
   std::vector<std::string> parts;
   for (const Grid& grid : grids) {
-    parts.push_back(
-        absl::StrCat("### ", GridTitle(grid), "\n\n", RenderMarkdownTable(GridTable(grid))));
-    if (HasScaling(grid) && !HasOneDeviceRow(grid)) {
-      parts.back() += absl::StrCat("\n", NoScalingLine(grid));
-    } else if (HasScaling(grid)) {
-      parts.push_back(absl::StrCat("### ", ScalingTitle(grid), "\n\n",
-                                   RenderMarkdownTable(ScalingTable(grid))));
-    }
-    if (HasBaselines(grid)) {
-      parts.push_back(absl::StrCat("### ", BaselineTitle(grid), "\n\n",
-                                   RenderMarkdownTable(BaselineTable(grid))));
+    for (const GridSection& section : GridSections(grid)) {
+      if (!section.note.empty()) {
+        absl::StrAppend(&parts.back(), "\n", section.note, "\n");
+      } else {
+        parts.push_back(
+            absl::StrCat("### ", section.title, "\n\n", RenderMarkdownTable(section.table)));
+      }
     }
   }
   return absl::StrJoin(parts, "\n");

@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "benchfleet/v1/controller.pb.h"
 #include "benchfleet/v1/types.pb.h"
+#include "report/text_table.h"
 
 namespace bench::report {
 
@@ -94,6 +95,22 @@ std::string FormatBaselineComparison(const benchfleet::v1::BaselineComparison& b
 std::string FormatBaselineVerdict(const benchfleet::v1::BaselineComparison& baseline);
 // "below", "within", "above", or "" (no baseline).
 std::string BaselineVerdictName(benchfleet::v1::BaselineVerdict verdict);
+
+// One titled table of a grid, in the order RenderGridsTable prints them: the metric's grid
+// (kMetric; rows: every grid row), then for images/s grids with multi-device rows the speedup
+// and scaling-efficiency table (kScaling; rows: those with more than one device) or, without a
+// 1-device row, only `note` ("<title>: no data (no 1-GPU cell)", no table), then where any
+// cell has a baseline the "vs baseline" table (kBaseline; rows: every grid row). The cells'
+// text is the text every renderer here prints; report/grid_view.h lays it out as JSON.
+enum class GridSectionKind { kMetric, kScaling, kBaseline };
+struct GridSection {
+  GridSectionKind kind = GridSectionKind::kMetric;
+  std::string title;
+  TextTable table;           // header: devices header, then the columns' headers
+  std::vector<size_t> rows;  // per table row, its index in grid.rows
+  std::string note;          // a line printed instead of a table; "" otherwise
+};
+std::vector<GridSection> GridSections(const Grid& grid);
 
 // Each grid under a title line ("resnet50 (cuda): median images/s"), then for images/s
 // grids with multi-device rows a speedup / scaling-efficiency table, and where any cell

@@ -16,6 +16,20 @@
 namespace bench {
 
 class Database;
+class Statement;
+
+// The jobs table's spec columns: one row per JobSpec field stored there (labels and
+// placement constraints have tables of their own), written by the insert
+// (store_jobs.cc) and read by the load (store_jobs_load.cc) through this one table, so
+// that a new field is one row in SpecColumns() plus the migration adding its column
+// (store_schema.cc). `write` binds the field to parameter `index`; `read` sets it from
+// result column `column`.
+struct SpecColumn {
+  const char* name;
+  void (*write)(Statement& statement, int index, const JobSpec& spec);
+  void (*read)(const Statement& statement, int column, JobSpec& spec);
+};
+const std::vector<SpecColumn>& SpecColumns();  // store_jobs.cc
 
 // store_schema.cc: migrates the database to Store::kSchemaVersion; FAILED_PRECONDITION,
 // with nothing changed, when its schema is newer than this build.

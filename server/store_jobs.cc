@@ -17,6 +17,84 @@ namespace bench {
 
 namespace {
 
+// SpecColumns' rows for a field stored as it is.
+template <auto kField>
+SpecColumn IntColumn(const char* name) {
+  return {name,
+          [](Statement& statement, int index, const JobSpec& spec) {
+            statement.Bind(index, int64_t{spec.*kField});
+          },
+          [](const Statement& statement, int column, JobSpec& spec) {
+            spec.*kField = static_cast<int>(statement.Int(column));
+          }};
+}
+
+template <auto kField>
+SpecColumn TextColumn(const char* name) {
+  return {name,
+          [](Statement& statement, int index, const JobSpec& spec) {
+            statement.Bind(index, spec.*kField);
+          },
+          [](const Statement& statement, int column, JobSpec& spec) {
+            spec.*kField = statement.Text(column);
+          }};
+}
+
+template <auto kField>
+SpecColumn BoolColumn(const char* name) {
+  return {name,
+          [](Statement& statement, int index, const JobSpec& spec) {
+            statement.Bind(index, int64_t{spec.*kField ? 1 : 0});
+          },
+          [](const Statement& statement, int column, JobSpec& spec) {
+            spec.*kField = statement.Int(column) != 0;
+          }};
+}
+
+}  // namespace
+
+const std::vector<SpecColumn>& SpecColumns() {
+  static const auto* columns = new std::vector<SpecColumn>{
+      // NULL when empty: request_id is UNIQUE, and NULLs never collide.
+      {"request_id",
+       [](Statement& statement, int index, const JobSpec& spec) {
+         if (spec.request_id.empty()) {
+           statement.BindNull(index);
+         } else {
+           statement.Bind(index, spec.request_id);
+         }
+       },
+       [](const Statement& statement, int column, JobSpec& spec) {
+         spec.request_id = statement.Text(column);
+       }},
+      TextColumn<&JobSpec::model>("model"),
+      IntColumn<&JobSpec::devices>("devices"),
+      {"precision",
+       [](Statement& statement, int index, const JobSpec& spec) {
+         statement.Bind(index, PrecisionText(spec.precision));
+       },
+       [](const Statement& statement, int column, JobSpec& spec) {
+         spec.precision = ParsePrecisionText(statement.Text(column));
+       }},
+      IntColumn<&JobSpec::batch_size>("batch_size"),
+      IntColumn<&JobSpec::iterations>("iterations"),
+      IntColumn<&JobSpec::warmup_iterations>("warmup_iterations"),
+      IntColumn<&JobSpec::image_size>("image_size"),
+      TextColumn<&JobSpec::data>("data"),
+      TextColumn<&JobSpec::name>("name"),
+      IntColumn<&JobSpec::nodes>("nodes"),
+      IntColumn<&JobSpec::devices_per_node>("devices_per_node"),
+      IntColumn<&JobSpec::wall_time_limit_s>("wall_time_limit_s"),
+      IntColumn<&JobSpec::hang_timeout_s>("hang_timeout_s"),
+      TextColumn<&JobSpec::data_path>("data_path"),
+      IntColumn<&JobSpec::loader_threads>("loader_threads"),
+      BoolColumn<&JobSpec::data_vs_compute>("data_vs_compute"),
+  };
+  return *columns;
+}
+
+namespace {
+
 // The job's mutable columns; NOT_FOUND when no row has its id.
 absl::Status UpdateJobRow(Database& db, const Job& job) {
   ASSIGN_OR_RETURN(Statement * update,
@@ -171,47 +249,34 @@ absl::Status WriteMutableJobState(Database& db, const Job& job) {
 
 // The job's row, its labels and constraints, and everything WriteMutableJobState writes.
 absl::Status InsertJobRows(Database& db, const Job& job) {
-  ASSIGN_OR_RETURN(
-      Statement * insert,
-      db.Prepare("INSERT INTO jobs (id, seq, request_id, model, devices, precision, batch_size, "
-                 "iterations, warmup_iterations, image_size, data, name, state, reason, "
-                 "attempt, device_kind, parameters, created_ms, updated_ms, telemetry_note, "
-                 "nodes, devices_per_node, wall_time_limit_s, hang_timeout_s, requeues, "
-                 "submitted_by, data_path, loader_threads, data_vs_compute) VALUES (?1, ?2, ?3, "
-                 "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?18, '', "
-                 "?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)"));
+  // The job's own columns (?1..?10; updated_ms is created_ms, no telemetry note yet),
+  // then the spec's from ?11 on.
+  static const std::string* const kInsert = [] {
+    std::string columns =
+        "id, seq, state, reason, attempt, device_kind, parameters, created_ms, requeues, "
+        "submitted_by, updated_ms, telemetry_note";
+    std::string values = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?8, ''";
+    int index = 10;
+    for (const SpecColumn& column : SpecColumns()) {
+      absl::StrAppend(&columns, ", ", column.name);
+      absl::StrAppend(&values, ", ?", ++index);
+    }
+    return new std::string(absl::StrCat("INSERT INTO jobs (", columns, ") VALUES (", values, ")"));
+  }();
+  ASSIGN_OR_RETURN(Statement * insert, db.Prepare(*kInsert));
   const JobSpec& spec = job.spec;
   insert->Bind(1, job.id);
   insert->Bind(2, job.seq);
-  if (spec.request_id.empty()) {
-    insert->BindNull(3);
-  } else {
-    insert->Bind(3, spec.request_id);
-  }
-  insert->Bind(4, spec.model);
-  insert->Bind(5, int64_t{spec.devices});
-  insert->Bind(6, PrecisionText(spec.precision));
-  insert->Bind(7, int64_t{spec.batch_size});
-  insert->Bind(8, int64_t{spec.iterations});
-  insert->Bind(9, int64_t{spec.warmup_iterations});
-  insert->Bind(10, int64_t{spec.image_size});
-  insert->Bind(11, spec.data);
-  insert->Bind(12, spec.name);
-  insert->Bind(13, JobStateText(job.state));
-  insert->Bind(14, job.reason);
-  insert->Bind(15, int64_t{job.attempt});
-  insert->Bind(16, DeviceKindText(job.device_kind));
-  insert->Bind(17, job.parameters);
-  insert->Bind(18, ToMs(job.created));
-  insert->Bind(19, int64_t{spec.nodes});
-  insert->Bind(20, int64_t{spec.devices_per_node});
-  insert->Bind(21, int64_t{spec.wall_time_limit_s});
-  insert->Bind(22, int64_t{spec.hang_timeout_s});
-  insert->Bind(23, int64_t{job.requeues});
-  insert->Bind(24, job.submitted_by);
-  insert->Bind(25, spec.data_path);
-  insert->Bind(26, int64_t{spec.loader_threads});
-  insert->Bind(27, int64_t{spec.data_vs_compute ? 1 : 0});
+  insert->Bind(3, JobStateText(job.state));
+  insert->Bind(4, job.reason);
+  insert->Bind(5, int64_t{job.attempt});
+  insert->Bind(6, DeviceKindText(job.device_kind));
+  insert->Bind(7, job.parameters);
+  insert->Bind(8, ToMs(job.created));
+  insert->Bind(9, int64_t{job.requeues});
+  insert->Bind(10, job.submitted_by);
+  int index = 10;
+  for (const SpecColumn& column : SpecColumns()) column.write(*insert, ++index, spec);
   RETURN_IF_ERROR(insert->Run());
   // Labels and constraints, one row per item: any bytes round-trip.
   ASSIGN_OR_RETURN(Statement * label, db.Prepare("INSERT INTO job_labels VALUES (?1, ?2, ?3)"));

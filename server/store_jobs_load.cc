@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/sqlite_db.h"
 #include "server/store.h"
@@ -51,48 +52,37 @@ struct LoadedJobs {
   }
 };
 
-// `jobs`: one Job per row, ordered by submission, with its spec and mutable columns.
+// `jobs`: one Job per row, ordered by submission, with its mutable columns and its spec
+// (SpecColumns(), from column 11 on).
 absl::Status LoadJobRows(Database& db, LoadedJobs& loaded) {
-  ASSIGN_OR_RETURN(Statement * select,
-                   db.Prepare("SELECT id, seq, request_id, model, devices, precision, "
-                              "batch_size, iterations, warmup_iterations, image_size, data, "
-                              "name, state, reason, attempt, device_kind, parameters, "
-                              "created_ms, telemetry_note, nodes, devices_per_node, "
-                              "wall_time_limit_s, hang_timeout_s, requeues, submitted_by, "
-                              "data_path, loader_threads, data_vs_compute "
-                              "FROM jobs ORDER BY seq"));
+  static const std::string* const kSelect = [] {
+    std::string columns =
+        "id, seq, state, reason, attempt, device_kind, parameters, created_ms, telemetry_note, "
+        "requeues, submitted_by";
+    for (const SpecColumn& column : SpecColumns()) absl::StrAppend(&columns, ", ", column.name);
+    return new std::string(absl::StrCat("SELECT ", columns, " FROM jobs ORDER BY seq"));
+  }();
+  constexpr int kFirstSpecColumn = 11;
+  ASSIGN_OR_RETURN(Statement * select, db.Prepare(*kSelect));
   while (true) {
     ASSIGN_OR_RETURN(bool row, select->Step());
     if (!row) break;
     Job job;
     job.id = select->Text(0);
     job.seq = select->Int(1);
-    job.spec.request_id = select->Text(2);
-    job.spec.model = select->Text(3);
-    job.spec.devices = static_cast<int>(select->Int(4));
-    job.spec.precision = ParsePrecisionText(select->Text(5));
-    job.spec.batch_size = static_cast<int>(select->Int(6));
-    job.spec.iterations = static_cast<int>(select->Int(7));
-    job.spec.warmup_iterations = static_cast<int>(select->Int(8));
-    job.spec.image_size = static_cast<int>(select->Int(9));
-    job.spec.data = select->Text(10);
-    job.spec.name = select->Text(11);
-    job.state = ParseState(select->Text(12));
-    job.reason = select->Text(13);
-    job.attempt = static_cast<int>(select->Int(14));
-    job.device_kind = ParseDeviceKind(select->Text(15));
-    job.parameters = select->Int(16);
-    job.created = FromMs(select->Int(17));
-    job.telemetry_note = select->Text(18);
-    job.spec.nodes = static_cast<int>(select->Int(19));
-    job.spec.devices_per_node = static_cast<int>(select->Int(20));
-    job.spec.wall_time_limit_s = static_cast<int>(select->Int(21));
-    job.spec.hang_timeout_s = static_cast<int>(select->Int(22));
-    job.requeues = static_cast<int>(select->Int(23));
-    job.submitted_by = select->Text(24);
-    job.spec.data_path = select->Text(25);
-    job.spec.loader_threads = static_cast<int>(select->Int(26));
-    job.spec.data_vs_compute = select->Int(27) != 0;
+    job.state = ParseState(select->Text(2));
+    job.reason = select->Text(3);
+    job.attempt = static_cast<int>(select->Int(4));
+    job.device_kind = ParseDeviceKind(select->Text(5));
+    job.parameters = select->Int(6);
+    job.created = FromMs(select->Int(7));
+    job.telemetry_note = select->Text(8);
+    job.requeues = static_cast<int>(select->Int(9));
+    job.submitted_by = select->Text(10);
+    int column = kFirstSpecColumn;
+    for (const SpecColumn& spec_column : SpecColumns()) {
+      spec_column.read(*select, column++, job.spec);
+    }
     loaded.index[job.id] = loaded.jobs.size();
     loaded.jobs.push_back(std::move(job));
   }

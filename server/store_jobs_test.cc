@@ -4,10 +4,13 @@
 
 #include <future>
 #include <map>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
+#include "server/store_internal.h"
 #include "server/store_test_fixture.h"
 
 namespace bench {
@@ -97,6 +100,102 @@ TEST_F(StoreTest, DataVsComputeAndTheRanksSyntheticRatesSurviveReopen) {
   EXPECT_TRUE(jobs->front().spec.data_vs_compute);
   ASSERT_EQ(jobs->front().summaries.count(0), 1u);
   EXPECT_DOUBLE_EQ(jobs->front().summaries.at(0).synthetic_images_per_second, 12.5);
+}
+
+// Every JobSpec field away from its default, through the insert and the load (the
+// jobs table's spec columns are one table, SpecColumns(), shared by both).
+TEST_F(StoreTest, EverySpecFieldSurvivesReopen) {
+  Job job = MakeJob(1);
+  JobSpec& spec = job.spec;
+  spec.model = "resnet18";
+  spec.devices = 6;
+  spec.precision = Precision::kBf16;
+  spec.batch_size = 96;
+  spec.iterations = 40;
+  spec.warmup_iterations = 7;
+  spec.image_size = 160;
+  spec.data = "coco";
+  spec.data_path = "/data/coco";
+  spec.loader_threads = 5;
+  spec.data_vs_compute = true;
+  spec.name = "every field";
+  spec.labels = {{"team", "infra"}, {"run", "7"}};
+  spec.request_id = "req-every";
+  spec.nodes = 3;
+  spec.devices_per_node = 2;
+  spec.allowed_nodes = {"n1", "n2", "n3"};
+  spec.node_labels = {{"rack", "r9"}};
+  spec.wall_time_limit_s = 5400;
+  spec.hang_timeout_s = 90;
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(job).ok());
+  }
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  const JobSpec& loaded = jobs->front().spec;
+  EXPECT_TRUE(loaded == spec);
+  // Field by field too, so that a failure names the field.
+  EXPECT_EQ(loaded.model, spec.model);
+  EXPECT_EQ(loaded.devices, spec.devices);
+  EXPECT_EQ(loaded.precision, spec.precision);
+  EXPECT_EQ(loaded.batch_size, spec.batch_size);
+  EXPECT_EQ(loaded.iterations, spec.iterations);
+  EXPECT_EQ(loaded.warmup_iterations, spec.warmup_iterations);
+  EXPECT_EQ(loaded.image_size, spec.image_size);
+  EXPECT_EQ(loaded.data, spec.data);
+  EXPECT_EQ(loaded.data_path, spec.data_path);
+  EXPECT_EQ(loaded.loader_threads, spec.loader_threads);
+  EXPECT_EQ(loaded.data_vs_compute, spec.data_vs_compute);
+  EXPECT_EQ(loaded.name, spec.name);
+  EXPECT_EQ(loaded.request_id, spec.request_id);
+  EXPECT_EQ(loaded.nodes, spec.nodes);
+  EXPECT_EQ(loaded.devices_per_node, spec.devices_per_node);
+  EXPECT_EQ(loaded.wall_time_limit_s, spec.wall_time_limit_s);
+  EXPECT_EQ(loaded.hang_timeout_s, spec.hang_timeout_s);
+  EXPECT_EQ(loaded.labels, spec.labels);
+  EXPECT_EQ(loaded.allowed_nodes, spec.allowed_nodes);
+  EXPECT_EQ(loaded.node_labels, spec.node_labels);
+  // The job's own columns beside the spec's.
+  EXPECT_EQ(jobs->front().id, job.id);
+  EXPECT_EQ(jobs->front().created, job.created);
+}
+
+// Each column of the migrated jobs table is either one of the job's own or a row of
+// SpecColumns(): a migration adding a spec column without its row fails here.
+TEST_F(StoreTest, EveryColumnOfTheJobsTableIsTheJobsOwnOrASpecColumn) {
+  { ASSERT_TRUE(Store::Open(path_).ok()); }
+  std::set<std::string> columns;
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* info = nullptr;
+  ASSERT_EQ(
+      sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info('jobs')", -1, &info, nullptr),
+      SQLITE_OK);
+  while (sqlite3_step(info) == SQLITE_ROW) {
+    columns.insert(reinterpret_cast<const char*>(sqlite3_column_text(info, 0)));
+  }
+  sqlite3_finalize(info);
+  sqlite3_close(db);
+  const std::set<std::string> own = {
+      "id",         "seq",        "state",      "reason",         "attempt",  "device_kind",
+      "parameters", "created_ms", "updated_ms", "telemetry_note", "requeues", "submitted_by"};
+  std::set<std::string> spec;
+  for (const SpecColumn& column : SpecColumns()) {
+    EXPECT_TRUE(spec.insert(column.name).second) << column.name << " is listed twice";
+    EXPECT_EQ(own.count(column.name), 0u) << column.name;
+  }
+  for (const std::string& column : columns) {
+    EXPECT_TRUE(own.count(column) + spec.count(column) == 1)
+        << "jobs." << column << " is neither the job's own column nor in SpecColumns()";
+  }
+  for (const std::string& column : spec) {
+    EXPECT_EQ(columns.count(column), 1u) << column << " is in SpecColumns() but not in jobs";
+  }
 }
 
 TEST_F(StoreTest, AJobsSlurmAllocationSurvivesReopenAndFollowsItsUpdates) {

@@ -19,6 +19,8 @@
 #include "benchfleet/v1/controller.pb.h"
 #include "report/compare.h"
 #include "report/grid.h"
+#include "report/grid_view.h"
+#include "report/job_figures.h"
 #include "report/json_output.h"
 #include "server/proto_convert.h"
 #include "server/web_api_internal.h"
@@ -186,6 +188,34 @@ absl::StatusOr<JobFilter> JobFilterOf(const HttpRequest& request) {
   return filter;
 }
 
+// The filters of /results and /results/grids, as benchctl's ResultsRequest.
+absl::StatusOr<v1::ResultsRequest> ResultsRequestOf(const HttpRequest& request) {
+  v1::ResultsRequest proto;
+  proto.set_model(request.Query("model").value_or(""));
+  proto.set_gpu_model(request.Query("gpu_model").value_or(""));
+  proto.set_node(request.Query("node").value_or(""));
+  int64_t since_ms = 0;
+  int64_t until_ms = 0;
+  if (absl::Status s = TimeParams(request, &since_ms, &until_ms); !s.ok()) return s;
+  proto.set_since_unix_ms(since_ms);
+  proto.set_until_unix_ms(until_ms);
+  absl::StatusOr<std::map<std::string, std::string>> labels = LabelParams(request);
+  if (!labels.ok()) return labels.status();
+  for (const auto& [key, value] : *labels) (*proto.mutable_labels())[key] = value;
+  return proto;
+}
+
+// As ControllerService::Results answers benchctl (without the cells' job ids if asked).
+v1::ResultsResponse ResultsResponseOf(ReadService& reads, const v1::ResultsRequest& proto,
+                                      bool job_ids) {
+  v1::ResultsResponse response;
+  for (const ResultCell& cell : reads.Results(FromProto(proto))) {
+    v1::ResultCell* out = response.add_cells();
+    ToProto(cell, out);
+    if (!job_ids) out->clear_job_ids();
+  }
+  return response;
+}
 
 // {"<key>":[items],"next_page_token":"..."}\n
 std::string PageJson(absl::string_view key, const std::vector<std::string>& items,
@@ -208,6 +238,7 @@ HttpResponse WebApi::Serve(const HttpRequest& original) const {
   }
   if (path == "jobs") return Jobs(request);
   if (path == "results") return Results(request);
+  if (path == "results/grids") return ResultsGrids(request);
   if (path == "agents") return Agents(request);
   if (path == "queue") return Queue(request);
   if (path == "baselines") return Baselines(request);
@@ -223,10 +254,14 @@ HttpResponse WebApi::Serve(const HttpRequest& original) const {
     if (parts.size() == 2 && !parts[0].empty() && parts[1] == "logs") {
       return Logs(request, parts[0]);
     }
+    if (parts.size() == 2 && !parts[0].empty() && parts[1] == "text") {
+      return JobText(request, parts[0]);
+    }
   }
   return JsonError(absl::NotFoundError(absl::StrCat(
       "no such API path ", request.path,
-      " (the API is jobs, jobs/{id}, jobs/{id}/samples, jobs/{id}/logs, results, agents, "
+      " (the API is jobs, jobs/{id}, jobs/{id}/samples, jobs/{id}/logs, jobs/{id}/text, "
+      "results, results/grids, agents, "
       "queue, baselines, variability, compare, history; docs/web-api.md)")));
 }
 
@@ -268,24 +303,23 @@ HttpResponse WebApi::Job(const HttpRequest& request, const std::string& job_id) 
   return JsonOk(JobJson(*view) + "\n");
 }
 
+HttpResponse WebApi::JobText(const HttpRequest& request, const std::string& job_id) const {
+  if (absl::Status s = CheckParams(request, {}); !s.ok()) return JsonError(s);
+  absl::StatusOr<JobView> view = manager_->Get(job_id);
+  if (!view.ok()) return JsonError(view.status());
+  v1::JobStatus status;
+  ToProto(*view, &status);
+  return JsonOk(report::JobFiguresJson(status));
+}
+
 HttpResponse WebApi::Results(const HttpRequest& request) const {
   if (absl::Status s =
           CheckParams(request, {"model", "gpu_model", "node", "since", "until", "label", "job_ids"});
       !s.ok()) {
     return JsonError(s);
   }
-  v1::ResultsRequest proto;
-  proto.set_model(request.Query("model").value_or(""));
-  proto.set_gpu_model(request.Query("gpu_model").value_or(""));
-  proto.set_node(request.Query("node").value_or(""));
-  int64_t since_ms = 0;
-  int64_t until_ms = 0;
-  if (absl::Status s = TimeParams(request, &since_ms, &until_ms); !s.ok()) return JsonError(s);
-  proto.set_since_unix_ms(since_ms);
-  proto.set_until_unix_ms(until_ms);
-  absl::StatusOr<std::map<std::string, std::string>> labels = LabelParams(request);
-  if (!labels.ok()) return JsonError(labels.status());
-  for (const auto& [key, value] : *labels) (*proto.mutable_labels())[key] = value;
+  absl::StatusOr<v1::ResultsRequest> proto = ResultsRequestOf(request);
+  if (!proto.ok()) return JsonError(proto.status());
   // job_ids=false: each cell's job_ids left empty. A grid of many runs lists every job
   // id (1.4 MB over 100,000 jobs); the page needs none of them (a cell links to its runs
   // by filters), so it asks for this and loads the grid in a fraction of the time.
@@ -294,14 +328,27 @@ HttpResponse WebApi::Results(const HttpRequest& request) const {
     return JsonError(absl::InvalidArgumentError(
         absl::StrCat("job_ids: expected true or false, got \"", job_ids.substr(0, 32), "\"")));
   }
-  // As ControllerService::Results answers benchctl, then benchctl's own rendering.
-  v1::ResultsResponse response;
-  for (const ResultCell& cell : reads_->Results(FromProto(proto))) {
-    v1::ResultCell* out = response.add_cells();
-    ToProto(cell, out);
-    if (job_ids == "false") out->clear_job_ids();
+  return JsonOk(
+      report::RenderResultsJson(*proto, ResultsResponseOf(*reads_, *proto, job_ids != "false")));
+}
+
+HttpResponse WebApi::ResultsGrids(const HttpRequest& request) const {
+  if (absl::Status s =
+          CheckParams(request, {"model", "gpu_model", "node", "since", "until", "label", "metric"});
+      !s.ok()) {
+    return JsonError(s);
   }
-  return JsonOk(report::RenderResultsJson(proto, response));
+  absl::StatusOr<v1::ResultsRequest> proto = ResultsRequestOf(request);
+  if (!proto.ok()) return JsonError(proto.status());
+  absl::StatusOr<report::GridMetric> metric =
+      report::ParseGridMetric(request.Query("metric").value_or("images_per_second"));
+  if (!metric.ok()) {  // "--metric: unknown metric ..." names benchctl's flag
+    return JsonError(
+        absl::InvalidArgumentError(absl::StripPrefix(metric.status().message(), "--")));
+  }
+  // The grids view carries no job ids (a cell links to its runs by filters).
+  return JsonOk(report::RenderResultsGridsJson(
+      *proto, ResultsResponseOf(*reads_, *proto, /*job_ids=*/false), *metric));
 }
 
 HttpResponse WebApi::Agents(const HttpRequest& request) const {

@@ -1,6 +1,7 @@
 // benchd's read-only JSON API on the web port, under /api/v1/ (docs/web-api.md): jobs
-// (filtered and paged), one job, its samples (paged, or downsampled for charts), its
-// logs, the results grid, agents, the queue, baselines, GPU variability, a comparison of
+// (filtered and paged), one job (and its figures in benchctl status's words), its samples
+// (paged, or downsampled for charts), its logs, the results grid (its cells, and its grids
+// as benchctl prints them), agents, the queue, baselines, GPU variability, a comparison of
 // two jobs and one configuration's history. Nothing here changes state: writes stay on
 // gRPC (controller.proto).
 //
@@ -47,9 +48,15 @@ class WebApi {
 
   HttpResponse Jobs(const HttpRequest& request) const;
   HttpResponse Job(const HttpRequest& request, const std::string& job_id) const;
+  // The job's figures in benchctl status's words where the page shows them as text
+  // (report/job_figures.h: data vs compute).
+  HttpResponse JobText(const HttpRequest& request, const std::string& job_id) const;
   HttpResponse Samples(const HttpRequest& request, const std::string& job_id) const;
   HttpResponse Logs(const HttpRequest& request, const std::string& job_id) const;
   HttpResponse Results(const HttpRequest& request) const;
+  // The results grids laid out as `benchctl results [--metric M]` prints them, with each
+  // cell's figures (report/grid_view.h): what the page shows, rendered here, not there.
+  HttpResponse ResultsGrids(const HttpRequest& request) const;
   HttpResponse Agents(const HttpRequest& request) const;
   HttpResponse Queue(const HttpRequest& request) const;
   HttpResponse Baselines(const HttpRequest& request) const;

@@ -1,5 +1,6 @@
 // The web API's handlers over one job's iterations (its samples, paged or downsampled,
 // and its logs) and over one configuration's history (docs/web-api.md).
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -200,6 +201,15 @@ HttpResponse WebApi::History(const HttpRequest& request) const {
     return job.state == JobState::kSucceeded && filter.Matches(ConfigurationOf(job));
   });
   std::vector<std::string> points;
+  // The configurations of the points, in the order of their first point, each with its
+  // points' job ids: the page groups by these instead of matching fields itself.
+  struct Group {
+    ConfigurationKey configuration;
+    std::string precision;  // the API's enum name
+    std::vector<std::string> job_ids;
+  };
+  std::map<ConfigurationKey, size_t> configuration_index;
+  std::vector<Group> configurations;
   for (const bench::Job& job : snapshot.jobs) {
     const std::optional<double> ips = JobThroughput(job.summaries, job.spec.devices);
     if (!ips) continue;
@@ -221,6 +231,9 @@ HttpResponse WebApi::History(const HttpRequest& request) const {
     }
     v1::JobSpec spec;
     ToProto(job.spec, &spec);
+    auto [at, added] = configuration_index.emplace(c, configurations.size());
+    if (added) configurations.push_back({c, v1::Precision_Name(spec.precision()), {}});
+    configurations[at->second].job_ids.push_back(job.id);
     std::string baseline_json = report::ToJson(comparison);
     baseline_json.pop_back();
     points.push_back(absl::StrCat(
@@ -236,9 +249,8 @@ HttpResponse WebApi::History(const HttpRequest& request) const {
         ",\"baseline\":", baseline_json, ",\"regression\":", regression ? "true" : "false",
         "}"));
   }
-  std::vector<std::string> bands;
-  for (const auto& [configuration, baseline] : snapshot.baselines) {
-    if (!filter.Matches(configuration)) continue;
+  // A baseline with its band: × (1 − lower tolerance) … × (1 + upper tolerance).
+  auto band_json = [](const Baseline& baseline) {
     v1::Baseline proto;
     ToProto(baseline, &proto);
     std::string json = report::ToJson(proto);
@@ -249,10 +261,29 @@ HttpResponse WebApi::History(const HttpRequest& request) const {
         json, "upper_images_per_second",
         JsonNumber(baseline.images_per_second * (1 + baseline.upper_tolerance_pct / 100)));
     json.pop_back();
-    bands.push_back(std::move(json));
+    return json;
+  };
+  std::vector<std::string> bands;
+  for (const auto& [configuration, baseline] : snapshot.baselines) {
+    if (filter.Matches(configuration)) bands.push_back(band_json(baseline));
+  }
+  std::vector<std::string> groups;
+  for (const Group& group : configurations) {
+    const ConfigurationKey& c = group.configuration;
+    std::vector<std::string> ids;
+    for (const std::string& id : group.job_ids) ids.push_back(JsonQuote(id));
+    auto baseline = snapshot.baselines.find(c);
+    groups.push_back(absl::StrCat(
+        "{\"model\":", JsonQuote(c.model), ",\"devices\":", c.devices,
+        ",\"precision\":", JsonQuote(group.precision), ",\"batch_size\":", c.batch_size,
+        ",\"image_size\":", c.image_size, ",\"device_kind\":",
+        JsonQuote(DeviceKindText(c.device_kind)), ",\"gpu_model\":", JsonQuote(c.gpu_model),
+        ",\"job_ids\":[", absl::StrJoin(ids, ","), "],\"baseline\":",
+        baseline == snapshot.baselines.end() ? "null" : band_json(baseline->second), "}"));
   }
   return JsonOk(absl::StrCat("{\"points\":[", absl::StrJoin(points, ","), "],\"baselines\":[",
-                             absl::StrJoin(bands, ","), "]}\n"));
+                             absl::StrJoin(bands, ","), "],\"configurations\":[",
+                             absl::StrJoin(groups, ","), "]}\n"));
 }
 
 }  // namespace bench

@@ -186,5 +186,34 @@ TEST_F(WebApiTest, HistoryListsOneConfigurationsSuccessesWithItsBaselineBand) {
             3);
 }
 
+TEST_F(WebApiTest, HistoryGroupsItsPointsByConfigurationEachWithItsBaselineBand) {
+  Job reference = StoreJob(1, "resnet50", JobState::kSucceeded, 1, 2.0);
+  StoreJob(2, "resnet50", JobState::kSucceeded, 2, 2.0);  // another configuration: 2 devices
+  StoreJob(3, "resnet50", JobState::kSucceeded, 1, 4.0);
+  StoreJob(4, "resnet50", JobState::kFailed, 1, 2.0);  // no point
+  StoreBaseline(reference, 4);
+  StartManager();
+  HttpResponse response = Get("/api/v1/history", {{"model", "resnet50"}});
+  ASSERT_EQ(response.status, 200) << response.body;
+  const Struct history = Parse(response.body);
+  const auto& groups = Field(history, "configurations").list_value();
+  ASSERT_EQ(groups.values_size(), 2) << response.body;  // in the order of their first point
+  const Struct& one = groups.values(0).struct_value();
+  const Struct& two = groups.values(1).struct_value();
+  EXPECT_EQ(one.fields().at("devices").number_value(), 1);
+  EXPECT_EQ(one.fields().at("precision").string_value(), "PRECISION_FP32");
+  EXPECT_EQ(one.fields().at("device_kind").string_value(), "cpu");
+  const auto& ids = one.fields().at("job_ids").list_value();
+  ASSERT_EQ(ids.values_size(), 2);
+  EXPECT_EQ(ids.values(0).string_value(), reference.id);
+  EXPECT_EQ(ids.values(1).string_value(), "job-100003");
+  const Struct& band = one.fields().at("baseline").struct_value();
+  EXPECT_EQ(band.fields().at("job_id").string_value(), reference.id);
+  EXPECT_DOUBLE_EQ(band.fields().at("lower_images_per_second").number_value(), 3.8);
+  EXPECT_EQ(two.fields().at("devices").number_value(), 2);
+  EXPECT_EQ(two.fields().at("job_ids").list_value().values(0).string_value(), "job-100002");
+  EXPECT_EQ(two.fields().at("baseline").kind_case(), Value::kNullValue);
+}
+
 }  // namespace
 }  // namespace bench::web_api_test

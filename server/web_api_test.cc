@@ -4,6 +4,8 @@
 // history: web_api_samples_test.cc.
 #include "server/web_api_test_fixture.h"
 
+#include "report/grid_view.h"
+#include "report/job_figures.h"
 #include "server/http_test_client.h"
 
 namespace bench::web_api_test {
@@ -146,6 +148,91 @@ TEST_F(WebApiTest, ResultsWithoutJobIdsDifferOnlyInTheEmptiedIds) {
   HttpResponse bad = Get("/api/v1/results", {{"job_ids", "no"}});
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(bad.body.find("job_ids: expected true or false"), std::string::npos) << bad.body;
+}
+
+TEST_F(WebApiTest, ResultsGridsAreTheGridsBenchctlPrintsWithTheirFigures) {
+  Job fast = StoreJob(1, "resnet50", JobState::kSucceeded, 1, 2.0);
+  StoreJob(2, "resnet50", JobState::kSucceeded, 1, 4.0, {{"team", "a"}});
+  StoreJob(3, "resnet50", JobState::kSucceeded, 2, 4.0);
+  StoreJob(4, "resnet18", JobState::kFailed);
+  StoreBaseline(fast, 4);
+  StartManager();
+  for (const std::multimap<std::string, std::string>& query :
+       std::vector<std::multimap<std::string, std::string>>{
+           {}, {{"model", "resnet50"}}, {{"label", "team=a"}}, {{"metric", "power"}}}) {
+    // benchctl results [--metric M]: the Results RPC's cells → BuildGrids of the matches.
+    v1::ResultsRequest request;
+    if (query.count("model")) request.set_model(query.find("model")->second);
+    if (query.count("label")) (*request.mutable_labels())["team"] = "a";
+    const report::GridMetric metric =
+        query.count("metric") ? report::GridMetric::kPower : report::GridMetric::kImagesPerSecond;
+    v1::ResultsResponse response;
+    for (const ResultCell& cell : reads_->Results(FromProto(request))) {
+      v1::ResultCell* out = response.add_cells();
+      ToProto(cell, out);
+      out->clear_job_ids();
+    }
+    HttpResponse got = Get("/api/v1/results/grids", query);
+    EXPECT_EQ(got.status, 200);
+    EXPECT_EQ(got.content_type, "application/json");
+    EXPECT_EQ(got.body, report::RenderResultsGridsJson(request, response, metric));
+  }
+  // A cell's text is the text table's, beside its figures.
+  const Struct view = Parse(Get("/api/v1/results/grids", {{"model", "resnet50"}}).body);
+  ASSERT_EQ(Field(view, "grids").list_value().values_size(), 1);
+  const Struct& grid = Field(view, "grids").list_value().values(0).struct_value();
+  ASSERT_GE(grid.fields().at("tables").list_value().values_size(), 1);
+  const Struct& table = grid.fields().at("tables").list_value().values(0).struct_value();
+  const Struct& cell = table.fields()
+                           .at("rows")
+                           .list_value()
+                           .values(0)
+                           .struct_value()
+                           .fields()
+                           .at("cells")
+                           .list_value()
+                           .values(0)
+                           .struct_value();
+  const std::string text = cell.fields().at("text").string_value();
+  EXPECT_THAT(text, HasSubstr("n=2"));
+  v1::ResultsResponse all;
+  for (const ResultCell& c : reads_->Results(FromProto(v1::ResultsRequest()))) {
+    ToProto(c, all.add_cells());
+  }
+  EXPECT_THAT(report::RenderGridsTable(
+                  report::BuildGrids(report::CellsMatching(v1::ResultsRequest(), all))),
+              HasSubstr(text));
+  EXPECT_GT(cell.fields().at("value").number_value(), 0);
+  EXPECT_EQ(Get("/api/v1/results/grids", {{"model", "vgg"}}).body,
+            "{\"metric\": \"images_per_second\", \"grids\": []}\n");
+  HttpResponse bad = Get("/api/v1/results/grids", {{"metric", "joules"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.body, HasSubstr("metric: unknown metric \\\"joules\\\""));
+  EXPECT_EQ(Get("/api/v1/results/grids", {{"job_ids", "false"}}).status, 400);
+  EXPECT_EQ(Get("/api/v1/results/grids/more").status, 404);
+}
+
+TEST_F(WebApiTest, JobTextIsDataVsComputeAsBenchctlStatusWordsIt) {
+  Job plain = StoreJob(1, "resnet50", JobState::kSucceeded);
+  Job job = plain;  // the same run with --data-vs-compute
+  job.seq = 2;
+  job.id = "job-100002";
+  job.spec.data_vs_compute = true;
+  job.summaries[0].synthetic_images_per_second = 8.0;  // its data: 8 images in 2 s
+  ASSERT_TRUE(store_->InsertJob(job).ok());
+  ASSERT_TRUE(store_->UpdateJob(job).ok());
+  StartManager();
+  v1::JobStatus status;
+  ToProto(*manager_->Get(job.id), &status);
+  ASSERT_TRUE(status.spec().data_vs_compute());
+  HttpResponse got = Get(absl::StrCat("/api/v1/jobs/", job.id, "/text"));
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.body, report::JobFiguresJson(status));
+  EXPECT_EQ(Field(Parse(got.body), "vs_compute").string_value(),
+            "0.50 of compute: 4.0 images/s on its data, 8.0 on synthetic data");
+  EXPECT_EQ(Get(absl::StrCat("/api/v1/jobs/", plain.id, "/text")).body, "{\"vs_compute\": \"\"}\n");
+  EXPECT_EQ(Get("/api/v1/jobs/job-404/text").status, 404);
+  EXPECT_EQ(Get(absl::StrCat("/api/v1/jobs/", job.id, "/text"), {{"x", "1"}}).status, 400);
 }
 
 TEST_F(WebApiTest, CompareIsBenchctlsComparisonJson) {

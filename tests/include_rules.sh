@@ -82,7 +82,8 @@ in_folder() {  # PATH FOLDER
 is_generated() { [[ $1 == *.pb.h || $1 == benchfleet/* || $1 == google/protobuf/* ]]; }
 is_grpc() { [[ $1 == grpc/* || $1 == grpcpp/* || $1 == grpc++/* || $1 == common/grpc_status.h ]]; }
 # common/ headers worker/train may include, and the files that must stay std-only for it.
-STD_ONLY_COMMON=(common/names.h common/spec_defaults.h common/log.h common/build_info.h)
+STD_ONLY_COMMON=(common/names.h common/spec_defaults.h common/log.h common/build_info.h
+  common/trainer_contract.h)
 is_std_only_common() { local h; for h in "${STD_ONLY_COMMON[@]}"; do [ "$1" = "$h" ] && return 0; done; return 1; }
 is_torch() { [[ $1 =~ ^(torch|ATen|c10|caffe2)/ ]]; }
 

@@ -1,7 +1,8 @@
-// How numbers and results read on the page: the same text as benchctl prints, ported from
-// report/grid.cc (FormatRate, FormatCellText, FormatScaling, FormatBaselineComparison,
-// BuildGrids) and report/compare.cc. Pure functions, no DOM: node's tests import this file
-// too (tests/web/format_test.mjs).
+// How the figures the views still format themselves read on the page (jobs, job, compare,
+// history, variability, fleet): as benchctl prints them. The results grids are not here:
+// benchd renders them (GET /api/v1/results/grids, report/grid_view.h) and view_results.js
+// only lays them out. Pure functions, no DOM: node's tests import this file too
+// (tests/web/format_test.mjs).
 //
 // benchctl formats with absl::StrFormat("%.1f"), which rounds the double's exact binary value
 // and breaks exact ties to even (1.25 -> "1.2", 0.75 -> "0.8"). Number.prototype.toFixed
@@ -121,13 +122,13 @@ export function formatRate(imagesPerSecond) {
   return fixed(imagesPerSecond, 1);
 }
 
+const PRECISION_NUMBERS = { 1: 'PRECISION_FP32', 2: 'PRECISION_AMP', 3: 'PRECISION_TF32', 4: 'PRECISION_BF16' };
 const PRECISIONS = {
   PRECISION_FP32: 'fp32',
   PRECISION_AMP: 'amp',
   PRECISION_TF32: 'tf32',
   PRECISION_BF16: 'bf16',
 };
-const PRECISION_NUMBERS = { 1: 'PRECISION_FP32', 2: 'PRECISION_AMP', 3: 'PRECISION_TF32', 4: 'PRECISION_BF16' };
 
 function precisionEnum(precision) {
   if (typeof precision === 'number') return PRECISION_NUMBERS[precision] || 'PRECISION_UNSPECIFIED';
@@ -145,22 +146,6 @@ export function precisionEnumOf(name) {
   return '';
 }
 
-function precisionRank(precision) {
-  switch (precisionEnum(precision)) {
-    case 'PRECISION_FP32': return 0;
-    case 'PRECISION_TF32': return 1;
-    case 'PRECISION_AMP': return 2;
-    case 'PRECISION_BF16': return 3;
-    default: return 4;
-  }
-}
-
-function precisionHeader(precision) {
-  const e = precisionEnum(precision);
-  if (!PRECISIONS[e]) return 'UNSPECIFIED';
-  return PRECISIONS[e].toUpperCase();
-}
-
 // "JOB_STATE_RUNNING" -> "RUNNING" (common/names.h spells them so).
 export function stateName(state) {
   if (!state) return 'UNSPECIFIED';
@@ -169,62 +154,6 @@ export function stateName(state) {
 
 export function isTerminal(state) {
   return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(stateName(state));
-}
-
-// "GPUs" or "CPU slots" (the grid's first column).
-export function devicesHeader(deviceKind) {
-  return deviceKind === 'cpu' ? 'CPU slots' : 'GPUs';
-}
-
-// One images/s cell as benchctl results shows it (report/grid.cc FormatCellText).
-export function formatCellText(cell) {
-  const notes = [];
-  const failed = num(cell.failed_runs) || 0;
-  const pending = num(cell.pending_runs) || 0;
-  const runs = num(cell.runs) || 0;
-  if (failed > 0) notes.push(`${failed} failed`);
-  if (pending > 0) notes.push(`${pending} pending`);
-  if (runs <= 0) {
-    if (notes.length === 0) return 'no data';
-    return `no data (${notes.join(', ')})`;
-  }
-  let spread = '';
-  if (has(cell.ci95_low_images_per_second) && has(cell.ci95_high_images_per_second)) {
-    spread = `95% CI ${formatRate(num(cell.ci95_low_images_per_second))}\u2013` +
-        `${formatRate(num(cell.ci95_high_images_per_second))}, `;
-  } else if (runs >= 2) {
-    spread = `${formatRate(num(cell.min_images_per_second) || 0)}\u2013` +
-        `${formatRate(num(cell.max_images_per_second) || 0)}, `;
-  }
-  let text = `${formatRate(num(cell.median_images_per_second) || 0)} (${spread}n=${runs}`;
-  for (const note of notes) text += `; ${note}`;
-  text += ')';
-  const verdict = cell.baseline && cell.baseline.verdict;
-  if (verdict === 'BASELINE_VERDICT_BELOW') text += ' REGRESSION';
-  else if (verdict === 'BASELINE_VERDICT_ABOVE') text += ' ABOVE';
-  return text;
-}
-
-// Speedup and efficiency of an N-device cell against its 1-device cell, computed from the
-// medians exactly as benchd does (the JSON's "speedup" carries only 10 digits).
-export function scalingBetween(cell, one) {
-  if (!one || num(cell.devices) <= 1 || (num(cell.runs) || 0) <= 0 || (num(one.runs) || 0) <= 0 ||
-      !((num(one.median_images_per_second) || 0) > 0)) {
-    return null;
-  }
-  const speedup = (num(cell.median_images_per_second) || 0) / num(one.median_images_per_second);
-  return { speedup, efficiency: speedup / num(cell.devices) };
-}
-
-// "7.39x (92.4%)", or "no data".
-export function formatScaling(scaling) {
-  if (!scaling) return 'no data';
-  return `${fixed(scaling.speedup, 2)}x (${fixed(scaling.efficiency * 100, 1)}%)`;
-}
-
-export function hasBaseline(cell) {
-  const b = cell.baseline || {};
-  return (b.verdict && b.verdict !== 'BASELINE_VERDICT_UNSPECIFIED') || has(b.ratio);
 }
 
 // "0.93x REGRESSION", "1.01x within", "1.08x ABOVE"; "-" without a baseline.
@@ -271,73 +200,6 @@ export function gridName(grid) {
   if (grid.gpu_model) where.push(grid.gpu_model);
   if (where.length) title += ` (${where.join(', ')})`;
   return title;
-}
-
-function compareKeys(a, b) {
-  for (let i = 0; i < a.length; ++i) {
-    if (a[i] < b[i]) return -1;
-    if (a[i] > b[i]) return 1;
-  }
-  return 0;
-}
-
-// report/grid.cc BuildGrids for images/s: one grid per (model, device kind, GPU model, image
-// size), ordered by those; columns FP32, TF32, AMP, BF16, each by batch ascending; rows by
-// devices ascending; a later cell with the same key replaces an earlier one. Each row has
-// per column { cell | null, scaling | null }.
-export function buildGrids(cells) {
-  const grids = new Map();
-  for (const cell of cells) {
-    const key = [cell.model || '', cell.device_kind || '', cell.gpu_model || '', num(cell.image_size) || 0];
-    const id = JSON.stringify(key);
-    if (!grids.has(id)) grids.set(id, { key, columns: new Map(), rows: new Map() });
-    const building = grids.get(id);
-    const columnKey = [precisionRank(cell.precision), num(cell.batch_size) || 0];
-    const columnId = JSON.stringify(columnKey);
-    building.columns.set(columnId, { key: columnKey, precision: precisionEnum(cell.precision) });
-    const devices = num(cell.devices) || 0;
-    if (!building.rows.has(devices)) building.rows.set(devices, new Map());
-    building.rows.get(devices).set(columnId, cell);
-  }
-  const out = [];
-  for (const building of [...grids.values()].sort((a, b) => compareKeys(a.key, b.key))) {
-    const [model, deviceKind, gpuModel, imageSize] = building.key;
-    const columns = [...building.columns.entries()].sort((a, b) => compareKeys(a[1].key, b[1].key));
-    const grid = {
-      model, device_kind: deviceKind, gpu_model: gpuModel, image_size: imageSize,
-      columns: columns.map(([, c]) => ({
-        precision: c.precision, batch_size: c.key[1],
-        header: `${precisionHeader(c.precision)} bs${c.key[1]}`,
-      })),
-      rows: [],
-    };
-    const oneRow = building.rows.get(1);
-    for (const devices of [...building.rows.keys()].sort((a, b) => a - b)) {
-      const byColumn = building.rows.get(devices);
-      const row = { devices, cells: [], scaling: [] };
-      for (const [columnId] of columns) {
-        const cell = byColumn.get(columnId) || null;
-        row.cells.push(cell);
-        const one = oneRow ? oneRow.get(columnId) || null : null;
-        row.scaling.push(cell ? scalingBetween(cell, one) : null);
-      }
-      grid.rows.push(row);
-    }
-    out.push(grid);
-  }
-  return out;
-}
-
-export function gridHasScaling(grid) {
-  return grid.rows.some((row) => row.devices > 1);
-}
-
-export function gridHasOneDeviceRow(grid) {
-  return grid.rows.some((row) => row.devices === 1);
-}
-
-export function gridHasBaselines(grid) {
-  return grid.rows.some((row) => row.cells.some((cell) => cell && hasBaseline(cell)));
 }
 
 // Durations and times for people.

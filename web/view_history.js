@@ -2,7 +2,8 @@
 // configuration's throughput over time (each SUCCEEDED job when it finished) against its
 // baseline band (baseline × (1 − lower) … × (1 + upper)), regressions marked. With only some
 // of the filters given, one chart per matching configuration. Without a model: the
-// configurations that have results, as links.
+// configurations that have results, as links. benchd groups the runs by configuration and
+// gives each its baseline band (/api/v1/history's configurations); the page matches nothing.
 import { getJson } from './api.js';
 import { h, replace, table, noData, errorBox, jobLink, hashHref } from './dom.js';
 import { formatBaselineComparison, formatRate, formatTime, general, gridName, num, precisionName } from './format.js';
@@ -10,22 +11,10 @@ import { Chart, shadeY } from './chart.js';
 
 const PARAMS = ['model', 'devices', 'precision', 'batch_size', 'gpu_model'];
 
-function configKey(p) {
-  return JSON.stringify([p.model, num(p.devices), precisionName(p.precision), num(p.batch_size), num(p.image_size) || 0,
-    p.device_kind || '', p.gpu_model || '']);
-}
-
 function configTitle(p) {
   const grid = { model: p.model, image_size: num(p.image_size) || 0, device_kind: p.device_kind, gpu_model: p.gpu_model };
   const unit = p.device_kind === 'cpu' ? 'CPU slots' : 'GPUs';
   return `${gridName(grid)}: ${num(p.devices)} ${unit}, ${precisionName(p.precision)}, batch ${num(p.batch_size)}`;
-}
-
-function baselineFor(p, baselines) {
-  return baselines.find((b) => b.model === p.model && num(b.devices) === num(p.devices) &&
-    precisionName(b.precision) === precisionName(p.precision) && num(b.batch_size) === num(p.batch_size) &&
-    (b.gpu_model || '') === (p.gpu_model || '') && (b.device_kind || '') === (p.device_kind || '') &&
-    (num(b.image_size) || 0) === (num(p.image_size) || 0)) || null;
 }
 
 function timeOf(p) {
@@ -66,16 +55,17 @@ function configurationChart(points, baseline, charts) {
 async function configurations(body, ctx) {
   const cells = await getJson('/api/v1/results');
   if (!ctx.current()) return;
-  const seen = new Map();
+  // One results cell per configuration (the results grid's cells are configurations).
+  const seen = [];
   for (const cell of cells) {
     if (!(num(cell.runs) > 0)) continue;
     const params = { model: cell.model, devices: num(cell.devices), precision: precisionName(cell.precision),
       batch_size: num(cell.batch_size), gpu_model: cell.gpu_model || '' };
-    seen.set(configKey(cell), [configTitle(cell), hashHref('#/history', params)]);
+    seen.push([configTitle(cell), hashHref('#/history', params)]);
   }
-  replace(body, seen.size
+  replace(body, seen.length
     ? [h('p', { class: 'note' }, 'Pick a configuration (or fill in the form):'),
-      h('ul', null, [...seen.values()].map(([title, href]) => h('li', null, h('a', { href }, title))))]
+      h('ul', null, seen.map(([title, href]) => h('li', null, h('a', { href }, title))))]
     : h('p', { class: 'nodata' }, 'no data: no job has succeeded yet.'));
 }
 
@@ -110,25 +100,19 @@ export async function render(main, route, ctx) {
     const answer = await getJson('/api/v1/history', query);
     if (!ctx.current()) return undefined;
     const points = answer.points || [];
-    const baselines = answer.baselines || [];
     if (!points.length) {
       replace(body, h('p', { class: 'nodata' }, 'no data: no job of this configuration has succeeded yet.'));
       ctx.ready();
       return undefined;
     }
-    const groups = new Map();
-    for (const p of points) {
-      const key = configKey(p);
-      if (!groups.has(key)) groups.set(key, []);
-      groups.get(key).push(p);
-    }
+    const byJob = new Map(points.map((p) => [p.job_id, p]));
     const sections = [];
-    for (const group of groups.values()) {
-      const first = group[0];
-      const baseline = baselineFor(first, baselines);
+    for (const configuration of answer.configurations || []) {
+      const group = configuration.job_ids.map((id) => byJob.get(id)).filter(Boolean);
+      const baseline = configuration.baseline;
       const regressions = group.filter((p) => p.regression).length;
       sections.push(h('section', { class: 'history-config' },
-        h('h2', null, configTitle(first)),
+        h('h2', null, configTitle(configuration)),
         h('p', { class: 'note' }, baseline
           ? `Baseline ${formatRate(num(baseline.images_per_second))} images/s (job ${baseline.job_id}), band ` +
             `${formatRate(num(baseline.lower_images_per_second))}–${formatRate(num(baseline.upper_images_per_second))} ` +

@@ -1,7 +1,9 @@
 // #/job/ID: one job. Its status, images/s per rank and in total with each GPU's power and
 // SM clock on one time axis (the measured window, after warm-up, shaded), following
 // /api/v1/jobs/ID/events while it runs; its environment, devices, history, errors, GPU
-// telemetry and baseline; links to its logs as DLLogger, MLLOG or JSON lines.
+// telemetry and baseline; links to its logs as DLLogger, MLLOG or JSON lines. With
+// --data-vs-compute its "vs compute" figure as benchctl status words it (benchd renders it:
+// /api/v1/jobs/ID/text, report/job_figures.h).
 import { getJson, followEvents, apiUrl } from './api.js';
 import { h, replace, table, noData, errorBox, jobLink, hashHref } from './dom.js';
 import {
@@ -33,7 +35,8 @@ function dataText(spec) {
   return `${name}${where}, ${threads ? `${threads} loader thread${threads === 1 ? '' : 's'} per rank` : "bench-train's default loader threads"}`;
 }
 
-function summary(job) {
+// figures: /api/v1/jobs/ID/text's answer, or null (not loaded).
+function summary(job, figures) {
   const spec = job.spec || {};
   const s = stateName(job.state);
   const ips = job.has_throughput && has(job.images_per_second) ? `${formatRate(num(job.images_per_second))} images/s` : noData();
@@ -48,6 +51,7 @@ function summary(job) {
     ['batch size', `${num(spec.batch_size) || 0} per device`],
     ['iterations', `${num(job.iterations_done) || 0} of ${num(spec.iterations) || 0} done, ${num(spec.warmup_iterations) || 0} warm-up`],
     ['images/s', ips],
+    spec.data_vs_compute ? ['vs compute', figures && figures.vs_compute ? figures.vs_compute : noData()] : null,
     ['energy per image', has(job.energy_per_image_j) ? `${general(num(job.energy_per_image_j), 4)} J` : noData()],
     ['images/s per watt', has(job.images_per_second_per_watt) ? general(num(job.images_per_second_per_watt), 4) : noData()],
     ['baseline', formatBaselineVerdict(job.baseline) || noData('no baseline for this configuration')],
@@ -281,6 +285,18 @@ export async function render(main, route, ctx) {
       { dllogger: 'DLLogger', mllog: 'MLPerf MLLOG', jsonl: 'JSON lines' }[format])),
   ' · ', h('a', { href: hashHref('#/compare', { a: id }) }, 'compare with…'));
 
+  // The job's figures benchd words (data vs compute), read again with the job.
+  let figures = null;
+  const loadFigures = async () => {
+    if (!job.spec?.data_vs_compute) return;
+    try {
+      figures = await getJson(`/api/v1/jobs/${encodeURIComponent(id)}/text`);
+    } catch (error) {
+      figures = null;
+    }
+  };
+  const reloadFigures = () => loadFigures().then(() => { if (ctx.current()) drawStatus(); });
+
   const series = new Series();
   let chart = null;
   let window_ = null;
@@ -322,7 +338,7 @@ export async function render(main, route, ctx) {
 
   const drawStatus = () => {
     replace(title, 'Job ', h('span', { class: 'mono' }, job.id), ' ', job.spec?.name ? h('span', { class: 'job-name' }, job.spec.name) : '');
-    replace(summaryBox, summary(job));
+    replace(summaryBox, summary(job, figures));
     replace(problemsBox, problems(job));
     replace(devicesBox, devicesTable(job));
     replace(telemetryBox, telemetryTable(job));
@@ -344,6 +360,7 @@ export async function render(main, route, ctx) {
   } catch (error) {
     replace(chartNote, errorBox('could not load the samples', error));
   }
+  await loadFigures();
   if (!ctx.current()) return undefined;
   drawStatus();
   drawChart();
@@ -364,6 +381,7 @@ export async function render(main, route, ctx) {
       if (ctx.current() && !isTerminal(job.state)) {
         job = status;
         drawStatus();
+        reloadFigures();
       }
     }, () => {});
   };
@@ -377,6 +395,7 @@ export async function render(main, route, ctx) {
         close();
         live.className = 'live stale';
         live.textContent = 'ended';
+        reloadFigures();
         // The final figures and the complete samples.
         getJson(`/api/v1/jobs/${encodeURIComponent(id)}/samples`, { points: CHART_POINTS }).then((answer) => {
           if (!ctx.current()) return;

@@ -1,16 +1,17 @@
-// #/results?model=&gpu_model=&label=k=v: the results grid as `benchctl results` prints it
-// (report/grid.cc, ported in format.js): per (model, device kind, GPU model, image size) a
-// grid of GPUs × precision × batch with median, spread, n, failed and pending counts and
-// baseline flags; speedup and scaling efficiency vs 1 device; a vs-baseline table; and a
-// scaling plot (images/s vs devices with the ideal linear line) per precision × batch.
-// Each cell links to its runs in the jobs view.
+// #/results?model=&gpu_model=&label=k=v&metric=: the results grids as `benchctl results
+// [--metric M]` prints them. benchd renders them (GET /api/v1/results/grids, report/grid_view.h:
+// every title, header and cell's text is benchctl's); this view only lays them out: per
+// (model, device kind, GPU model, image size) the metric's grid, the speedup and scaling
+// efficiency table (or its "no 1-device cell" note), the vs-baseline table, and for images/s
+// a scaling plot per precision × batch from the cells' figures. Each cell links to its runs
+// in the jobs view.
 import { getJson } from './api.js';
 import { h, replace, noData, errorBox, hashHref } from './dom.js';
-import {
-  buildGrids, devicesHeader, formatBaselineComparison, formatCellText, formatScaling, gridHasBaselines,
-  gridHasOneDeviceRow, gridHasScaling, gridName, num, precisionName,
-} from './format.js';
+import { num, precisionName } from './format.js';
 import { Chart, color } from './chart.js';
+
+// The metrics benchctl results --metric takes (report/grid.h ParseGridMetric).
+const METRICS = ['images_per_second', 'energy_per_image', 'images_per_watt', 'power', 'sm_clock', 'temperature'];
 
 function runsHref(grid, column, devices) {
   return hashHref('#/jobs', {
@@ -19,62 +20,58 @@ function runsHref(grid, column, devices) {
   });
 }
 
-function gridTable(grid, kind, rowsOf, cellOf) {
-  return h('table', { class: `grid ${kind}`, 'data-grid': gridName(grid) },
-    h('thead', null, h('tr', null, h('th', null, devicesHeader(grid.device_kind)),
-      grid.columns.map((c) => h('th', null, c.header)))),
-    h('tbody', null, rowsOf(grid).map((row) => h('tr', null, h('td', null, String(row.devices)),
-      grid.columns.map((column, c) => h('td', null, cellOf(row, column, c)))))));
-}
-
-function cellClass(cell) {
-  const verdict = cell && cell.baseline && cell.baseline.verdict;
+function verdictClass(verdict) {
   if (verdict === 'BASELINE_VERDICT_BELOW') return 'flag-bad';
   if (verdict === 'BASELINE_VERDICT_ABOVE') return 'flag-warn';
   return null;
 }
 
-function medianTable(grid) {
-  return gridTable(grid, 'medians', (g) => g.rows, (row, column, c) => {
-    const cell = row.cells[c];
-    const text = cell ? formatCellText(cell) : 'no data';
-    if (!cell || (num(cell.runs) || 0) + (num(cell.failed_runs) || 0) + (num(cell.pending_runs) || 0) === 0) {
-      return text === 'no data' ? noData() : text;
-    }
-    return h('a', { href: runsHref(grid, column, row.devices), class: cellClass(cell), title: 'this cell\'s runs' }, text);
-  });
+// One metric cell: a link to its runs where there are any; "no data" marked as such.
+function metricCell(grid, column, row, item) {
+  const cell = item.cell;
+  const runs = cell ? (num(cell.runs) || 0) + (num(cell.failed_runs) || 0) + (num(cell.pending_runs) || 0) : 0;
+  if (!runs) return item.text === 'no data' ? noData() : item.text;
+  return h('a', { href: runsHref(grid, column, row.devices), class: verdictClass(cell.baseline && cell.baseline.verdict), title: 'this cell\'s runs' },
+    item.text);
 }
 
-function scalingTable(grid) {
-  return gridTable(grid, 'scaling', (g) => g.rows.filter((row) => row.devices > 1),
-    (row, column, c) => formatScaling(row.scaling[c]));
+function cellContent(grid, table, row, item, c) {
+  if (table.kind === 'metric') return metricCell(grid, grid.columns[c], row, item);
+  if (table.kind === 'baseline') return h('span', { class: verdictClass(item.verdict) }, item.text);
+  return item.text;
 }
 
-function baselineTable(grid) {
-  return gridTable(grid, 'baselines', (g) => g.rows, (row, column, c) => {
-    const cell = row.cells[c];
-    const text = cell ? formatBaselineComparison(cell.baseline) : '-';
-    return h('span', { class: cellClass(cell) }, text);
-  });
+// The figure behind a cell, for sorting and colouring (data-value).
+function cellValue(table, item) {
+  const value = table.kind === 'metric' ? item.value : table.kind === 'scaling' ? item.speedup : item.ratio;
+  return value === null || value === undefined ? null : String(value);
+}
+
+function gridTable(grid, table) {
+  return h('table', { class: `grid ${{ metric: 'medians', scaling: 'scaling', baseline: 'baselines' }[table.kind]}`, 'data-grid': grid.name },
+    h('thead', null, h('tr', null, table.header.map((text) => h('th', null, text)))),
+    h('tbody', null, table.rows.map((row) => h('tr', null, h('td', null, row.header),
+      row.cells.map((item, c) => h('td', { 'data-value': cellValue(table, item) }, cellContent(grid, table, row, item, c)))))));
 }
 
 // images/s vs devices for one column, with the ideal line (1-device median × devices).
-function scalingPlot(grid, column, c, charts) {
+function scalingPlot(grid, medians, column, c, charts) {
   const box = h('div', { class: 'chart' });
-  const rows = grid.rows.filter((row) => row.cells[c] && (num(row.cells[c].runs) || 0) > 0);
-  const one = grid.rows.find((row) => row.devices === 1);
-  const oneCell = one ? one.cells[c] : null;
-  const base = oneCell && (num(oneCell.runs) || 0) > 0 ? num(oneCell.median_images_per_second) : null;
-  const title = `${gridName(grid)} ${column.header}`;
+  const measuredRow = (row) => row.cells[c].cell && (num(row.cells[c].cell.runs) || 0) > 0;
+  const rows = medians.rows.filter(measuredRow);
+  const one = rows.find((row) => row.devices === 1);
+  const base = one ? num(one.cells[c].cell.median_images_per_second) : null;
+  const title = `${grid.name} ${column.header}`;
   if (!rows.length) return h('div', { class: 'chart' }, h('h3', null, title), noData());
-  const devices = [...new Set([1, ...grid.rows.map((r) => r.devices)])].sort((a, b) => a - b);
+  const devicesHeader = medians.header[0];
+  const devices = [...new Set([1, ...medians.rows.map((r) => r.devices)])].sort((a, b) => a - b);
   const measured = devices.map((d) => {
     const row = rows.find((r) => r.devices === d);
-    return row ? num(row.cells[c].median_images_per_second) : null;
+    return row ? num(row.cells[c].cell.median_images_per_second) : null;
   });
   const ideal = devices.map((d) => (base ? base * d : null));
   const chart = new Chart(box, {
-    title, xLabel: devicesHeader(grid.device_kind), xLegend: devicesHeader(grid.device_kind), height: 240, legend: true,
+    title, xLabel: devicesHeader, xLegend: devicesHeader, height: 240, legend: true,
     xRange: [0, devices[devices.length - 1] + 1], xIncrs: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
     scales: { ips: { label: 'images/s', range: (u, min, max) => [0, (max || 1) * 1.1] } },
     series: [
@@ -91,11 +88,17 @@ function filterForm(params, ctx) {
   const model = h('input', { name: 'model', value: params.get('model') || '', placeholder: 'any', size: 12 });
   const gpu = h('input', { name: 'gpu_model', value: params.get('gpu_model') || '', placeholder: 'any', size: 22 });
   const label = h('input', { name: 'label', value: params.getAll('label').join(' '), placeholder: 'k=v', size: 14 });
+  const chosen = params.get('metric') || METRICS[0];
+  const metric = h('select', { name: 'metric' }, METRICS.map((name) => h('option', { value: name, selected: name === chosen }, name)));
   const form = h('form', { class: 'filters' }, h('label', null, 'model', model), h('label', null, 'GPU model', gpu),
-    h('label', null, 'labels', label), h('button', { type: 'submit' }, 'Apply'), h('a', { href: '#/results' }, 'clear'));
+    h('label', null, 'labels', label), h('label', null, 'metric', metric), h('button', { type: 'submit' }, 'Apply'),
+    h('a', { href: '#/results' }, 'clear'));
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    ctx.navigate('#/results', { model: model.value.trim(), gpu_model: gpu.value.trim(), label: label.value.split(/\s+/).filter(Boolean) });
+    ctx.navigate('#/results', {
+      model: model.value.trim(), gpu_model: gpu.value.trim(), label: label.value.split(/\s+/).filter(Boolean),
+      metric: metric.value === METRICS[0] ? '' : metric.value,
+    });
   });
   return form;
 }
@@ -104,12 +107,11 @@ export async function render(main, route, ctx) {
   const params = route.params;
   const body = h('div');
   replace(main, h('h1', null, 'Results'), filterForm(params, ctx), body);
-  let cells;
+  let view;
   try {
-    cells = await getJson('/api/v1/results', {
+    view = await getJson('/api/v1/results/grids', {
       model: params.get('model') || '', gpu_model: params.get('gpu_model') || '', label: params.getAll('label'),
-      since: params.get('since') || '', until: params.get('until') || '',
-      job_ids: 'false',  // the cells' job ids are not shown (a cell links to its runs by filters)
+      since: params.get('since') || '', until: params.get('until') || '', metric: params.get('metric') || '',
     });
   } catch (error) {
     replace(body, errorBox('could not load the results', error));
@@ -117,7 +119,7 @@ export async function render(main, route, ctx) {
     return undefined;
   }
   if (!ctx.current()) return undefined;
-  const grids = buildGrids(Array.isArray(cells) ? cells : cells.cells || []);
+  const grids = view.grids || [];
   if (!grids.length) {
     replace(body, h('p', { class: 'nodata', id: 'no-results' }, 'no results yet'));
     ctx.ready();
@@ -126,27 +128,25 @@ export async function render(main, route, ctx) {
   const charts = [];
   const parts = [];
   for (const grid of grids) {
-    const section = h('section', { class: 'grid-section', 'data-grid': gridName(grid) });
-    section.append(h('h2', null, `${gridName(grid)}: median images/s`), medianTable(grid));
-    const one = grid.device_kind === 'cpu' ? 'CPU slot' : 'GPU';
-    if (gridHasScaling(grid) && !gridHasOneDeviceRow(grid)) {
-      section.append(h('p', { class: 'note' }, `${gridName(grid)}: speedup and scaling efficiency vs 1 ${one}: no data (no 1-${one} cell)`));
-    } else if (gridHasScaling(grid)) {
-      section.append(h('h3', null, `${gridName(grid)}: speedup and scaling efficiency vs 1 ${one}`), scalingTable(grid));
+    const section = h('section', { class: 'grid-section', 'data-grid': grid.name });
+    for (const table of grid.tables) {
+      if (table.note) {
+        section.append(h('p', { class: 'note grid-note' }, table.note));
+      } else {
+        section.append(h(table.kind === 'metric' ? 'h2' : 'h3', null, table.title), gridTable(grid, table));
+      }
     }
-    if (gridHasBaselines(grid)) {
-      section.append(h('h3', null, `${gridName(grid)}: median vs baseline`), baselineTable(grid));
-    }
-    if (gridHasScaling(grid)) {
-      section.append(h('h3', null, `${gridName(grid)}: images/s vs ${grid.device_kind === 'cpu' ? 'CPU slots' : 'GPUs'}, with the ideal linear scaling`),
-        h('div', { class: 'charts' }, grid.columns.map((column, c) => scalingPlot(grid, column, c, charts))));
+    if (view.metric === 'images_per_second' && grid.tables.some((table) => table.kind === 'scaling')) {
+      const medians = grid.tables[0];
+      section.append(h('h3', null, `${grid.name}: images/s vs ${medians.header[0]}, with the ideal linear scaling`),
+        h('div', { class: 'charts' }, grid.columns.map((column, c) => scalingPlot(grid, medians, column, c, charts))));
     }
     parts.push(section);
   }
   replace(body, parts, h('p', { class: 'note' },
     'Median over repeated jobs; in parentheses the spread (min–max, or the 95% confidence interval of the median ' +
     'with 6 or more runs) and the number of runs. Speedup and efficiency are against the 1-device cell of the same ' +
-    'precision and batch. The same figures as benchctl results.'));
+    'precision and batch. The same figures as benchctl results, rendered by benchd.'));
   ctx.ready();
   return () => charts.forEach((chart) => chart.destroy());
 }

@@ -3,7 +3,10 @@
 // CPU), real bench-train jobs submitted with benchctl (one named <script>alert(1)</script>),
 // and Debian's Chromium driven by playwright-core (web/node_modules). It checks that
 //   - every view loads without a console error, a failed request or an HTTP error,
-//   - the results grid shows exactly what `benchctl results` prints for the same database,
+//   - the results grid shows exactly what `benchctl results` prints for the same database
+//     (any --metric), rendered by benchd (the page asks /api/v1/results/grids and formats
+//     no figure of its own),
+//   - the job view of a --data-vs-compute job shows benchctl status's "vs compute" figure,
 //   - the job view's chart grows while a real job runs (its event stream),
 //   - a deep link reproduces its view,
 //   - the script-named job renders as text (no dialog fires, the text is visible).
@@ -39,6 +42,11 @@ const BIN = {
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const SHOTS = process.env.BENCH_SCREENSHOTS || '';
 const SCRIPT_NAME = '<script>alert(1)</script>';
+// A 40x36 JPEG (a colour gradient, libjpeg quality 75): the ImageFolder of the
+// --data-vs-compute job is copies of it.
+const JPEG = Buffer.from(
+  '/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/2wBDAQkJCQwLDBgNDRgyIRwhMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjL/wAARCAAkACgDASIAAhEBAxEB/8QAHwAAAQUBAQEBAQEAAAAAAAAAAAECAwQFBgcICQoL/8QAtRAAAgEDAwIEAwUFBAQAAAF9AQIDAAQRBRIhMUEGE1FhByJxFDKBkaEII0KxwRVS0fAkM2JyggkKFhcYGRolJicoKSo0NTY3ODk6Q0RFRkdISUpTVFVWV1hZWmNkZWZnaGlqc3R1dnd4eXqDhIWGh4iJipKTlJWWl5iZmqKjpKWmp6ipqrKztLW2t7i5usLDxMXGx8jJytLT1NXW19jZ2uHi4+Tl5ufo6erx8vP09fb3+Pn6/8QAHwEAAwEBAQEBAQEBAQAAAAAAAAECAwQFBgcICQoL/8QAtREAAgECBAQDBAcFBAQAAQJ3AAECAxEEBSExBhJBUQdhcRMiMoEIFEKRobHBCSMzUvAVYnLRChYkNOEl8RcYGRomJygpKjU2Nzg5OkNERUZHSElKU1RVVldYWVpjZGVmZ2hpanN0dXZ3eHl6goOEhYaHiImKkpOUlZaXmJmaoqOkpaanqKmqsrO0tba3uLm6wsPExcbHyMnK0tPU1dbX2Nna4uPk5ebn6Onq8vP09fb3+Pn6/9oADAMBAAIRAxEAPwDyKKy9qvxWftWlFZe1XorP2r6OpiTmweMM2Ky9qvRWftWnFZe1XorP2rgqYk+rweMM2Kz9qK6GKz9qK45YnU+lo4z3TGisvar0Vn7VpxWXtV6Kz9qxqYk/BsHjDNis/ar0Vl7VpxWftV6Ky9q4KmJPqsHjDMis/aiuhis/aiuOWJ1PpaOM90wook44q9FEnpRRWtRn4pg2y9FEnpV+KJOOKKK4KjPqsG2Xook9KKKK45PU+lot8p//2Q==',
+  'base64');
 const TINY = ['--image-size', '32', '--bs', '2', '--warmup', '1'];
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'benchfleet_web_'));
@@ -151,7 +159,7 @@ async function screenshot(page, name) {
 }
 
 // The tables of `benchctl results --format markdown`: {title: [[cells of a row]...]}, header
-// row first.
+// row first; a line outside a table (a "no 1-GPU cell" note) under {note: [line]}.
 function markdownTables(text) {
   const tables = {};
   let title = null;
@@ -161,9 +169,30 @@ function markdownTables(text) {
       tables[title] = [];
     } else if (title && line.startsWith('|') && !/^\|[-:|]+\|$/.test(line.replace(/\s/g, ''))) {
       tables[title].push(line.slice(1, -1).split('|').map((cell) => cell.trim()));
+    } else if (line.trim() && !line.startsWith('|')) {
+      tables[line] = ['note'];
     }
   }
   return tables;
+}
+
+// The page's results grids in the same shape: each table under the h2/h3 before it, each
+// note as {its text: ['note']}.
+async function shownTables(page) {
+  return page.evaluate(() => {
+    const out = {};
+    for (const section of document.querySelectorAll('section.grid-section')) {
+      let title = null;
+      for (const node of section.children) {
+        if (node.matches('h2, h3')) title = node.textContent;
+        if (node.matches('p.grid-note')) out[node.textContent] = ['note'];
+        if (node.matches('table.grid') && title) {
+          out[title] = [...node.querySelectorAll('tr')].map((tr) => [...tr.children].map((cell) => cell.textContent.trim()));
+        }
+      }
+    }
+    return out;
+  });
 }
 
 before(async () => {
@@ -175,8 +204,15 @@ before(async () => {
   start('benchd', [BIN.benchd, '--listen', `127.0.0.1:${grpc}`, '--http', `127.0.0.1:${http}`,
     '--db', path.join(dir, 'bench.db')]);
   await waitFor('benchd\'s web port', async () => (await fetch(`${base}/readyz`)).ok, 30000, 100);
+  // Two classes of four images, below the CPU agent's --data-root.
+  const data = path.join(dir, 'data');
+  for (const name of ['cat', 'dog']) {
+    fs.mkdirSync(path.join(data, name), { recursive: true });
+    for (let i = 0; i < 4; ++i) fs.writeFileSync(path.join(data, name, `${i}.jpg`), JPEG);
+  }
   start('agent-cpu', [BIN.agent, '--controller', `127.0.0.1:${grpc}`, '--name', 'cpu-node', '--address', '127.0.0.1',
-    '--bench-train', BIN.train, '--cpu-slots', '2', '--state-dir', path.join(dir, 'state-cpu'), '--label', 'rack=a1']);
+    '--bench-train', BIN.train, '--cpu-slots', '2', '--state-dir', path.join(dir, 'state-cpu'), '--label', 'rack=a1',
+    '--data-root', data]);
   start('agent-gpu', [BIN.agent, '--controller', `127.0.0.1:${grpc}`, '--name', 'gpu-node', '--address', '127.0.0.1',
     '--bench-train', BIN.train, '--nvml-library', BIN.fakeNvml, '--gpu-ranks-on-cpu', '--gpu-sample-hz', '10',
     '--state-dir', path.join(dir, 'state-gpu'), '--label', 'rack=b2']);
@@ -190,6 +226,9 @@ before(async () => {
   await submit('gpu0', ['--gpus', '1', '--iters', '8', '--node', 'gpu-node', '--name', 'fake gpu run']);
   await submit('gpu1', ['--gpus', '1', '--iters', '8', '--node', 'gpu-node', '--name', 'fake gpu run']);
   await submit('two', ['--gpus', '2', '--iters', '6', '--node', 'cpu-node', '--name', 'two slots']);
+  // Real data, then again on synthetic data (a grid of its own: another model).
+  await submit('real', ['--model', 'resnet18', '--gpus', '1', '--iters', '6', '--node', 'cpu-node', '--data', 'imagefolder',
+    '--data-path', data, '--data-vs-compute', '--name', 'data vs compute']);
   browser = await launching;
   const ended = await waitEnded(Object.values(jobs));
   for (const job of ended) assert.equal(job.state, 'JOB_STATE_SUCCEEDED', `${job.id}: ${job.reason}\n${tail('agent-cpu')}`);
@@ -246,32 +285,55 @@ test('every view loads without console errors or failed requests', async () => {
 
 test('the results grid shows exactly what benchctl results prints', async () => {
   const { page, problems, close } = await newPage();
+  const requests = [];
+  page.on('request', (request) => requests.push(new URL(request.url()).pathname));
   await open(page, '#/results');
   const expected = markdownTables(await benchctl('results', '--format', 'markdown'));
-  assert.ok(Object.keys(expected).length >= 4, JSON.stringify(expected));
+  assert.ok(Object.keys(expected).length >= 5, JSON.stringify(expected));
   // The page's tables under the same titles: header row, then body rows, cell by cell.
-  const shown = await page.evaluate(() => {
-    const out = {};
-    for (const section of document.querySelectorAll('section.grid-section')) {
-      let title = null;
-      for (const node of section.children) {
-        if (node.matches('h2, h3')) title = node.textContent;
-        if (node.matches('table.grid') && title) {
-          out[title] = [...node.querySelectorAll('tr')].map((tr) => [...tr.children].map((cell) => cell.textContent.trim()));
-        }
-      }
-    }
-    return out;
-  });
-  assert.deepEqual(shown, expected);
+  assert.deepEqual(await shownTables(page), expected);
+  // benchd rendered them: the page read the grids view, not the cells it once formatted.
+  assert.ok(requests.includes('/api/v1/results/grids'), requests.join(' '));
+  assert.ok(!requests.includes('/api/v1/results'), requests.join(' '));
   // Figures as the API gives them are benchctl's JSON, byte for byte.
   const json = await benchctl('results', '--format', 'json');
   assert.equal(await (await fetch(`${base}/api/v1/results`)).text(), json);
-  assert.ok(JSON.parse(json).some((cell) => cell.baseline.verdict !== 'BASELINE_VERDICT_UNSPECIFIED'), 'a baseline verdict');
+  const cells = JSON.parse(json);
+  assert.ok(cells.some((cell) => cell.baseline && cell.baseline.verdict !== 'BASELINE_VERDICT_UNSPECIFIED'), 'a baseline verdict');
+  // Each cell carries its figure: the 2-slot cell's median, as the JSON has it.
+  const two = cells.find((cell) => cell.model === 'resnet50' && cell.device_kind === 'cpu' && cell.devices === 2);
+  const shown = Number(await page.getAttribute('table.grid.medians a[href*="devices=2"] >> xpath=..', 'data-value'));
+  assert.ok(Math.abs(shown - two.median_images_per_second) <= 1e-9 * two.median_images_per_second, `${shown} vs ${two.median_images_per_second}`);
   // A cell links to its runs.
   await page.click('table.grid.medians a[href*="devices=2"]');
   await page.waitForSelector('main[data-view="jobs"][data-ready="1"]');
   assert.deepEqual(await page.locator('table.jobs tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.job)), [jobs.two]);
+  // Another metric: the fake GPUs' power, as benchctl results --metric power.
+  await open(page, '#/results?metric=power');
+  assert.equal(await page.inputValue('select[name="metric"]'), 'power');
+  const power = markdownTables(await benchctl('results', '--metric', 'power', '--format', 'markdown'));
+  assert.ok(Object.keys(power).some((title) => title.endsWith(': median GPU power (W)')), JSON.stringify(power));
+  assert.deepEqual(await shownTables(page), power);
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('the job view shows data vs compute as benchctl status words it', async () => {
+  const status = await benchctl('status', jobs.real);
+  const line = status.split('\n').find((l) => l.startsWith('vs compute:'));
+  assert.ok(line, status);
+  const expected = line.replace(/^vs compute:\s*/, '');
+  assert.match(expected, /^\d+\.\d\d of compute: /, status);
+  const { page, problems, close } = await newPage();
+  await open(page, `#/job/${jobs.real}`);
+  const shown = await page.evaluate(() => {
+    const dt = [...document.querySelectorAll('main .kv dt')].find((d) => d.textContent === 'vs compute');
+    return dt ? dt.nextElementSibling.textContent : null;
+  });
+  assert.equal(shown, expected);
+  // A job without --data-vs-compute has no such line, as in benchctl status.
+  await open(page, `#/job/${jobs.second}`);
+  assert.equal(await page.locator('main .kv dt', { hasText: 'vs compute' }).count(), 0);
   assert.deepEqual(problems, []);
   await close();
 });

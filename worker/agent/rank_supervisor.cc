@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/names.h"
 #include "common/spec_names.h"
+#include "common/trainer_contract.h"
 #include "worker/agent/data_path.h"
 #include "worker/agent/trainer_echo.h"
 #include "worker/agent/trainer_event_parser.h"
@@ -59,39 +60,38 @@ RankLaunch BuildRankLaunch(const benchfleet::v1::Assignment& assignment, size_t 
                          ? assignment.device_indices(static_cast<int>(index))
                          : 0;
   const bool on_gpu = IsCuda(assignment) && !options.gpu_ranks_on_cpu;
+  namespace contract = bench::trainer_contract;
   RankLaunch launch;
-  launch.argv = {options.bench_train,
-                 "--model", spec.model(),
-                 "--precision", precision,
-                 "--bs", absl::StrCat(spec.batch_size()),
-                 "--iters", absl::StrCat(spec.iterations()),
-                 "--warmup", absl::StrCat(spec.warmup_iterations()),
-                 "--image-size", absl::StrCat(spec.image_size())};
+  launch.argv = {options.bench_train};
+  auto pass = [&launch](const char* flag, std::string value) {
+    launch.argv.push_back(flag);
+    launch.argv.push_back(std::move(value));
+  };
+  pass(contract::kFlagModel, spec.model());
+  pass(contract::kFlagPrecision, precision);
+  pass(contract::kFlagBatchSize, absl::StrCat(spec.batch_size()));
+  pass(contract::kFlagIterations, absl::StrCat(spec.iterations()));
+  pass(contract::kFlagWarmup, absl::StrCat(spec.warmup_iterations()));
+  pass(contract::kFlagImageSize, absl::StrCat(spec.image_size()));
   // --data-dir before --data: bench-train's --data-dir alone means imagefolder.
   const std::string data = DataSourceName(spec.data());
-  if (data != kDataSynthetic) {
-    launch.argv.insert(launch.argv.end(), {"--data-dir", spec.data_path()});
-  }
-  launch.argv.insert(launch.argv.end(), {"--data", data});
+  if (data != kDataSynthetic) pass(contract::kFlagDataDir, spec.data_path());
+  pass(contract::kFlagData, data);
   if (spec.loader_threads() > 0) {
-    launch.argv.insert(launch.argv.end(),
-                       {"--loader-threads", absl::StrCat(spec.loader_threads())});
+    pass(contract::kFlagLoaderThreads, absl::StrCat(spec.loader_threads()));
   }
-  if (spec.data_vs_compute()) launch.argv.push_back("--data-vs-compute");
-  launch.argv.insert(launch.argv.end(),
-                     {"--device", on_gpu ? absl::StrCat("cuda:", device_index) : "cpu"});
+  if (spec.data_vs_compute()) launch.argv.push_back(contract::kFlagDataVsCompute);
+  pass(contract::kFlagDevice,
+       on_gpu ? absl::StrCat(contract::kDeviceCudaPrefix, device_index) : contract::kDeviceCpu);
   int threads = std::max(1, options.cpu_threads);
-  if (!on_gpu) {
-    launch.argv.push_back("--threads");
-    launch.argv.push_back(absl::StrCat(threads));
-  }
+  if (!on_gpu) pass(contract::kFlagThreads, absl::StrCat(threads));
   launch.env = {
-      {"RANK", absl::StrCat(assignment.ranks(static_cast<int>(index)))},
-      {"WORLD_SIZE", absl::StrCat(assignment.world_size())},
-      {"LOCAL_RANK", absl::StrCat(index)},
-      {"LOCAL_WORLD_SIZE", absl::StrCat(assignment.ranks_size())},
-      {"MASTER_ADDR", master_addr},
-      {"MASTER_PORT", absl::StrCat(master_port)},
+      {contract::kEnvRank, absl::StrCat(assignment.ranks(static_cast<int>(index)))},
+      {contract::kEnvWorldSize, absl::StrCat(assignment.world_size())},
+      {contract::kEnvLocalRank, absl::StrCat(index)},
+      {contract::kEnvLocalWorldSize, absl::StrCat(assignment.ranks_size())},
+      {contract::kEnvMasterAddr, master_addr},
+      {contract::kEnvMasterPort, absl::StrCat(master_port)},
   };
   if (on_gpu) {
     // The device index is NVML's, which counts GPUs in PCI bus order; CUDA must count the

@@ -7,15 +7,17 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
+#include "common/trainer_contract.h"
 
 namespace bench::agent {
 namespace {
 
 using google::protobuf::Struct;
 using google::protobuf::Value;
+namespace contract = bench::trainer_contract;  // the events' names
 
 const Value* Field(const Struct& object, const char* key) {
   auto it = object.fields().find(key);
@@ -91,57 +93,57 @@ absl::StatusOr<TrainerEvent> ParseTrainerEvent(absl::string_view line) {
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("not JSON: ", parsed.ToString()));
   }
-  const Value* event = Field(object, "event");
+  const Value* event = Field(object, contract::kFieldEvent);
   if (event == nullptr || event->kind_case() != Value::kStringValue) {
     return absl::InvalidArgumentError("JSON object without a string \"event\" field");
   }
   TrainerEvent out;
   out.name = event->string_value();
-  const Value* rank = Field(object, "rank");
+  const Value* rank = Field(object, contract::kFieldRank);
   if (rank != nullptr && rank->kind_case() == Value::kNumberValue) {
-    out.rank = Int32(object, "rank");
+    out.rank = Int32(object, contract::kFieldRank);
   }
-  if (out.name == "start") {
+  if (out.name == contract::kEventStart) {
     out.kind = TrainerEvent::Kind::kStart;
-    out.parameters = Integer(object, "parameters");
-    out.model = String(object, "model");
-    out.device = String(object, "device");
-    out.precision = String(object, "precision");
-    out.requested_precision = String(object, "requested_precision");
-    const Value* versions = Field(object, "versions");
+    out.parameters = Integer(object, contract::kFieldParameters);
+    out.model = String(object, contract::kFieldModel);
+    out.device = String(object, contract::kFieldDevice);
+    out.precision = String(object, contract::kFieldPrecision);
+    out.requested_precision = String(object, contract::kFieldRequestedPrecision);
+    const Value* versions = Field(object, contract::kFieldVersions);
     if (versions != nullptr && versions->kind_case() == Value::kStructValue) {
       for (const auto& [key, value] : versions->struct_value().fields()) {
         if (value.kind_case() == Value::kStringValue) out.versions[key] = value.string_value();
       }
     }
-  } else if (out.name == "iter") {
+  } else if (out.name == contract::kEventIter) {
     out.kind = TrainerEvent::Kind::kIter;
-    int32_t iteration = Int32(object, "iteration");
+    int32_t iteration = Int32(object, contract::kFieldIteration);
     if (iteration <= 0) {
       return absl::InvalidArgumentError("iter event without a positive \"iteration\"");
     }
     auto& s = out.sample;
     s.set_iteration(iteration);
-    s.set_step_time_s(Number(object, "step_time_s"));
-    s.set_images(Int32(object, "images"));
-    s.set_loss(Double(object, "loss"));
-    s.set_data_time_s(Number(object, "data_time_s"));
-    s.set_elapsed_s(Number(object, "elapsed_s"));
-    s.set_warmup(Bool(object, "warmup"));
-  } else if (out.name == "summary") {
+    s.set_step_time_s(Number(object, contract::kFieldStepTime));
+    s.set_images(Int32(object, contract::kFieldImages));
+    s.set_loss(Double(object, contract::kFieldLoss));
+    s.set_data_time_s(Number(object, contract::kFieldDataTime));
+    s.set_elapsed_s(Number(object, contract::kFieldElapsed));
+    s.set_warmup(Bool(object, contract::kFieldWarmup));
+  } else if (out.name == contract::kEventSummary) {
     out.kind = TrainerEvent::Kind::kSummary;
     auto& s = out.summary;
-    s.set_measured_iterations(Int32(object, "measured_iterations"));
-    s.set_measured_images(Integer(object, "measured_images"));
-    s.set_window_s(Number(object, "window_s"));
-    s.set_step_time_median_s(Number(object, "step_time_median_s"));
-    s.set_skipped_steps(Integer(object, "skipped_steps"));
-    s.set_nonfinite_losses(Integer(object, "nonfinite_losses"));
-    s.set_synthetic_images_per_second(Number(object, "synthetic_images_per_second"));
-    out.images_per_second = Number(object, "images_per_second");
-  } else if (out.name == "error") {
+    s.set_measured_iterations(Int32(object, contract::kFieldMeasuredIterations));
+    s.set_measured_images(Integer(object, contract::kFieldMeasuredImages));
+    s.set_window_s(Number(object, contract::kFieldWindow));
+    s.set_step_time_median_s(Number(object, contract::kFieldStepTimeMedian));
+    s.set_skipped_steps(Integer(object, contract::kFieldSkippedSteps));
+    s.set_nonfinite_losses(Integer(object, contract::kFieldNonfiniteLosses));
+    s.set_synthetic_images_per_second(Number(object, contract::kFieldSyntheticImagesPerSecond));
+    out.images_per_second = Number(object, contract::kFieldImagesPerSecond);
+  } else if (out.name == contract::kEventError) {
     out.kind = TrainerEvent::Kind::kError;
-    out.message = String(object, "message");
+    out.message = String(object, contract::kFieldMessage);
   }
   return out;
 }

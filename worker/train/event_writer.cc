@@ -3,8 +3,12 @@
 #include <charconv>
 #include <cmath>
 
+#include "common/trainer_contract.h"
+
 namespace bench_train {
 namespace {
+
+namespace contract = bench::trainer_contract;  // the events' names
 
 // Length of the valid UTF-8 sequence starting at text[i], or 0 if invalid.
 size_t Utf8SequenceLength(std::string_view text, size_t i) {
@@ -134,95 +138,93 @@ std::string FormatEvent(const StartEvent& e) {
   JsonObjectBuilder versions;
   for (const auto& [name, version] : e.versions) versions.Add(name, version);
   JsonObjectBuilder builder;
-  builder
-      .Add("event", "start")
-      .Add("rank", e.rank)
-      .Add("model", e.model)
-      .Add("parameters", e.parameters)
-      .Add("precision", e.precision)
-      .Add("device", e.device)
-      .Add("world_size", e.world_size)
-      .Add("local_rank", e.local_rank)
-      .Add("batch_size", e.batch_size)
-      .Add("image_size", e.image_size)
-      .Add("iterations", e.iterations)
-      .Add("warmup_iterations", e.warmup_iterations)
-      .Add("backend", e.backend)
-      .AddRaw("versions", versions.Build())
-      .Add("requested_precision", e.requested_precision)
-      .Add("loss_scaling", e.loss_scaling)
-      .Add("data", e.data)
-      .Add("dataset_images", e.dataset_images)
-      .Add("dataset_classes", e.dataset_classes)
-      .Add("loader_threads", e.loader_threads)
-      .Add("channels_last", e.channels_last)
-      .Add("cuda_graphs", e.cuda_graphs)
-      .Add("host_memory_cache", e.host_memory_cache)
-      .AddDouble("lr", e.lr)
-      .Add("lr_warmup_iterations", e.lr_warmup_iterations)
-      .Add("momentum", e.momentum)
-      .Add("weight_decay", e.weight_decay)
-      .Add("bn_weight_decay", e.bn_weight_decay)
-      .Add("label_smoothing", e.label_smoothing)
-      .Add("zero_init_residual", e.zero_init_residual)
-      .Add("allreduce_buckets", e.allreduce_buckets)
-      .Add("broadcast_buffers", e.broadcast_buffers)
-      .Add("model_kind", e.model_kind);
-  if (!e.cuda_graphs_fallback.empty()) builder.Add("cuda_graphs_fallback", e.cuda_graphs_fallback);
+  builder.Add(contract::kFieldEvent, contract::kEventStart)
+      .Add(contract::kFieldRank, e.rank)
+      .Add(contract::kFieldModel, e.model)
+      .Add(contract::kFieldParameters, e.parameters)
+      .Add(contract::kFieldPrecision, e.precision)
+      .Add(contract::kFieldDevice, e.device)
+      .Add(contract::kFieldWorldSize, e.world_size)
+      .Add(contract::kFieldLocalRank, e.local_rank)
+      .Add(contract::kFieldBatchSize, e.batch_size)
+      .Add(contract::kFieldImageSize, e.image_size)
+      .Add(contract::kFieldIterations, e.iterations)
+      .Add(contract::kFieldWarmupIterations, e.warmup_iterations)
+      .Add(contract::kFieldBackend, e.backend)
+      .AddRaw(contract::kFieldVersions, versions.Build())
+      .Add(contract::kFieldRequestedPrecision, e.requested_precision)
+      .Add(contract::kFieldLossScaling, e.loss_scaling)
+      .Add(contract::kFieldData, e.data)
+      .Add(contract::kFieldDatasetImages, e.dataset_images)
+      .Add(contract::kFieldDatasetClasses, e.dataset_classes)
+      .Add(contract::kFieldLoaderThreads, e.loader_threads)
+      .Add(contract::kFieldChannelsLast, e.channels_last)
+      .Add(contract::kFieldCudaGraphs, e.cuda_graphs)
+      .Add(contract::kFieldHostMemoryCache, e.host_memory_cache)
+      .AddDouble(contract::kFieldLr, e.lr)
+      .Add(contract::kFieldLrWarmupIterations, e.lr_warmup_iterations)
+      .Add(contract::kFieldMomentum, e.momentum)
+      .Add(contract::kFieldWeightDecay, e.weight_decay)
+      .Add(contract::kFieldBnWeightDecay, e.bn_weight_decay)
+      .Add(contract::kFieldLabelSmoothing, e.label_smoothing)
+      .Add(contract::kFieldZeroInitResidual, e.zero_init_residual)
+      .Add(contract::kFieldAllreduceBuckets, e.allreduce_buckets)
+      .Add(contract::kFieldBroadcastBuffers, e.broadcast_buffers)
+      .Add(contract::kFieldModelKind, e.model_kind);
+  if (!e.cuda_graphs_fallback.empty())
+    builder.Add(contract::kFieldCudaGraphsFallback, e.cuda_graphs_fallback);
   return builder.Build();
 }
 
 std::string FormatEvent(const IterEvent& e) {
   JsonObjectBuilder builder;
-  builder
-      .Add("event", "iter")
-      .Add("rank", e.rank)
-      .Add("iteration", e.iteration)
-      .Add("step_time_s", e.step_time_s)
-      .Add("images", e.images)
-      .AddDouble("loss", e.loss)
-      .Add("data_time_s", e.data_time_s)
-      .Add("elapsed_s", e.elapsed_s)
-      .Add("warmup", e.warmup)
-      .Add("compute_time_s", e.compute_time_s)
-      .AddDouble("lr", e.lr);
-  if (e.loss_scale) builder.AddDouble("loss_scale", *e.loss_scale);
+  builder.Add(contract::kFieldEvent, contract::kEventIter)
+      .Add(contract::kFieldRank, e.rank)
+      .Add(contract::kFieldIteration, e.iteration)
+      .Add(contract::kFieldStepTime, e.step_time_s)
+      .Add(contract::kFieldImages, e.images)
+      .AddDouble(contract::kFieldLoss, e.loss)
+      .Add(contract::kFieldDataTime, e.data_time_s)
+      .Add(contract::kFieldElapsed, e.elapsed_s)
+      .Add(contract::kFieldWarmup, e.warmup)
+      .Add(contract::kFieldComputeTime, e.compute_time_s)
+      .AddDouble(contract::kFieldLr, e.lr);
+  if (e.loss_scale) builder.AddDouble(contract::kFieldLossScale, *e.loss_scale);
   return builder.Build();
 }
 
 std::string FormatEvent(const SummaryEvent& e) {
   JsonObjectBuilder builder;
-  builder
-      .Add("event", "summary")
-      .Add("rank", e.rank)
-      .Add("measured_iterations", e.measured_iterations)
-      .Add("measured_images", e.measured_images)
-      .Add("window_s", e.window_s)
-      .Add("images_per_second", e.images_per_second)
-      .Add("step_time_median_s", e.step_time_median_s)
-      .Add("step_time_p50_s", e.step_time_p50_s)
-      .Add("step_time_p90_s", e.step_time_p90_s)
-      .Add("step_time_p99_s", e.step_time_p99_s)
-      .Add("data_time_total_s", e.data_time_total_s)
-      .Add("compute_time_total_s", e.compute_time_total_s)
-      .Add("compute_images_per_second", e.compute_images_per_second)
-      .Add("skipped_steps", e.skipped_steps)
-      .Add("nonfinite_losses", e.nonfinite_losses)
-      .Add("corrupt_files", e.corrupt_files);
-  if (e.peak_memory_bytes) builder.Add("peak_memory_bytes", *e.peak_memory_bytes);
+  builder.Add(contract::kFieldEvent, contract::kEventSummary)
+      .Add(contract::kFieldRank, e.rank)
+      .Add(contract::kFieldMeasuredIterations, e.measured_iterations)
+      .Add(contract::kFieldMeasuredImages, e.measured_images)
+      .Add(contract::kFieldWindow, e.window_s)
+      .Add(contract::kFieldImagesPerSecond, e.images_per_second)
+      .Add(contract::kFieldStepTimeMedian, e.step_time_median_s)
+      .Add(contract::kFieldStepTimeP50, e.step_time_p50_s)
+      .Add(contract::kFieldStepTimeP90, e.step_time_p90_s)
+      .Add(contract::kFieldStepTimeP99, e.step_time_p99_s)
+      .Add(contract::kFieldDataTimeTotal, e.data_time_total_s)
+      .Add(contract::kFieldComputeTimeTotal, e.compute_time_total_s)
+      .Add(contract::kFieldComputeImagesPerSecond, e.compute_images_per_second)
+      .Add(contract::kFieldSkippedSteps, e.skipped_steps)
+      .Add(contract::kFieldNonfiniteLosses, e.nonfinite_losses)
+      .Add(contract::kFieldCorruptFiles, e.corrupt_files);
+  if (e.peak_memory_bytes) builder.Add(contract::kFieldPeakMemoryBytes, *e.peak_memory_bytes);
   if (e.synthetic_images_per_second) {
-    builder.Add("synthetic_images_per_second", *e.synthetic_images_per_second);
+    builder.Add(contract::kFieldSyntheticImagesPerSecond, *e.synthetic_images_per_second);
   }
-  if (e.data_vs_compute) builder.Add("data_vs_compute", *e.data_vs_compute);
-  builder.Add("max_rss_bytes", e.max_rss_bytes);
+  if (e.data_vs_compute) builder.Add(contract::kFieldDataVsCompute, *e.data_vs_compute);
+  builder.Add(contract::kFieldMaxRssBytes, e.max_rss_bytes);
   return builder.Build();
 }
 
 std::string FormatEvent(const ErrorEvent& e) {
   return JsonObjectBuilder()
-      .Add("event", "error")
-      .Add("rank", e.rank)
-      .Add("message", e.message)
+      .Add(contract::kFieldEvent, contract::kEventError)
+      .Add(contract::kFieldRank, e.rank)
+      .Add(contract::kFieldMessage, e.message)
       .Build();
 }
 

@@ -7,7 +7,6 @@
 // variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).
 // Exit status: 0 on success; 2 for bad flags, options or environment; 1 for any
 // other failure. Every non-zero exit follows an `error` event.
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -15,18 +14,17 @@
 
 #include "common/build_info.h"
 #include "common/log.h"
-#include "common/names.h"
+#include "common/trainer_contract.h"
 #include "worker/train/event_writer.h"
 #include "worker/train/fatal_signal.h"
+#include "worker/train/flags.h"
 #include "worker/train/options.h"
 #include "worker/train/status.h"
 #include "worker/train/trainer.h"
 
 namespace {
 
-using bench_train::InvalidArgumentError;
 using bench_train::Status;
-using bench_train::TrainOptions;
 
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
@@ -72,172 +70,10 @@ constexpr char kUsage[] =
     "  --help, --version         this text; the version and build id (exit 0)\n"
     "Ranks: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT as set by torchrun.\n";
 
-struct ParsedFlags {
-  TrainOptions options;
-  bool image_size_given = false;  // else the model's default (common/names.h)
-  bool num_classes_given = false;  // else the model's default
-  int rendezvous_timeout_s = 60;
-  bool help = false;
-  bool version = false;
-};
-
-Status ParseInt(const std::string& flag, const std::string& value, int64_t* out) {
-  if (!bench_train::ParseInt64(value, out)) {
-    return InvalidArgumentError(flag + " expects an integer, got '" + value + "'");
-  }
-  return Status::Ok();
-}
-
-Status ParseDouble(const std::string& flag, const std::string& value, double* out) {
-  char* end = nullptr;
-  errno = 0;
-  *out = std::strtod(value.c_str(), &end);
-  if (value.empty() || end != value.c_str() + value.size() || errno != 0) {
-    return InvalidArgumentError(flag + " expects a number, got '" + value + "'");
-  }
-  return Status::Ok();
-}
-
-Status ParseToggle(const std::string& flag, const std::string& value, bench_train::Toggle* out) {
-  if (value == "auto") {
-    *out = bench_train::Toggle::kAuto;
-  } else if (value == "on") {
-    *out = bench_train::Toggle::kOn;
-  } else if (value == "off") {
-    *out = bench_train::Toggle::kOff;
-  } else {
-    return InvalidArgumentError(flag + " expects auto, on or off, got '" + value + "'");
-  }
-  return Status::Ok();
-}
-
-Status ParseFlags(int argc, char** argv, ParsedFlags* parsed) {
-  TrainOptions& o = parsed->options;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      parsed->help = true;
-      return Status::Ok();
-    }
-    if (flag == "--version") {
-      parsed->version = true;
-      return Status::Ok();
-    }
-    if (flag.rfind("--", 0) != 0) return InvalidArgumentError("unexpected argument '" + flag + "'");
-    if (flag == "--channels-last" || flag == "--no-channels-last") {
-      o.channels_last = flag == "--channels-last" ? bench_train::Toggle::kOn
-                                                  : bench_train::Toggle::kOff;
-      continue;
-    }
-    if (flag == "--zero-init-residual") {
-      o.zero_init_residual = true;
-      continue;
-    }
-    if (flag == "--data-vs-compute") {
-      o.data_vs_compute = true;
-      continue;
-    }
-    if (flag == "--broadcast-buffers" || flag == "--no-broadcast-buffers") {
-      o.broadcast_buffers = flag == "--broadcast-buffers";
-      continue;
-    }
-    if (flag == "--bn-weight-decay" || flag == "--no-bn-weight-decay") {
-      o.bn_weight_decay = flag == "--bn-weight-decay";
-      continue;
-    }
-    std::string value;
-    const size_t eq = flag.find('=');
-    if (eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return InvalidArgumentError(flag + " needs a value");
-    }
-    int64_t number = 0;
-    if (flag == "--model") {
-      o.model = value;
-    } else if (flag == "--precision") {
-      o.precision = value;
-    } else if (flag == "--data") {
-      const std::string prefix = std::string(bench_train::kDataImageFolder) + ":";
-      const std::string coco_prefix = std::string(bench::kDataCoco) + ":";
-      if (value.rfind(prefix, 0) == 0) {
-        o.data = bench_train::kDataImageFolder;
-        o.data_dir = value.substr(prefix.size());
-      } else if (value.rfind(coco_prefix, 0) == 0) {
-        o.data = bench::kDataCoco;
-        o.data_dir = value.substr(coco_prefix.size());
-      } else {
-        o.data = value;
-      }
-    } else if (flag == "--data-dir") {
-      o.data = bench_train::kDataImageFolder;
-      o.data_dir = value;
-    } else if (flag == "--loader-threads") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &number));
-      if (number < 0 || number > 1024) return InvalidArgumentError("--loader-threads out of range");
-      o.loader_threads = static_cast<int>(number);
-    } else if (flag == "--cuda-graphs") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseToggle(flag, value, &o.cuda_graphs));
-    } else if (flag == "--host-memory-cache") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseToggle(flag, value, &o.host_memory_cache));
-    } else if (flag == "--lr") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseDouble(flag, value, &o.lr));
-    } else if (flag == "--momentum") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseDouble(flag, value, &o.momentum));
-    } else if (flag == "--weight-decay") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseDouble(flag, value, &o.weight_decay));
-    } else if (flag == "--label-smoothing") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseDouble(flag, value, &o.label_smoothing));
-    } else if (flag == "--max-nonfinite-iters") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.max_nonfinite_iters));
-    } else if (flag == "--lr-warmup-iters") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.lr_warmup_iterations));
-    } else if (flag == "--device") {
-      o.device = value;
-    } else if (flag == "--bs" || flag == "--batch-size") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.batch_size));
-    } else if (flag == "--iters") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.iterations));
-    } else if (flag == "--warmup") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.warmup_iterations));
-    } else if (flag == "--image-size") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.image_size));
-      parsed->image_size_given = true;
-    } else if (flag == "--num-classes") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.num_classes));
-      parsed->num_classes_given = true;
-    } else if (flag == "--threads") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &number));
-      if (number < 0 || number > 4096) return InvalidArgumentError("--threads out of range");
-      o.threads = static_cast<int>(number);
-    } else if (flag == "--seed") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &number));
-      if (number < 0) return InvalidArgumentError("--seed must be >= 0");
-      o.seed = static_cast<uint64_t>(number);
-    } else if (flag == "--rendezvous-timeout-s") {
-      BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &number));
-      if (number <= 0 || number > 86400) {
-        return InvalidArgumentError("--rendezvous-timeout-s must be in 1..86400");
-      }
-      parsed->rendezvous_timeout_s = static_cast<int>(number);
-    } else {
-      return InvalidArgumentError("unknown flag '" + flag + "' (see --help)");
-    }
-  }
-  if (const bench::ModelInfo* model = bench::FindModel(o.model)) {
-    if (!parsed->image_size_given) o.image_size = model->default_image_size;
-    if (!parsed->num_classes_given) o.num_classes = model->default_num_classes;
-  }
-  return Status::Ok();
-}
-
 // The rank for error events written before the environment is validated.
 int BestEffortRank() {
   int64_t rank = 0;
-  const char* text = std::getenv("RANK");
+  const char* text = std::getenv(bench::trainer_contract::kEnvRank);
   if (text != nullptr && bench_train::ParseInt64(text, &rank) && rank >= 0 && rank < (1 << 20)) {
     return static_cast<int>(rank);
   }
@@ -256,8 +92,9 @@ int main(int argc, char** argv) {
   bench::SetLogComponent("bench-train");  // human logs on stderr; events stay on stdout
   bench_train::InstallFatalSignalReporter(BestEffortRank());  // a crash becomes an error event
   bench_train::EventWriter events(stdout);
-  ParsedFlags parsed;
-  Status status = ParseFlags(argc, argv, &parsed);
+  bench_train::ParsedFlags parsed;
+  Status status =
+      bench_train::ParseTrainFlags(std::vector<std::string>(argv + 1, argv + argc), &parsed);
   if (!status.ok()) return Fail(events, BestEffortRank(), status, kExitUsage);
   if (parsed.help) {
     std::fputs(kUsage, stderr);

@@ -6,6 +6,8 @@
 #include <iterator>
 #include <string>
 
+#include "common/trainer_contract.h"
+
 namespace bench_train {
 namespace {
 
@@ -163,32 +165,38 @@ Status ValidateTrainOptions(const TrainOptions& options) {
 
 StatusOr<RendezvousOptions> RendezvousFromEnv(
     const std::function<const char*(const char*)>& getenv, int timeout_s) {
+  namespace contract = bench::trainer_contract;  // torchrun's variables, set by the agent
   RendezvousOptions rdv;
   rdv.timeout_s = timeout_s;
-  if (getenv("WORLD_SIZE") == nullptr) {
-    if (getenv("RANK") != nullptr) {
-      return InvalidArgumentError("RANK is set but WORLD_SIZE is not");
+  if (getenv(contract::kEnvWorldSize) == nullptr) {
+    if (getenv(contract::kEnvRank) != nullptr) {
+      return InvalidArgumentError(std::string(contract::kEnvRank) + " is set but " +
+                                  contract::kEnvWorldSize + " is not");
     }
     return rdv;
   }
-  BENCH_TRAIN_RETURN_IF_ERROR(EnvInt(getenv, "WORLD_SIZE", 1, 1 << 20, &rdv.world_size));
+  BENCH_TRAIN_RETURN_IF_ERROR(EnvInt(getenv, contract::kEnvWorldSize, 1, 1 << 20, &rdv.world_size));
   if (rdv.world_size == 1) {
-    const char* rank = getenv("RANK");
+    const char* rank = getenv(contract::kEnvRank);
     if (rank != nullptr && std::string(rank) != "0") {
-      return InvalidArgumentError(std::string("RANK=") + rank + " with WORLD_SIZE=1");
+      return InvalidArgumentError(std::string(contract::kEnvRank) + "=" + rank + " with " +
+                                  contract::kEnvWorldSize + "=1");
     }
     return rdv;
   }
-  BENCH_TRAIN_RETURN_IF_ERROR(EnvInt(getenv, "RANK", 0, rdv.world_size - 1, &rdv.rank));
-  if (getenv("LOCAL_RANK") != nullptr) {
-    BENCH_TRAIN_RETURN_IF_ERROR(EnvInt(getenv, "LOCAL_RANK", 0, 1 << 20, &rdv.local_rank));
+  BENCH_TRAIN_RETURN_IF_ERROR(EnvInt(getenv, contract::kEnvRank, 0, rdv.world_size - 1, &rdv.rank));
+  if (getenv(contract::kEnvLocalRank) != nullptr) {
+    BENCH_TRAIN_RETURN_IF_ERROR(
+        EnvInt(getenv, contract::kEnvLocalRank, 0, 1 << 20, &rdv.local_rank));
   } else {
     rdv.local_rank = rdv.rank;
   }
-  const char* addr = getenv("MASTER_ADDR");
-  if (addr == nullptr || *addr == '\0') return InvalidArgumentError("MASTER_ADDR is not set");
+  const char* addr = getenv(contract::kEnvMasterAddr);
+  if (addr == nullptr || *addr == '\0') {
+    return InvalidArgumentError(std::string(contract::kEnvMasterAddr) + " is not set");
+  }
   rdv.master_addr = addr;
-  BENCH_TRAIN_RETURN_IF_ERROR(EnvInt(getenv, "MASTER_PORT", 1, 65535, &rdv.master_port));
+  BENCH_TRAIN_RETURN_IF_ERROR(EnvInt(getenv, contract::kEnvMasterPort, 1, 65535, &rdv.master_port));
   if (const char* ifname = getenv("GLOO_SOCKET_IFNAME")) rdv.gloo_interface = ifname;
   return rdv;
 }
