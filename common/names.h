@@ -5,7 +5,8 @@
 //
 // Standard library only (no Abseil, no protobuf), so that bench-train, which builds
 // against libtorch alone, includes it too. common/spec_names.h maps these names to and
-// from the v1 API's enums; server/job.cc to and from the controller's domain enums.
+// from the v1 API's enums; common/configuration_key.cc and server/job.cc to and from the
+// controller's domain enums.
 #pragma once
 
 #include <cstddef>

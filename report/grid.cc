@@ -1,7 +1,9 @@
 #include "report/grid.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -9,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/configuration_key.h"
 #include "common/spec_names.h"
 #include "report/json_output.h"
 #include "report/text_table.h"
@@ -16,33 +19,78 @@
 namespace bench::report {
 namespace {
 
-using benchfleet::v1::Precision;
 using benchfleet::v1::ResultCell;
 
-// FP32, TF32, AMP, BF16, then anything else.
-int PrecisionRank(Precision precision) {
-  switch (precision) {
-    case benchfleet::v1::PRECISION_FP32: return 0;
-    case benchfleet::v1::PRECISION_TF32: return 1;
-    case benchfleet::v1::PRECISION_AMP: return 2;
-    case benchfleet::v1::PRECISION_BF16: return 3;
-    default: return 4 + static_cast<int>(precision);
-  }
+// The cell's configuration as benchd keyed it (common/configuration_key.h). A precision
+// or device kind this build does not know reads as unspecified or "".
+ConfigurationKey KeyOf(const ResultCell& cell) {
+  ConfigurationKey key;
+  key.model = cell.model();
+  key.devices = cell.devices();
+  key.precision =
+      PrecisionFromText(PrecisionName(cell.precision())).value_or(bench::Precision::kUnspecified);
+  key.batch_size = cell.batch_size();
+  key.device_kind = DeviceKindFromText(cell.device_kind());
+  key.gpu_model = cell.gpu_model();
+  key.image_size = cell.image_size();
+  return key;
 }
 
-std::string PrecisionHeader(Precision precision) {
-  if (precision == benchfleet::v1::PRECISION_UNSPECIFIED) return "UNSPECIFIED";
-  return absl::AsciiStrToUpper(PrecisionName(precision));
+// The grid a configuration is shown in: the same key without what its rows (devices)
+// and columns (precision, batch size) tell apart.
+ConfigurationKey GridKeyOf(ConfigurationKey key) {
+  key.devices = 0;
+  key.precision = bench::Precision::kUnspecified;
+  key.batch_size = 0;
+  return key;
+}
+
+// FP32, TF32, AMP, BF16, then unspecified: the columns' order.
+int PrecisionRank(bench::Precision precision) {
+  switch (precision) {
+    case bench::Precision::kFp32: return 0;
+    case bench::Precision::kTf32: return 1;
+    case bench::Precision::kAmp: return 2;
+    case bench::Precision::kBf16: return 3;
+    case bench::Precision::kUnspecified: break;
+  }
+  return 4;
+}
+
+std::string PrecisionHeader(bench::Precision precision) {
+  return absl::AsciiStrToUpper(PrecisionText(precision));  // "UNSPECIFIED" when unset
+}
+
+// How the tables list configurations, which is not the key's own order: grids by model,
+// device kind by name ("" < "cpu" < "cuda"), GPU model, image size; the CSV and JSON
+// cells by model, image size, devices, precision (PrecisionRank), batch size, device kind
+// by name, GPU model.
+struct GridOrder {
+  bool operator()(const ConfigurationKey& a, const ConfigurationKey& b) const {
+    return std::forward_as_tuple(a.model, std::string_view(DeviceKindText(a.device_kind)),
+                                 a.gpu_model, a.image_size) <
+           std::forward_as_tuple(b.model, std::string_view(DeviceKindText(b.device_kind)),
+                                 b.gpu_model, b.image_size);
+  }
+};
+bool ListedBefore(const ConfigurationKey& a, const ConfigurationKey& b) {
+  auto listed = [](const ConfigurationKey& k) {
+    return std::make_tuple(std::cref(k.model), k.image_size, k.devices, PrecisionRank(k.precision),
+                           k.batch_size, std::string_view(DeviceKindText(k.device_kind)),
+                           std::cref(k.gpu_model));
+  };
+  return listed(a) < listed(b);
 }
 
 std::vector<ResultCell> SortedCells(const std::vector<ResultCell>& cells) {
-  std::vector<ResultCell> sorted = cells;
-  std::stable_sort(sorted.begin(), sorted.end(), [](const ResultCell& a, const ResultCell& b) {
-    return std::make_tuple(a.model(), a.image_size(), a.devices(), PrecisionRank(a.precision()),
-                           a.batch_size(), a.device_kind(), a.gpu_model()) <
-           std::make_tuple(b.model(), b.image_size(), b.devices(), PrecisionRank(b.precision()),
-                           b.batch_size(), b.device_kind(), b.gpu_model());
-  });
+  std::vector<std::pair<ConfigurationKey, const ResultCell*>> keyed;
+  keyed.reserve(cells.size());
+  for (const ResultCell& cell : cells) keyed.emplace_back(KeyOf(cell), &cell);
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto& a, const auto& b) { return ListedBefore(a.first, b.first); });
+  std::vector<ResultCell> sorted;
+  sorted.reserve(cells.size());
+  for (const auto& [key, cell] : keyed) sorted.push_back(*cell);
   return sorted;
 }
 
@@ -170,12 +218,6 @@ TextTable GridTable(const Grid& grid) {
   return table;
 }
 
-using ScalingKey = std::tuple<std::string, std::string, std::string, int, int, int>;
-ScalingKey ScalingKeyOf(const ResultCell& cell) {
-  return {cell.model(),      cell.device_kind(), cell.gpu_model(),
-          static_cast<int>(cell.precision()), cell.batch_size(), cell.image_size()};
-}
-
 std::optional<Scaling> ScalingBetween(const ResultCell& cell, const ResultCell* one) {
   if (one == nullptr || cell.devices() <= 1 || cell.runs() <= 0 || one->runs() <= 0 ||
       one->median_images_per_second() <= 0) {
@@ -260,10 +302,12 @@ std::string DevicesHeader(const std::string& device_kind) {
 }
 
 std::optional<Scaling> ScalingOf(const ResultCell& cell, const std::vector<ResultCell>& cells) {
+  // The 1-device cell of the same configuration (the last one, as BuildGrids keeps).
+  ConfigurationKey one_key = KeyOf(cell);
+  one_key.devices = 1;
   const ResultCell* one = nullptr;
-  const ScalingKey key = ScalingKeyOf(cell);
   for (const ResultCell& other : cells) {
-    if (other.devices() == 1 && ScalingKeyOf(other) == key) one = &other;
+    if (other.devices() == 1 && KeyOf(other) == one_key) one = &other;
   }
   return ScalingBetween(cell, one);
 }
@@ -348,34 +392,38 @@ std::string FormatBaselineVerdict(const benchfleet::v1::BaselineComparison& base
 
 std::vector<Grid> BuildGrids(const std::vector<ResultCell>& cells, GridMetric metric) {
   using ColumnKey = std::pair<int, int>;  // (precision rank, batch size)
+  struct Column {
+    bench::Precision precision;
+    benchfleet::v1::Precision wire;  // as the cell has it, for GridColumn
+  };
   struct Building {
-    std::map<ColumnKey, Precision> columns;
+    std::map<ColumnKey, Column> columns;
     std::map<int, std::map<ColumnKey, ResultCell>> rows;  // devices -> column -> cell
   };
-  std::map<std::tuple<std::string, std::string, std::string, int>, Building> by_grid;
+  std::map<ConfigurationKey, Building, GridOrder> by_grid;  // by GridKeyOf
   for (const ResultCell& cell : cells) {
-    Building& building =
-        by_grid[{cell.model(), cell.device_kind(), cell.gpu_model(), cell.image_size()}];
-    ColumnKey key{PrecisionRank(cell.precision()), cell.batch_size()};
-    building.columns[key] = cell.precision();
-    building.rows[cell.devices()][key] = cell;  // a later cell replaces an earlier one
+    const ConfigurationKey cell_key = KeyOf(cell);
+    Building& building = by_grid[GridKeyOf(cell_key)];
+    ColumnKey key{PrecisionRank(cell_key.precision), cell_key.batch_size};
+    building.columns[key] = {cell_key.precision, cell.precision()};
+    building.rows[cell_key.devices][key] = cell;  // a later cell replaces an earlier one
   }
   std::vector<Grid> grids;
   for (const auto& [grid_key, building] : by_grid) {
     Grid grid;
     grid.metric = metric;
-    grid.model = std::get<0>(grid_key);
-    grid.device_kind = std::get<1>(grid_key);
-    grid.gpu_model = std::get<2>(grid_key);
-    grid.image_size = std::get<3>(grid_key);
-    for (const auto& [key, precision] : building.columns) {
-      grid.columns.push_back(
-          {precision, key.second, absl::StrCat(PrecisionHeader(precision), " bs", key.second)});
+    grid.model = grid_key.model;
+    grid.device_kind = DeviceKindText(grid_key.device_kind);
+    grid.gpu_model = grid_key.gpu_model;
+    grid.image_size = grid_key.image_size;
+    for (const auto& [key, column] : building.columns) {
+      grid.columns.push_back({column.wire, key.second,
+                              absl::StrCat(PrecisionHeader(column.precision), " bs", key.second)});
     }
     const auto one_row = building.rows.find(1);
     for (const auto& [devices, by_column] : building.rows) {
       GridRow row{devices, {}, {}, {}};
-      for (const auto& [key, precision] : building.columns) {
+      for (const auto& [key, column] : building.columns) {
         auto it = by_column.find(key);
         if (it == by_column.end()) {
           row.median.push_back(std::nullopt);

@@ -38,8 +38,9 @@ struct GridColumn {
 };
 
 // Speedup and scaling efficiency of an N-device cell against the 1-device cell of the
-// same (model, device kind, GPU model, precision, batch size), as DLPerf and NVIDIA's
-// tables show them: speedup = median_N / median_1, efficiency = speedup / N.
+// same configuration (common/configuration_key.h: model, precision, batch size, device
+// kind, GPU model, image size), as DLPerf and NVIDIA's tables show them: speedup =
+// median_N / median_1, efficiency = speedup / N.
 struct Scaling {
   double speedup = 0;
   double efficiency = 0;  // a fraction: 0.92 is 92%
@@ -57,7 +58,7 @@ struct GridRow {
   std::vector<std::optional<Scaling>> scaling;
 };
 
-// One grid per (model, device kind, GPU model).
+// One grid per (model, device kind, GPU model, image size).
 struct Grid {
   GridMetric metric = GridMetric::kImagesPerSecond;
   std::string model;
@@ -68,8 +69,9 @@ struct Grid {
   std::vector<GridRow> rows;        // devices ascending
 };
 
-// Grids ordered by model, device kind, GPU model, image size. A later cell with the same key replaces
-// an earlier one. Cells without the metric's figure read "no data".
+// Grids ordered by model, device kind (by name: "", "cpu", "cuda"), GPU model, image size.
+// A later cell with the same configuration replaces an earlier one. Cells without the
+// metric's figure read "no data".
 std::vector<Grid> BuildGrids(const std::vector<benchfleet::v1::ResultCell>& cells,
                              GridMetric metric = GridMetric::kImagesPerSecond);
 

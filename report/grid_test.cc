@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -280,6 +281,44 @@ TEST(GridTest, OneGridPerGpuModelAndScalingWithinIt) {
   const std::string json = RenderCellsJson(cells);
   EXPECT_THAT(json, HasSubstr("\"speedup\":7,\"scaling_efficiency\":0.875}"));
   EXPECT_THAT(json, HasSubstr("\"speedup\":null,\"scaling_efficiency\":null}"));
+}
+
+// Cells are told apart by their whole configuration (common/configuration_key.h): image
+// size and device kind make grids of their own, and scaling divides by the 1-device
+// cell of the same configuration. Grids list device kinds by name, the CSV by image size
+// before devices.
+TEST(GridTest, GridsAndScalingFollowTheWholeConfiguration) {
+  std::vector<ResultCell> cells = {
+      Cell("m", 8, PRECISION_AMP, 256, 8000.0),      Cell("m", 1, PRECISION_AMP, 256, 1000.0),
+      Cell("m", 8, PRECISION_AMP, 256, 6000.0),      Cell("m", 1, PRECISION_AMP, 256, 2000.0),
+      Cell("m", 2, PRECISION_AMP, 256, 30.0, "cpu"), Cell("m", 1, PRECISION_AMP, 256, 20.0, "cpu")};
+  for (ResultCell& cell : cells) cell.set_image_size(224);
+  cells[2].set_image_size(160);
+  cells[3].set_image_size(160);
+  auto grids = BuildGrids(cells);
+  ASSERT_EQ(grids.size(), 3u);
+  EXPECT_EQ(grids[0].device_kind, "cpu");
+  EXPECT_EQ(grids[1].device_kind, "cuda");
+  EXPECT_EQ(grids[1].image_size, 160);
+  EXPECT_EQ(grids[2].device_kind, "cuda");
+  EXPECT_EQ(grids[2].image_size, 224);
+  ASSERT_EQ(grids[2].rows.size(), 2u);
+  ASSERT_TRUE(grids[2].rows[1].scaling[0].has_value());
+  EXPECT_DOUBLE_EQ(grids[2].rows[1].scaling[0]->speedup, 8.0);
+  ASSERT_TRUE(grids[1].rows[1].scaling[0].has_value());
+  EXPECT_DOUBLE_EQ(grids[1].rows[1].scaling[0]->speedup, 3.0);
+  EXPECT_DOUBLE_EQ(ScalingOf(cells[0], cells)->speedup, 8.0);
+  EXPECT_DOUBLE_EQ(ScalingOf(cells[2], cells)->speedup, 3.0);
+  EXPECT_DOUBLE_EQ(ScalingOf(cells[4], cells)->speedup, 1.5);
+  const std::string csv = RenderCellsCsv(cells);
+  const std::vector<std::string> lines = absl::StrSplit(csv, '\n');
+  ASSERT_EQ(lines.size(), 8u);  // header, six cells, ""
+  EXPECT_THAT(lines[1], ::testing::StartsWith("m,cuda,1,amp,256,2000.0,"));
+  EXPECT_THAT(lines[2], ::testing::StartsWith("m,cuda,8,amp,256,6000.0,"));
+  EXPECT_THAT(lines[3], ::testing::StartsWith("m,cpu,1,amp,256,20.0,"));
+  EXPECT_THAT(lines[4], ::testing::StartsWith("m,cuda,1,amp,256,1000.0,"));
+  EXPECT_THAT(lines[5], ::testing::StartsWith("m,cpu,2,amp,256,30.0,"));
+  EXPECT_THAT(lines[6], ::testing::StartsWith("m,cuda,8,amp,256,8000.0,"));
 }
 
 TEST(GridTest, FailedRepeatAndRunningCellInTheGrid) {

@@ -36,7 +36,7 @@ BaselineComparison CompareWithBaseline(double images_per_second, const Baseline&
 }
 
 std::optional<BaselineComparison> CompareWithBaselines(double images_per_second,
-                                                       const Configuration& configuration,
+                                                       const ConfigurationKey& configuration,
                                                        const Baselines& baselines) {
   auto it = baselines.find(configuration);
   if (it == baselines.end() || it->second.images_per_second <= 0) return std::nullopt;

@@ -13,14 +13,14 @@
 namespace bench {
 
 struct Baseline {
-  Configuration configuration;  // device_kind and gpu_model of the reference job
+  ConfigurationKey configuration;  // device_kind and gpu_model of the reference job
   std::string job_id;
   double images_per_second = 0;
   double lower_tolerance_pct = 5;
   double upper_tolerance_pct = 5;
   absl::Time set;
 };
-using Baselines = std::map<Configuration, Baseline>;
+using Baselines = std::map<ConfigurationKey, Baseline>;
 
 enum class BaselineVerdict { kWithin, kBelow, kAbove };
 
@@ -44,7 +44,7 @@ BaselineComparison CompareWithBaseline(double images_per_second, const Baseline&
 
 // The comparison with the baseline of `configuration`, if it has one.
 std::optional<BaselineComparison> CompareWithBaselines(double images_per_second,
-                                                       const Configuration& configuration,
+                                                       const ConfigurationKey& configuration,
                                                        const Baselines& baselines);
 
 }  // namespace bench

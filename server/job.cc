@@ -2,7 +2,6 @@
 
 #include <iterator>
 #include <set>
-#include <tuple>
 
 #include "absl/strings/str_join.h"
 #include "common/names.h"
@@ -15,26 +14,6 @@ static_assert(static_cast<size_t>(JobState::kCancelled) + 1 == std::size(kJobSta
 const char* JobStateText(JobState state) {
   const auto index = static_cast<size_t>(state);
   return index < std::size(kJobStates) ? kJobStates[index].name : "UNKNOWN";
-}
-
-const char* PrecisionText(Precision precision) {
-  switch (precision) {
-    case Precision::kFp32: return kPrecisionFp32;
-    case Precision::kAmp: return kPrecisionAmp;
-    case Precision::kTf32: return kPrecisionTf32;
-    case Precision::kBf16: return kPrecisionBf16;
-    case Precision::kUnspecified: break;
-  }
-  return kPrecisionUnspecified;
-}
-
-const char* DeviceKindText(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::kCuda: return "cuda";
-    case DeviceKind::kCpu: return "cpu";
-    case DeviceKind::kNone: break;
-  }
-  return "";
 }
 
 bool IsTerminal(JobState state) {
@@ -81,22 +60,10 @@ std::string GpuModelOf(const Job& job) {
   return absl::StrJoin(names, " + ");
 }
 
-bool Configuration::operator<(const Configuration& o) const {
-  return std::tie(model, devices, precision, batch_size, device_kind, gpu_model, image_size) <
-         std::tie(o.model, o.devices, o.precision, o.batch_size, o.device_kind, o.gpu_model,
-                  o.image_size);
-}
-
-bool Configuration::operator==(const Configuration& o) const {
-  return std::tie(model, devices, precision, batch_size, device_kind, gpu_model, image_size) ==
-         std::tie(o.model, o.devices, o.precision, o.batch_size, o.device_kind, o.gpu_model,
-                  o.image_size);
-}
-
-Configuration ConfigurationOf(const Job& job) {
-  return Configuration{job.spec.model,      job.spec.devices, job.spec.precision,
-                       job.spec.batch_size, job.device_kind,  GpuModelOf(job),
-                       job.spec.image_size};
+ConfigurationKey ConfigurationOf(const Job& job) {
+  return ConfigurationKey{job.spec.model,      job.spec.devices, job.spec.precision,
+                          job.spec.batch_size, job.device_kind,  GpuModelOf(job),
+                          job.spec.image_size};
 }
 
 }  // namespace bench

@@ -9,19 +9,18 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/configuration_key.h"
 
 namespace bench {
 
-enum class Precision { kUnspecified, kFp32, kAmp, kTf32, kBf16 };
+// Precision and DeviceKind (with PrecisionText, DeviceKindText) are
+// common/configuration_key.h's.
 enum class JobState { kQueued, kRunning, kSucceeded, kFailed, kCancelled };
-enum class DeviceKind { kNone, kCuda, kCpu };
 
-// The names and the terminal states are common/names.h's (kJobStates, kPrecision*), the
-// ones benchctl and the agent use for the v1 API's enums (common/spec_names.h).
-const char* JobStateText(JobState state);        // "QUEUED", "RUNNING", ...
-const char* PrecisionText(Precision precision);  // "fp32", "amp", ...; "unspecified"
-const char* DeviceKindText(DeviceKind kind);     // "cuda", "cpu", ""
-bool IsTerminal(JobState state);                 // SUCCEEDED, FAILED or CANCELLED
+// The names and the terminal states are common/names.h's (kJobStates), the ones benchctl
+// and the agent use for the v1 API's enums (common/spec_names.h).
+const char* JobStateText(JobState state);  // "QUEUED", "RUNNING", ...
+bool IsTerminal(JobState state);           // SUCCEEDED, FAILED or CANCELLED
 
 struct JobSpec {
   std::string model;
@@ -169,19 +168,10 @@ struct Job {
 // joined with " + " when they differ; "" on CPU slots or before placement.
 std::string GpuModelOf(const Job& job);
 
-// What results are comparable across: a grid cell, and what a baseline is set for.
-struct Configuration {
-  std::string model;
-  int devices = 0;
-  Precision precision = Precision::kUnspecified;
-  int batch_size = 0;
-  DeviceKind device_kind = DeviceKind::kNone;  // kNone: not placed yet
-  std::string gpu_model;                       // GpuModelOf
-  int image_size = 0;
-  bool operator<(const Configuration& o) const;
-  bool operator==(const Configuration& o) const;
-};
-Configuration ConfigurationOf(const Job& job);
+// What results are comparable across (a grid cell, what a baseline is set for, a
+// variability group): the spec's model, devices, precision, batch size and image size,
+// the job's device kind and GpuModelOf.
+ConfigurationKey ConfigurationOf(const Job& job);
 
 struct Gpu {
   int index = 0;

@@ -27,7 +27,7 @@ absl::Status JobManager::Recover() {
   if (!baselines.ok()) return baselines.status();
   absl::MutexLock lock(&mu_);
   for (Baseline& baseline : *baselines) {
-    Configuration configuration = baseline.configuration;
+    ConfigurationKey configuration = baseline.configuration;
     baselines_[configuration] = std::move(baseline);
   }
   for (Job& job : *loaded) {

@@ -152,8 +152,9 @@ GpuSample FromProto(const v1::GpuSample& proto) {
 
 ResultsFilter FromProto(const v1::ResultsRequest& proto) {
   ResultsFilter filter;
-  filter.model = proto.model();
-  filter.gpu_model = proto.gpu_model();
+  // "" is unset on the wire: any model, any GPU model.
+  if (!proto.model().empty()) filter.configuration.model = proto.model();
+  if (!proto.gpu_model().empty()) filter.configuration.gpu_model = proto.gpu_model();
   filter.node = proto.node();
   if (proto.since_unix_ms() != 0) filter.since = absl::FromUnixMillis(proto.since_unix_ms());
   if (proto.until_unix_ms() != 0) filter.until = absl::FromUnixMillis(proto.until_unix_ms());
@@ -392,7 +393,7 @@ void ToProto(const CancelMessage& cancel, v1::CancelAssignment* proto) {
 }
 
 void ToProto(const Baseline& baseline, v1::Baseline* proto) {
-  const Configuration& c = baseline.configuration;
+  const ConfigurationKey& c = baseline.configuration;
   proto->set_model(c.model);
   proto->set_precision(ToProto(c.precision));
   proto->set_batch_size(c.batch_size);

@@ -33,9 +33,10 @@ absl::StatusOr<VariabilityReport> ReadService::Variability(double threshold_pct,
         absl::StrCat("threshold_pct: ", threshold_pct, " must be >= 0 (0 means the default 5)"));
   }
   if (threshold_pct == 0) threshold_pct = 5;
-  JobManager::ReadSnapshot snapshot = manager_->Snapshot([&model](const Job& job) {
-    return job.state == JobState::kSucceeded && job.device_kind == DeviceKind::kCuda &&
-           (model.empty() || job.spec.model == model);
+  ConfigurationFilter counted = VariabilityConfigurations();
+  if (!model.empty()) counted.model = model;
+  JobManager::ReadSnapshot snapshot = manager_->Snapshot([&counted](const Job& job) {
+    return job.state == JobState::kSucceeded && counted.Matches(ConfigurationOf(job));
   });
   VariabilityBuilder builder;
   for (const Job& job : snapshot.jobs) {

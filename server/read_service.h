@@ -34,9 +34,9 @@ class ReadService {
   std::vector<ResultCell> Results(const ResultsFilter& filter);
   std::vector<Baseline> ListBaselines();  // sorted by configuration
 
-  // Per-GPU variability (variability.h) over the SUCCEEDED cuda jobs (of `model` if
-  // not empty); threshold 0 means 5, negative is INVALID_ARGUMENT. Reads every such
-  // job's samples from the store's reader.
+  // Per-GPU variability (variability.h) over the SUCCEEDED jobs of
+  // VariabilityConfigurations (of `model` if not empty); threshold 0 means 5, negative is
+  // INVALID_ARGUMENT. Reads every such job's samples from the store's reader.
   absl::StatusOr<VariabilityReport> Variability(double threshold_pct, const std::string& model);
 
   // The job's status and its current attempt's stored iterations >= from_iteration;

@@ -93,7 +93,7 @@ TEST_F(ReadServiceTest, ResultsGroupTheMatchingJobsAndCompareWithTheBaseline) {
   StartManager();
 
   ResultsFilter filter;
-  filter.model = "resnet50";
+  filter.configuration.model = "resnet50";
   std::vector<ResultCell> cells = reads_->Results(filter);
   ASSERT_EQ(cells.size(), 1u);
   EXPECT_EQ(cells[0].runs(), 2);  // the failed one is counted apart

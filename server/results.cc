@@ -1,7 +1,6 @@
 #include "server/results.h"
 
 #include <algorithm>
-#include <tuple>
 
 #include "server/telemetry.h"
 
@@ -79,8 +78,9 @@ std::optional<double> MedianOrNone(const std::vector<double>& values) {
 }  // namespace
 
 bool Matches(const Job& job, const ResultsFilter& filter) {
-  if (!filter.model.empty() && job.spec.model != filter.model) return false;
-  if (!filter.gpu_model.empty() && GpuModelOf(job) != filter.gpu_model) return false;
+  if (!filter.configuration.empty() && !filter.configuration.Matches(ConfigurationOf(job))) {
+    return false;
+  }
   if (!filter.node.empty() &&
       std::none_of(job.placements.begin(), job.placements.end(),
                    [&](const Placement& p) { return p.agent == filter.node; })) {
@@ -97,7 +97,7 @@ bool Matches(const Job& job, const ResultsFilter& filter) {
 std::vector<ResultCell> BuildResultCells(const std::vector<Job>& jobs,
                                          const std::string& model_filter) {
   ResultsFilter filter;
-  filter.model = model_filter;
+  if (!model_filter.empty()) filter.configuration.model = model_filter;
   return BuildResultCells(jobs, filter);
 }
 
@@ -133,7 +133,7 @@ std::vector<ResultCell> BuildResultCells(const std::vector<Job>& jobs,
 std::vector<ResultCell> BuildResultCells(const std::vector<ResultRow>& rows,
                                          const Baselines& baselines) {
   // One lookup per row: the cell's index into cells / values / telemetry.
-  std::map<CellKey, size_t> index;
+  std::map<ConfigurationKey, size_t> index;
   std::vector<ResultCell> cells;
   std::vector<std::vector<double>> values;
   std::vector<TelemetryFigures> telemetry;

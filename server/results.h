@@ -24,15 +24,13 @@ std::optional<double> JobThroughput(const std::map<int, RankSummary>& summaries,
 // positive one; nullopt otherwise.
 std::optional<double> SyntheticThroughput(const Job& job);
 
-// The key of one grid cell: (model, devices, precision, batch size, device kind, GPU
-// model). A job not placed yet (QUEUED) has device kind kNone and GPU model "": its
-// hardware is not known, so it is counted in a cell of its own, never guessed into one.
-using CellKey = Configuration;
+// A grid cell's key is its jobs' ConfigurationOf. A job not placed yet (QUEUED) has
+// device kind kNone and GPU model "": its hardware is not known, so it is counted in a
+// cell of its own, never guessed into one.
 
 // Which jobs the grid is built from; every filter given must match.
 struct ResultsFilter {
-  std::string model;      // exact; "" any
-  std::string gpu_model;  // exact match of GpuModelOf; "" any
+  ConfigurationFilter configuration;  // against ConfigurationOf(job); empty: any
   std::string node;       // at least one rank placed on this agent; "" any
   absl::Time since = absl::InfinitePast();   // created at or after
   absl::Time until = absl::InfiniteFuture();  // created before
@@ -58,7 +56,7 @@ bool Matches(const Job& job, const ResultsFilter& filter);
 //                    measurement is a failed measurement);
 //   pending_runs     QUEUED and RUNNING jobs.
 struct ResultCell {
-  CellKey key;
+  ConfigurationKey key;
   double median_images_per_second = 0;
   double min_images_per_second = 0;
   double max_images_per_second = 0;
@@ -85,7 +83,7 @@ struct ResultCell {
 // The read side takes these under the manager's lock instead of copying whole jobs (a
 // copy of 100,000 jobs held the lock for over half a second; docs/PERFORMANCE.md).
 struct ResultRow {
-  CellKey key;
+  ConfigurationKey key;
   JobState state = JobState::kQueued;
   std::string id;
   std::optional<double> throughput;  // JobThroughput, SUCCEEDED jobs only

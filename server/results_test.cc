@@ -168,7 +168,7 @@ TEST(ResultsTest, GpuModelSplitsCellsAndMixedJobsJoinTheNames) {
   EXPECT_EQ(model_of["d"], "");
 
   ResultsFilter filter;
-  filter.gpu_model = "A100";
+  filter.configuration.gpu_model = "A100";
   cells = BuildResultCells({h100, a100, mixed, cpu}, filter);
   ASSERT_EQ(cells.size(), 1u);
   EXPECT_EQ(cells[0].job_ids, (std::vector<std::string>{"b"}));
@@ -206,7 +206,7 @@ TEST(ResultsTest, FiltersByNodeTimeAndLabels) {
   labels.labels = {{"sweep", "s1"}, {"team", "x"}};
   EXPECT_EQ(ids(labels), (std::vector<std::string>{"a"}));
   ResultsFilter model;
-  model.model = "resnet18";
+  model.configuration.model = "resnet18";
   EXPECT_TRUE(ids(model).empty());
 }
 

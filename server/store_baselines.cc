@@ -12,7 +12,7 @@ void Store::PutBaselineAsync(const Baseline& baseline, Done done) {
              ASSIGN_OR_RETURN(Statement * insert,
                               db.Prepare("INSERT OR REPLACE INTO baselines VALUES (?1, ?2, ?3, "
                                          "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
-             const Configuration& c = baseline.configuration;
+             const ConfigurationKey& c = baseline.configuration;
              insert->Bind(1, c.model);
              insert->Bind(2, PrecisionText(c.precision));
              insert->Bind(3, int64_t{c.batch_size});

@@ -7,14 +7,18 @@
 
 namespace bench {
 
+ConfigurationFilter VariabilityConfigurations() {
+  ConfigurationFilter filter;
+  filter.devices = 1;
+  filter.device_kind = DeviceKind::kCuda;
+  return filter;
+}
+
 void VariabilityBuilder::AddJob(const Job& job, const std::vector<IterationSample>& samples,
                                 const std::vector<GpuSample>& gpu_samples) {
-  if (job.state != JobState::kSucceeded || job.device_kind != DeviceKind::kCuda ||
-      job.spec.devices != 1) {
-    return;
-  }
-  ConfigKey config{job.spec.model,      job.spec.precision, job.spec.batch_size,
-                   job.spec.image_size, job.spec.devices,   GpuModelOf(job)};
+  if (job.state != JobState::kSucceeded) return;
+  const ConfigurationKey config = ConfigurationOf(job);
+  if (!VariabilityConfigurations().Matches(config)) return;
 
   std::map<int, RankDevice> devices;
   for (const RankDevice& device : job.rank_devices) devices[device.rank] = device;
@@ -84,7 +88,7 @@ void VariabilityBuilder::AddJob(const Job& job, const std::vector<IterationSampl
 }
 
 std::vector<GpuVariability> VariabilityBuilder::Finish(double threshold_pct) const {
-  std::map<ConfigKey, double> fleet_median;
+  std::map<ConfigurationKey, double> fleet_median;
   for (const auto& [config, medians] : fleet_) fleet_median[config] = Median(medians);
 
   std::vector<GpuVariability> out;

@@ -1,10 +1,11 @@
 // Per-GPU variability across finished jobs, after the SC22 GPU-variability study: how
 // much slower or faster each GPU (by UUID) runs than the fleet on the same work. Pure.
 //
-// A configuration is (model, precision, batch size, image size, devices, GPU model), so
-// that a GPU is only compared with GPUs of its own kind. Only single-device jobs count:
-// the ranks of a data-parallel job wait for each other on every step, so their step
-// times are the job's, not their GPU's. For every SUCCEEDED single-device cuda job, its
+// A configuration is the job's ConfigurationOf (job.h: model, devices, precision, batch
+// size, device kind, GPU model, image size; the results grid's cell key), so that a GPU
+// is only compared with GPUs of its own kind on the same work. Only single-device jobs
+// count: the ranks of a data-parallel job wait for each other on every step, so their
+// step times are the job's, not their GPU's. For every SUCCEEDED single-device cuda job, its
 // rank contributes one entry for the GPU it ran on: its median
 // step time (RankSummary.step_time_median_s; where that is missing, the median of its
 // measured iterations). The fleet median of a configuration is the median over all
@@ -32,7 +33,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "server/job.h"
@@ -62,31 +62,33 @@ struct VariabilityReport {
   std::vector<GpuVariability> gpus;
 };
 
+// The configurations variability counts: single-device cuda ones (see above).
+ConfigurationFilter VariabilityConfigurations();
+
 class VariabilityBuilder {
  public:
   // Adds one job with its current attempt's iterations and GPU samples. Jobs that are
-  // not SUCCEEDED on cuda are ignored. Not thread-safe.
+  // not SUCCEEDED or not in VariabilityConfigurations are ignored. Not thread-safe.
   void AddJob(const Job& job, const std::vector<IterationSample>& samples,
               const std::vector<GpuSample>& gpu_samples);
   // Every GPU seen, slowest (highest normalized step time) first, ties by UUID.
   std::vector<GpuVariability> Finish(double threshold_pct) const;
 
  private:
-  using ConfigKey = std::tuple<std::string, Precision, int, int, int, std::string>;
   struct Entry {
-    ConfigKey config;
+    ConfigurationKey config;
     double step_time_median_s = 0;
   };
   struct PerGpu {
     std::vector<Entry> entries;
-    std::map<ConfigKey, std::vector<double>> step_times;  // measured iterations
+    std::map<ConfigurationKey, std::vector<double>> step_times;  // measured iterations
     std::vector<double> sm_clock_mhz, power_w, temperature_c;
     std::set<std::string> jobs;
     int64_t iterations = 0;
     int64_t last_seq = -1;
     RankDevice last_device;
   };
-  std::map<ConfigKey, std::vector<double>> fleet_;  // entries by configuration
+  std::map<ConfigurationKey, std::vector<double>> fleet_;  // entries by configuration
   std::map<std::string, PerGpu> gpus_;              // by UUID
 };
 

@@ -1,8 +1,11 @@
 #include "server/variability.h"
 
 #include <cmath>
+#include <functional>
 
 #include <gtest/gtest.h>
+
+#include "server/results.h"
 
 namespace bench {
 namespace {
@@ -161,6 +164,36 @@ TEST(VariabilityTest, AConfigurationRunByOneGpuIsOneByConstruction) {
   ASSERT_EQ(gpus.size(), 1u);
   EXPECT_DOUBLE_EQ(gpus[0].normalized_step_time, 1.0);
   EXPECT_FALSE(gpus[0].outlier);
+}
+
+// A GPU is compared with another exactly when the results grid puts their jobs into one
+// cell: both group by the same key (ConfigurationOf), so the two can never disagree.
+TEST(VariabilityTest, GroupsJobsAsTheResultsGridDoes) {
+  struct Variant {
+    std::string what;  // the one difference of the second job
+    std::function<void(Job&)> change;
+  };
+  const std::vector<Variant> variants = {
+      {"nothing", [](Job&) {}},
+      {"model", [](Job& job) { job.spec.model = "resnet18"; }},
+      {"precision", [](Job& job) { job.spec.precision = Precision::kFp32; }},
+      {"batch size", [](Job& job) { job.spec.batch_size = 128; }},
+      {"image size", [](Job& job) { job.spec.image_size = 160; }},
+      {"GPU model", [](Job& job) { job.rank_devices[0].gpu_name = "A100"; }},
+  };
+  for (const Variant& variant : variants) {
+    Input a = MakeJob("j1", 1, 1000, {"GPU-A"}, {{0.1, 0.1}}, {{1500}});
+    Input b = MakeJob("j2", 2, 2000, {"GPU-B"}, {{0.3, 0.3}}, {{1500}});
+    variant.change(b.job);
+    const size_t cells = BuildResultCells({a.job, b.job}, ResultsFilter{}).size();
+    EXPECT_EQ(cells, variant.what == "nothing" ? 1u : 2u) << variant.what;
+    VariabilityBuilder builder;
+    for (const Input* in : {&a, &b}) builder.AddJob(in->job, in->samples, in->gpu_samples);
+    // Compared: against the fleet median of 0.1 s and 0.3 s; apart: 1 by construction.
+    const double expected = cells == 1 ? 0.5 : 1.0;
+    EXPECT_NEAR(Find(builder.Finish(5), "GPU-A").normalized_step_time, expected, 1e-12)
+        << variant.what;
+  }
 }
 
 TEST(VariabilityTest, AJobPlacedBeforeUuidsWereRecordedUsesItsGpuSamples) {

@@ -179,39 +179,36 @@ HttpResponse WebApi::History(const HttpRequest& request) const {
       !s.ok()) {
     return JsonError(s);
   }
-  const std::string model = request.Query("model").value_or("");
-  if (model.empty()) {
+  // The configurations asked for: a model, and any of the others.
+  ConfigurationFilter filter;
+  filter.model = request.Query("model").value_or("");
+  if (filter.model->empty()) {
     return JsonError(absl::InvalidArgumentError("model: required (history?model=resnet50)"));
   }
   absl::StatusOr<std::optional<int64_t>> devices = IntParam(request, "devices", 1, INT32_MAX);
   if (!devices.ok()) return JsonError(devices.status());
+  if (*devices) filter.devices = static_cast<int>(**devices);
   absl::StatusOr<std::optional<int64_t>> batch = IntParam(request, "batch_size", 1, INT32_MAX);
   if (!batch.ok()) return JsonError(batch.status());
-  std::optional<std::string> precision;
+  if (*batch) filter.batch_size = static_cast<int>(**batch);
   if (std::optional<std::string> text = request.Query("precision")) {
     absl::StatusOr<v1::Precision> parsed = ParsePrecision(*text);
     if (!parsed.ok()) return JsonError(parsed.status());  // "precision: unknown ..."
-    precision = PrecisionName(*parsed);
+    filter.precision = PrecisionFromText(PrecisionName(*parsed)).value_or(Precision::kUnspecified);
   }
-  const std::optional<std::string> gpu_model = request.Query("gpu_model");
-  auto matches = [&](const Configuration& c) {
-    return c.model == model && (!*devices || c.devices == **devices) &&
-           (!*batch || c.batch_size == **batch) &&
-           (!precision || PrecisionText(c.precision) == *precision) &&
-           (!gpu_model || c.gpu_model == *gpu_model);
-  };
+  filter.gpu_model = request.Query("gpu_model");
   JobManager::ReadSnapshot snapshot = manager_->Snapshot([&](const bench::Job& job) {
-    return job.state == JobState::kSucceeded && matches(ConfigurationOf(job));
+    return job.state == JobState::kSucceeded && filter.Matches(ConfigurationOf(job));
   });
   std::vector<std::string> points;
   // The configurations of the points, in the order of their first point, each with its
   // points' job ids: the page groups by these instead of matching fields itself.
   struct Group {
-    Configuration configuration;
+    ConfigurationKey configuration;
     std::string precision;  // the API's enum name
     std::vector<std::string> job_ids;
   };
-  std::map<Configuration, size_t> configuration_index;
+  std::map<ConfigurationKey, size_t> configuration_index;
   std::vector<Group> configurations;
   for (const bench::Job& job : snapshot.jobs) {
     const std::optional<double> ips = JobThroughput(job.summaries, job.spec.devices);
@@ -220,7 +217,7 @@ HttpResponse WebApi::History(const HttpRequest& request) const {
     for (const StateTransition& t : job.history) {
       if (IsTerminal(t.state)) finished = t.time;
     }
-    const Configuration c = ConfigurationOf(job);
+    const ConfigurationKey c = ConfigurationOf(job);
     v1::BaselineComparison comparison;
     bool regression = false;
     if (std::optional<BaselineComparison> b = CompareWithBaselines(*ips, c, snapshot.baselines)) {
@@ -268,11 +265,11 @@ HttpResponse WebApi::History(const HttpRequest& request) const {
   };
   std::vector<std::string> bands;
   for (const auto& [configuration, baseline] : snapshot.baselines) {
-    if (matches(configuration)) bands.push_back(band_json(baseline));
+    if (filter.Matches(configuration)) bands.push_back(band_json(baseline));
   }
   std::vector<std::string> groups;
   for (const Group& group : configurations) {
-    const Configuration& c = group.configuration;
+    const ConfigurationKey& c = group.configuration;
     std::vector<std::string> ids;
     for (const std::string& id : group.job_ids) ids.push_back(JsonQuote(id));
     auto baseline = snapshot.baselines.find(c);
