@@ -302,7 +302,7 @@ absl::StatusOr<int> Benchd::StartHttp(const BenchdOptions& options, const std::s
 
 void Benchd::LivenessLoop() {
   while (!stop_.WaitForNotificationWithTimeout(absl::Milliseconds(250))) {
-    manager_->CheckAgents(JobManager::Clock::now());
+    manager_->CheckAgents(std::chrono::steady_clock::now());
     manager_->CheckLimits(absl::Now());
   }
 }

@@ -61,7 +61,11 @@ class StoreCompletion {
 }  // namespace
 
 JobManager::JobManager(Store* store, JobManagerOptions options, LiveMetrics* metrics)
-    : store_(store), options_(options), metrics_(metrics) {}
+    : store_(store),
+      options_(options),
+      clock_(options.clock),
+      metrics_(metrics),
+      fleet_(options.clock) {}
 
 JobManager::~JobManager() {
   absl::MutexLock lock(&mu_);
@@ -120,7 +124,7 @@ void JobManager::Persist(const Job& job) {
 void JobManager::Transition(Job& job, JobState state, std::string reason) {
   job.state = state;
   job.reason = reason;
-  job.history.push_back({state, std::move(reason), absl::Now()});
+  job.history.push_back({state, std::move(reason), clock_->Now()});
   Log(job.id, " ", JobStateText(state), job.reason.empty() ? "" : ": ", job.reason);
   Persist(job);
   Notify(job);
@@ -135,7 +139,7 @@ void JobManager::Transition(Job& job, JobState state, std::string reason) {
       if (state == JobState::kSucceeded) {
         throughput = JobThroughput(job.summaries, job.spec.devices);
       }
-      metrics_->JobEnded(job.id, throughput, absl::Now());
+      metrics_->JobEnded(job.id, throughput, clock_->Now());
     }
     JoinTelemetry(job);
   }
@@ -286,7 +290,7 @@ void JobManager::Submit(JobSpec spec, std::string submitted_by, SubmitDone done)
       job.id = absl::StrFormat("job-%06d", job.seq);
       job.spec = std::move(spec);
       job.submitted_by = std::move(submitted_by);
-      job.created = absl::Now();
+      job.created = clock_->Now();
       job.state = JobState::kQueued;
       job.reason = options_.external_allocation ? AllocationWaitReason(job) : "waiting for devices";
       job.history.push_back({JobState::kQueued, "submitted", job.created});
@@ -436,7 +440,7 @@ absl::StatusOr<Baseline> JobManager::BaselineOf(const std::string& job_id,
   baseline.images_per_second = *throughput;
   baseline.lower_tolerance_pct = lower_tolerance_pct;
   baseline.upper_tolerance_pct = upper_tolerance_pct;
-  baseline.set = absl::Now();
+  baseline.set = clock_->Now();
   return baseline;
 }
 

@@ -6,7 +6,8 @@
 // queries that read the store are ReadService's, read_service.h), the agent protocol's
 // messages in agent_messages.h. One class over four files, one concern each:
 // job_manager.cc (the job lifecycle API and shared state changes),
-// job_manager_placement.cc, job_manager_agents.cc and job_recovery.cc.
+// job_manager_placement.cc, job_manager_agents.cc and job_recovery.cc. Time comes from
+// JobManagerOptions::clock (common/clock.h), never from the process's clocks directly.
 //
 // Thread-safety: every public method is thread-safe, under one mutex that guards the
 // fleet, the job table and the live runtime together. One mutex, deliberately: a
@@ -34,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "server/agent_messages.h"
 #include "server/fleet.h"
 #include "server/job.h"
@@ -47,6 +49,9 @@
 namespace bench {
 
 struct JobManagerOptions {
+  // Where the manager reads the time (not owned, never null; outlives the manager): its
+  // timestamps, placement times, progress, leases and graces. Tests give a FakeClock.
+  const Clock* clock = Clock::Real();
   // An agent unheard-of for this long is lost: its running jobs end with "node lost".
   absl::Duration agent_lease = absl::Seconds(30);
   absl::Duration heartbeat_interval = absl::Seconds(5);
@@ -90,7 +95,7 @@ struct AllocationWork {
 
 class JobManager {
  public:
-  using Clock = std::chrono::steady_clock;
+  using SteadyTime = Clock::SteadyTime;
 
   // `metrics` (not owned; may be null) is fed with live figures for /metrics.
   JobManager(Store* store, JobManagerOptions options, LiveMetrics* metrics = nullptr);
@@ -217,7 +222,7 @@ class JobManager {
   // Marks agents silent for longer than the lease as lost: their samples of the jobs
   // they ran are fenced off from then on, and those jobs are requeued (up to
   // max_requeues times) or fail with "node lost".
-  void CheckAgents(Clock::time_point now);
+  void CheckAgents(SteadyTime now);
   // Fails RUNNING jobs past their wall-time limit, or with no iteration stored for
   // their hang timeout (since placement, or since benchd restarted); their ranks are
   // told to stop.
@@ -285,7 +290,7 @@ class JobManager {
   // register) and waits for them to reconnect.
   void AdoptRecoveredRunningJob(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The last_seen that makes a placeholder agent lost once reconcile_grace has passed.
-  Clock::time_point ReconcileDeadlineAsLastSeen() const;
+  SteadyTime ReconcileDeadlineAsLastSeen() const;
   void StartJob(Job& job, const PlacementPlan& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Duration WallTimeLimit(const Job& job) const;
   absl::Duration HangTimeout(const Job& job) const;
@@ -329,6 +334,7 @@ class JobManager {
 
   Store* const store_;
   const JobManagerOptions options_;
+  const Clock* const clock_;  // options_.clock
   LiveMetrics* const metrics_;
 
   absl::Mutex mu_;

@@ -275,7 +275,7 @@ void JobManager::NodeLost(Job& job, const std::string& agent, std::string reason
     JobRuntime& runtime = runtime_[job.id];
     if (runtime.node_left.empty()) {
       runtime.node_left = std::move(reason);
-      runtime.node_left_at = absl::Now();
+      runtime.node_left_at = clock_->Now();
     }
     StopRanks(job);
     return;
@@ -449,7 +449,7 @@ void JobManager::UploadSamples(const std::string& agent_name, std::vector<Iterat
             JobRuntime& runtime = runtime_[job_id];
             runtime.iterations_by_rank[rank] += stored;  // distinct stored iterations
             runtime.samples_stored += stored;
-            if (stored > 0) runtime.last_progress = absl::Now();
+            if (stored > 0) runtime.last_progress = clock_->Now();
             auto nonfinite = result->nonfinite_by_rank.find(key);
             if (nonfinite != result->nonfinite_by_rank.end()) {
               if (runtime.nonfinite_losses == 0) {
@@ -476,7 +476,7 @@ bool JobManager::AgentLive(const std::string& name) {
   return fleet_.Registered(name);
 }
 
-void JobManager::CheckAgents(Clock::time_point now) {
+void JobManager::CheckAgents(SteadyTime now) {
   absl::MutexLock lock(&mu_);
   int lost =
       fleet_.ExpireLeases(now, options_.agent_lease, [&](const bench::Fleet::LostAgent& agent) {
