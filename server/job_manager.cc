@@ -72,15 +72,6 @@ JobManager::~JobManager() {
   mu_.Await(absl::Condition(this, &JobManager::NothingInFlight));
 }
 
-bool JobManager::RankPlacedOn(const Job& job, const std::string& agent, int rank) {
-  for (const Placement& placement : job.placements) {
-    if (placement.agent != agent) continue;
-    return std::find(placement.ranks.begin(), placement.ranks.end(), rank) !=
-           placement.ranks.end();
-  }
-  return false;
-}
-
 Job* JobManager::FindJob(const std::string& job_id) {
   return jobs_.Find(job_id);
 }

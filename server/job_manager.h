@@ -28,7 +28,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,6 +42,7 @@
 #include "server/live_metrics.h"
 #include "server/metrics_exporter.h"
 #include "server/results.h"
+#include "server/sample_ingestion.h"
 #include "server/store.h"
 #include "server/views.h"
 
@@ -203,8 +203,9 @@ class JobManager {
   absl::Status AllocationRefused(const std::string& job_id, const std::string& why);
 
   // Stores the samples (iterations and GPU readings) that belong to a rank of the
-  // job's current attempt placed on `agent` (others are dropped, counted and logged)
-  // and calls `done` after the commit, from the store's writer thread.
+  // job's current attempt placed on `agent` (SampleIngestion decides, sample_ingestion.h;
+  // others are dropped, counted and logged) and calls `done` after the commit, from the
+  // store's writer thread.
   using UploadDone = std::function<void(absl::StatusOr<AppendResult>)>;
   void UploadSamples(const std::string& agent, std::vector<IterationSample> samples,
                      std::vector<GpuSample> gpu_samples, UploadDone done);
@@ -279,7 +280,6 @@ class JobManager {
   bool NothingInFlight() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return joins_in_flight_ == 0 && completions_in_flight_ == 0;
   }
-  static bool RankPlacedOn(const Job& job, const std::string& agent, int rank);
   JobView ViewOf(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Transition(Job& job, JobState state, std::string reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -309,8 +309,6 @@ class JobManager {
   void AllocationEnded(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells every agent still running ranks of the current attempt to stop them.
   void StopRanks(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool Fenced(const std::string& agent, const std::string& job_id, int attempt) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Dispatch(Job& job, const Placement& placement) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   AssignmentMessage AssignmentFor(const Job& job, const Placement& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -344,12 +342,11 @@ class JobManager {
   bench::Fleet fleet_ ABSL_GUARDED_BY(mu_);
   // QUEUED job id → its place, from the latest scheduling pass.
   std::map<std::string, int> queue_positions_ ABSL_GUARDED_BY(mu_);
-  // (agent, job, attempt) whose samples and reports are refused: the agent's lease
-  // expired while it ran them.
-  std::set<std::tuple<std::string, std::string, int>> fenced_ ABSL_GUARDED_BY(mu_);
+  // Which uploaded samples may be stored; the (agent, job, attempt)s whose samples and
+  // reports are refused (the agent's lease expired, or it left, while it ran them).
+  SampleIngestion ingestion_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
   int64_t next_watch_handle_ ABSL_GUARDED_BY(mu_) = 1;
-  int64_t dropped_samples_ ABSL_GUARDED_BY(mu_) = 0;
   int joins_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   // Submits and baselines whose store write has not answered yet.
   int completions_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
