@@ -60,11 +60,11 @@ class StoreCompletion {
 
 }  // namespace
 
-JobManager::JobManager(Store* store, JobManagerOptions options, LiveMetrics* metrics)
+JobManager::JobManager(Store* store, JobManagerOptions options, JobEvents* events)
     : store_(store),
       options_(options),
       clock_(options.clock),
-      metrics_(metrics),
+      events_(events),
       fleet_(options.clock) {}
 
 JobManager::~JobManager() {
@@ -119,19 +119,9 @@ void JobManager::Transition(Job& job, JobState state, std::string reason) {
   Log(job.id, " ", JobStateText(state), job.reason.empty() ? "" : ": ", job.reason);
   Persist(job);
   Notify(job);
-  if (metrics_ != nullptr && state == JobState::kRunning) {
-    metrics_->JobStarted(job.id, {job.spec.model, PrecisionText(job.spec.precision),
-                                  job.spec.batch_size, job.spec.devices});
-  }
+  if (events_ != nullptr) events_->OnStateChanged(job);
   if (IsTerminal(state) && job.attempt > 0) {
     LogLossHealth(job);
-    if (metrics_ != nullptr) {
-      std::optional<double> throughput;
-      if (state == JobState::kSucceeded) {
-        throughput = JobThroughput(job.summaries, job.spec.devices);
-      }
-      metrics_->JobEnded(job.id, throughput, clock_->Now());
-    }
     JoinTelemetry(job);
   }
 }
@@ -185,11 +175,7 @@ void JobManager::OnTelemetryJoined(const std::string& job_id, int attempt,
     if (!joined->note.empty()) notes.push_back(std::move(joined->note));
   }
   job->telemetry_note = absl::StrJoin(notes, "; ");
-  if (metrics_ != nullptr) {
-    if (std::optional<double> energy = JobEnergyPerImage(*job)) {
-      metrics_->SetEnergyPerImage(job_id, *energy);
-    }
-  }
+  if (events_ != nullptr) events_->OnTelemetryJoined(*job);
   Persist(*job);
   Notify(*job);
 }
@@ -319,6 +305,7 @@ void JobManager::OnJobInserted(const std::string& job_id, const absl::Status& st
           job->submitted_by.empty() ? "" : absl::StrCat(" by ", QuotePrefix(job->submitted_by)),
           ": ", job->spec.model, " ", job->spec.devices, " devices ",
           PrecisionText(job->spec.precision), " bs ", job->spec.batch_size);
+      if (events_ != nullptr) events_->OnSubmitted(*job);
       Schedule();
       result = SubmitResult{job_id, false};
     }

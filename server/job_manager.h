@@ -15,8 +15,8 @@
 // the work under it is bookkeeping (capacities are counted, not enumerated), so
 // finer locks would buy ordering hazards, not throughput. Under that mutex the
 // manager only enqueues store writes, never waits on them, so store completions may
-// call back into the manager. Callbacks it makes (AgentChannel, watchers) run under
-// the mutex and must not block or call back into the manager.
+// call back into the manager. Callbacks it makes (AgentChannel, watchers, JobEvents) run
+// under the mutex and must not block or call back into the manager.
 #pragma once
 
 #include <chrono>
@@ -38,8 +38,8 @@
 #include "server/agent_messages.h"
 #include "server/fleet.h"
 #include "server/job.h"
+#include "server/job_events.h"
 #include "server/job_table.h"
-#include "server/live_metrics.h"
 #include "server/metrics_exporter.h"
 #include "server/results.h"
 #include "server/sample_ingestion.h"
@@ -97,8 +97,9 @@ class JobManager {
  public:
   using SteadyTime = Clock::SteadyTime;
 
-  // `metrics` (not owned; may be null) is fed with live figures for /metrics.
-  JobManager(Store* store, JobManagerOptions options, LiveMetrics* metrics = nullptr);
+  // `events` (not owned; may be null; outlives the manager) is told what happens to jobs
+  // (job_events.h; benchd gives its LiveMetrics, the figures of /metrics).
+  JobManager(Store* store, JobManagerOptions options, JobEvents* events = nullptr);
   // Waits for telemetry joins and for the store completions of submits and baselines
   // in flight (the store must still be running them).
   ~JobManager();
@@ -333,7 +334,7 @@ class JobManager {
   Store* const store_;
   const JobManagerOptions options_;
   const Clock* const clock_;  // options_.clock
-  LiveMetrics* const metrics_;
+  JobEvents* const events_;
 
   absl::Mutex mu_;
   JobTable jobs_ ABSL_GUARDED_BY(mu_);  // every job, in submission order

@@ -158,7 +158,7 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
   bool changed = false;
   for (const RankReport& report : ranks) {
     if (!RankPlacedOn(*job, agent_name, report.rank)) {
-      if (metrics_ != nullptr) metrics_->CountRankReportRejected(std::string(kRankNotOnAgent));
+      if (events_ != nullptr) events_->OnRankReportRefused(job_id, kRankNotOnAgent);
       Log("ignored a report from ", agent_name, " for rank ", report.rank, " of ", job_id,
           ", which is not placed there");
       continue;
@@ -187,7 +187,7 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
       }
     }
     if (report.outcome == RankOutcome::kStarted) continue;
-    if (metrics_ != nullptr) metrics_->RankEnded(job_id, report.rank);
+    if (events_ != nullptr) events_->OnRankEnded(*job, report.rank);
     runtime.running_ranks[agent_name].erase(report.rank);
     if (report.outcome == RankOutcome::kSucceeded) {
       runtime.succeeded_ranks.insert(report.rank);
@@ -200,7 +200,7 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
         if (rejected) {
           // The rank finished, but its figures are not believable: the job gets no
           // throughput from it rather than a forged one.
-          if (metrics_ != nullptr) metrics_->CountRankReportRejected(std::string(*rejected));
+          if (events_ != nullptr) events_->OnRankReportRefused(job_id, *rejected);
           Log("refused the summary of rank ", report.rank, " of ", job_id, " from ", agent_name,
               " (", std::string(*rejected), "): ", report.summary->measured_images, " images in ",
               report.summary->window_s, " s, median step ", report.summary->step_time_median_s,
@@ -344,25 +344,16 @@ void JobManager::UploadSamples(const std::string& agent_name, std::vector<Iterat
           return FindJob(job_id);
         },
         std::move(samples), std::move(gpu_samples));
-    known = std::move(screened.iterations);
-    known_gpu = std::move(screened.gpu_samples);
-    rejected_count = screened.rejected_count();
-    for (const IterationSample& sample : known) {
+    for (const IterationSample& sample : screened.iterations) {
       if (sample.warmup || sample.step_time_s <= 0) continue;
       auto [fastest, added] =
           runtime_[sample.job_id].fastest_step_by_rank.try_emplace(sample.rank, sample.step_time_s);
       if (!added) fastest->second = std::min(fastest->second, sample.step_time_s);
     }
-    if (metrics_ != nullptr) {
-      metrics_->RecordIterations(agent_name, known);
-      for (const GpuSample& sample : known_gpu) {
-        metrics_->RecordGpuSample(sample.job_id, agent_name, sample);
-      }
-      // Every sample not stored is counted by reason (bench_ingest_errors_total).
-      for (const auto& [reason, count] : screened.rejected) {
-        metrics_->CountIngestErrors(std::string(reason), count);
-      }
-    }
+    if (events_ != nullptr) events_->OnSamplesScreened(agent_name, screened);
+    known = std::move(screened.iterations);
+    known_gpu = std::move(screened.gpu_samples);
+    rejected_count = screened.rejected_count();
   }
   if (known.empty() && known_gpu.empty()) {
     AppendResult nothing;
@@ -376,12 +367,12 @@ void JobManager::UploadSamples(const std::string& agent_name, std::vector<Iterat
       [this, received, rejected_count,
        done = std::move(done)](absl::StatusOr<AppendResult> result) {
         if (result.ok()) result->rejected = static_cast<int>(rejected_count);
-        if (metrics_ != nullptr) {
+        if (events_ != nullptr) {
           if (result.ok()) {
-            metrics_->CountStored(result->stored, result->gpu_stored,
-                                  result->duplicates + result->gpu_duplicates);
+            events_->OnSamplesStored(result->stored, result->gpu_stored,
+                                     result->duplicates + result->gpu_duplicates);
           } else {
-            metrics_->CountIngestErrors("store_failed", received);
+            events_->OnSamplesNotStored(received);
           }
         }
         if (result.ok()) {
