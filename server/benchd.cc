@@ -170,6 +170,7 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
   // Slurm's SIGTERM reaches every agent at once; its state says why a moment later.
   manager_options.allocation_grace = absl::Seconds(30);
   benchd->metrics_ = std::make_unique<LiveMetrics>(options.metrics_retention);
+  // LiveMetrics is the manager's JobEvents: /metrics follows what happens to jobs.
   benchd->manager_ =
       std::make_unique<JobManager>(benchd->store_.get(), manager_options, benchd->metrics_.get());
   benchd->reads_ = std::make_unique<ReadService>(benchd->store_.get(), benchd->manager_.get());
@@ -302,7 +303,7 @@ absl::StatusOr<int> Benchd::StartHttp(const BenchdOptions& options, const std::s
 
 void Benchd::LivenessLoop() {
   while (!stop_.WaitForNotificationWithTimeout(absl::Milliseconds(250))) {
-    manager_->CheckAgents(JobManager::Clock::now());
+    manager_->CheckAgents(std::chrono::steady_clock::now());
     manager_->CheckLimits(absl::Now());
   }
 }

@@ -36,8 +36,8 @@ void Fleet::Register(const AgentInventory& inventory) {
                     : agent.placeholder ? " reconnected after benchd restarted: "
                                         : " registered: ";
   agent.inventory = inventory;
-  agent.last_seen = Clock::now();
-  agent.last_seen_wall = absl::Now();
+  agent.last_seen = clock_->SteadyNow();
+  agent.last_seen_wall = clock_->Now();
   agent.lost = false;
   agent.placeholder = false;
   Log("agent ", inventory.name, how,
@@ -46,16 +46,16 @@ void Fleet::Register(const AgentInventory& inventory) {
       " at ", inventory.address);
 }
 
-void Fleet::AddPlaceholder(const std::string& name, Clock::time_point expires) {
+void Fleet::AddPlaceholder(const std::string& name, SteadyTime expires) {
   Agent& agent = agents_[name];
   if (!agent.inventory.name.empty()) return;
   agent.inventory.name = name;
   agent.placeholder = true;
   agent.last_seen = expires;
-  agent.last_seen_wall = absl::Now();
+  agent.last_seen_wall = clock_->Now();
 }
 
-void Fleet::ExtendPlaceholders(Clock::time_point expires) {
+void Fleet::ExtendPlaceholders(SteadyTime expires) {
   for (auto& [name, agent] : agents_) {
     if (agent.placeholder) agent.last_seen = expires;
   }
@@ -70,8 +70,8 @@ bool Fleet::Registered(const std::string& name) const {
 
 void Fleet::Touch(const std::string& name) {
   if (Agent* agent = Find(name)) {
-    agent->last_seen = Clock::now();
-    agent->last_seen_wall = absl::Now();
+    agent->last_seen = clock_->SteadyNow();
+    agent->last_seen_wall = clock_->Now();
   }
 }
 
@@ -161,7 +161,7 @@ std::vector<AgentCapacity> Fleet::Capacities() const {
   return capacities;
 }
 
-int Fleet::ExpireLeases(Clock::time_point now, absl::Duration lease,
+int Fleet::ExpireLeases(SteadyTime now, absl::Duration lease,
                         const std::function<void(const LostAgent&)>& on_lost) {
   auto lease_ms = absl::ToChronoMilliseconds(lease);
   int lost = 0;

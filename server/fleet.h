@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "server/agent_messages.h"
 #include "server/job.h"
 #include "server/metrics_exporter.h"
@@ -31,7 +32,7 @@ namespace bench {
 
 class Fleet {
  public:
-  using Clock = std::chrono::steady_clock;
+  using SteadyTime = Clock::SteadyTime;
   // (job id, attempt): an attempt that holds devices on an agent.
   using Attempt = std::pair<std::string, int>;
 
@@ -41,6 +42,9 @@ class Fleet {
     bool was_placeholder = false;  // it never reconnected after benchd restarted
     std::set<Attempt> held;        // what held its devices (now freed)
   };
+
+  // `clock` (not owned, never null) says when an agent was heard from.
+  explicit Fleet(const Clock* clock = Clock::Real()) : clock_(clock) {}
 
   // Names an unnamed inventory after its host; INVALID_ARGUMENT without a name, without
   // any GPU or CPU slot, or past a bound of inventory_validation.h (name charset and
@@ -52,9 +56,9 @@ class Fleet {
   void Register(const AgentInventory& inventory);
   // An agent known only from a recovered RUNNING job's placement: it counts as lost
   // once `expires` is a lease ago. Nothing if the agent is known.
-  void AddPlaceholder(const std::string& name, Clock::time_point expires);
+  void AddPlaceholder(const std::string& name, SteadyTime expires);
   // Moves every placeholder's expiry to `expires` (benchd started serving).
-  void ExtendPlaceholders(Clock::time_point expires);
+  void ExtendPlaceholders(SteadyTime expires);
 
   // Known at all (registered, placeholder or lost).
   bool Known(const std::string& name) const;
@@ -89,7 +93,7 @@ class Fleet {
   // (UNAVAILABLE "lease expired") and its devices freed, then `on_lost` is called with
   // it (in name order, before the next agent is looked at; it may call the fleet).
   // Returns how many were lost.
-  int ExpireLeases(Clock::time_point now, absl::Duration lease,
+  int ExpireLeases(SteadyTime now, absl::Duration lease,
                    const std::function<void(const LostAgent&)>& on_lost);
 
   // The agent said it stops (Deregister): its stream is closed (UNAVAILABLE "agent
@@ -113,7 +117,7 @@ class Fleet {
   struct Agent {
     AgentInventory inventory;
     AgentChannel* channel = nullptr;
-    Clock::time_point last_seen;
+    SteadyTime last_seen;
     absl::Time last_seen_wall;
     bool lost = false;
     // Known only from a RUNNING job's placement after a restart; not registered yet.
@@ -125,6 +129,7 @@ class Fleet {
   Agent* Find(const std::string& name);
   const Agent* Find(const std::string& name) const;
 
+  const Clock* const clock_;
   std::map<std::string, Agent> agents_;
 };
 

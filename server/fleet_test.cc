@@ -219,7 +219,7 @@ TEST(FleetTest, ExpiredLeasesLoseTheAgentCloseItsStreamAndFreeItsDevices) {
   ASSERT_TRUE(fleet.Attach("a", &channel).ok());
   fleet.Hold("a", 0, "job-1", 2, 0);
   fleet.Hold("a", 1, "job-1", 2, 1);
-  Fleet::Clock::time_point later = Fleet::Clock::now() + std::chrono::seconds(60);
+  Fleet::SteadyTime later = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   fleet.Touch("b");
 
   std::vector<Fleet::LostAgent> lost;
@@ -243,7 +243,7 @@ TEST(FleetTest, ExpiredLeasesLoseTheAgentCloseItsStreamAndFreeItsDevices) {
 
 TEST(FleetTest, APlaceholderHoldsItsDevicesUntilItRegistersOrItsGraceEnds) {
   Fleet fleet;
-  Fleet::Clock::time_point expires = Fleet::Clock::now();
+  Fleet::SteadyTime expires = std::chrono::steady_clock::now();
   fleet.AddPlaceholder("a", expires);
   fleet.Hold("a", 3, "job-1", 1, 0);
   EXPECT_TRUE(fleet.Known("a"));

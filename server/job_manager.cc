@@ -60,21 +60,16 @@ class StoreCompletion {
 
 }  // namespace
 
-JobManager::JobManager(Store* store, JobManagerOptions options, LiveMetrics* metrics)
-    : store_(store), options_(options), metrics_(metrics) {}
+JobManager::JobManager(Store* store, JobManagerOptions options, JobEvents* events)
+    : store_(store),
+      options_(options),
+      clock_(options.clock),
+      events_(events),
+      fleet_(options.clock) {}
 
 JobManager::~JobManager() {
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(this, &JobManager::NothingInFlight));
-}
-
-bool JobManager::RankPlacedOn(const Job& job, const std::string& agent, int rank) {
-  for (const Placement& placement : job.placements) {
-    if (placement.agent != agent) continue;
-    return std::find(placement.ranks.begin(), placement.ranks.end(), rank) !=
-           placement.ranks.end();
-  }
-  return false;
 }
 
 Job* JobManager::FindJob(const std::string& job_id) {
@@ -120,23 +115,13 @@ void JobManager::Persist(const Job& job) {
 void JobManager::Transition(Job& job, JobState state, std::string reason) {
   job.state = state;
   job.reason = reason;
-  job.history.push_back({state, std::move(reason), absl::Now()});
+  job.history.push_back({state, std::move(reason), clock_->Now()});
   Log(job.id, " ", JobStateText(state), job.reason.empty() ? "" : ": ", job.reason);
   Persist(job);
   Notify(job);
-  if (metrics_ != nullptr && state == JobState::kRunning) {
-    metrics_->JobStarted(job.id, {job.spec.model, PrecisionText(job.spec.precision),
-                                  job.spec.batch_size, job.spec.devices});
-  }
+  if (events_ != nullptr) events_->OnStateChanged(job);
   if (IsTerminal(state) && job.attempt > 0) {
     LogLossHealth(job);
-    if (metrics_ != nullptr) {
-      std::optional<double> throughput;
-      if (state == JobState::kSucceeded) {
-        throughput = JobThroughput(job.summaries, job.spec.devices);
-      }
-      metrics_->JobEnded(job.id, throughput, absl::Now());
-    }
     JoinTelemetry(job);
   }
 }
@@ -190,11 +175,7 @@ void JobManager::OnTelemetryJoined(const std::string& job_id, int attempt,
     if (!joined->note.empty()) notes.push_back(std::move(joined->note));
   }
   job->telemetry_note = absl::StrJoin(notes, "; ");
-  if (metrics_ != nullptr) {
-    if (std::optional<double> energy = JobEnergyPerImage(*job)) {
-      metrics_->SetEnergyPerImage(job_id, *energy);
-    }
-  }
+  if (events_ != nullptr) events_->OnTelemetryJoined(*job);
   Persist(*job);
   Notify(*job);
 }
@@ -286,7 +267,7 @@ void JobManager::Submit(JobSpec spec, std::string submitted_by, SubmitDone done)
       job.id = absl::StrFormat("job-%06d", job.seq);
       job.spec = std::move(spec);
       job.submitted_by = std::move(submitted_by);
-      job.created = absl::Now();
+      job.created = clock_->Now();
       job.state = JobState::kQueued;
       job.reason = options_.external_allocation ? AllocationWaitReason(job) : "waiting for devices";
       job.history.push_back({JobState::kQueued, "submitted", job.created});
@@ -324,6 +305,7 @@ void JobManager::OnJobInserted(const std::string& job_id, const absl::Status& st
           job->submitted_by.empty() ? "" : absl::StrCat(" by ", QuotePrefix(job->submitted_by)),
           ": ", job->spec.model, " ", job->spec.devices, " devices ",
           PrecisionText(job->spec.precision), " bs ", job->spec.batch_size);
+      if (events_ != nullptr) events_->OnSubmitted(*job);
       Schedule();
       result = SubmitResult{job_id, false};
     }
@@ -436,7 +418,7 @@ absl::StatusOr<Baseline> JobManager::BaselineOf(const std::string& job_id,
   baseline.images_per_second = *throughput;
   baseline.lower_tolerance_pct = lower_tolerance_pct;
   baseline.upper_tolerance_pct = upper_tolerance_pct;
-  baseline.set = absl::Now();
+  baseline.set = clock_->Now();
   return baseline;
 }
 

@@ -6,7 +6,8 @@
 // queries that read the store are ReadService's, read_service.h), the agent protocol's
 // messages in agent_messages.h. One class over four files, one concern each:
 // job_manager.cc (the job lifecycle API and shared state changes),
-// job_manager_placement.cc, job_manager_agents.cc and job_recovery.cc.
+// job_manager_placement.cc, job_manager_agents.cc and job_recovery.cc. Time comes from
+// JobManagerOptions::clock (common/clock.h), never from the process's clocks directly.
 //
 // Thread-safety: every public method is thread-safe, under one mutex that guards the
 // fleet, the job table and the live runtime together. One mutex, deliberately: a
@@ -14,8 +15,8 @@
 // the work under it is bookkeeping (capacities are counted, not enumerated), so
 // finer locks would buy ordering hazards, not throughput. Under that mutex the
 // manager only enqueues store writes, never waits on them, so store completions may
-// call back into the manager. Callbacks it makes (AgentChannel, watchers) run under
-// the mutex and must not block or call back into the manager.
+// call back into the manager. Callbacks it makes (AgentChannel, watchers, JobEvents) run
+// under the mutex and must not block or call back into the manager.
 #pragma once
 
 #include <chrono>
@@ -27,26 +28,30 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "server/agent_messages.h"
 #include "server/fleet.h"
 #include "server/job.h"
+#include "server/job_events.h"
 #include "server/job_table.h"
-#include "server/live_metrics.h"
 #include "server/metrics_exporter.h"
 #include "server/results.h"
+#include "server/sample_ingestion.h"
 #include "server/store.h"
 #include "server/views.h"
 
 namespace bench {
 
 struct JobManagerOptions {
+  // Where the manager reads the time (not owned, never null; outlives the manager): its
+  // timestamps, placement times, progress, leases and graces. Tests give a FakeClock.
+  const Clock* clock = Clock::Real();
   // An agent unheard-of for this long is lost: its running jobs end with "node lost".
   absl::Duration agent_lease = absl::Seconds(30);
   absl::Duration heartbeat_interval = absl::Seconds(5);
@@ -90,10 +95,11 @@ struct AllocationWork {
 
 class JobManager {
  public:
-  using Clock = std::chrono::steady_clock;
+  using SteadyTime = Clock::SteadyTime;
 
-  // `metrics` (not owned; may be null) is fed with live figures for /metrics.
-  JobManager(Store* store, JobManagerOptions options, LiveMetrics* metrics = nullptr);
+  // `events` (not owned; may be null; outlives the manager) is told what happens to jobs
+  // (job_events.h; benchd gives its LiveMetrics, the figures of /metrics).
+  JobManager(Store* store, JobManagerOptions options, JobEvents* events = nullptr);
   // Waits for telemetry joins and for the store completions of submits and baselines
   // in flight (the store must still be running them).
   ~JobManager();
@@ -198,8 +204,9 @@ class JobManager {
   absl::Status AllocationRefused(const std::string& job_id, const std::string& why);
 
   // Stores the samples (iterations and GPU readings) that belong to a rank of the
-  // job's current attempt placed on `agent` (others are dropped, counted and logged)
-  // and calls `done` after the commit, from the store's writer thread.
+  // job's current attempt placed on `agent` (SampleIngestion decides, sample_ingestion.h;
+  // others are dropped, counted and logged) and calls `done` after the commit, from the
+  // store's writer thread.
   using UploadDone = std::function<void(absl::StatusOr<AppendResult>)>;
   void UploadSamples(const std::string& agent, std::vector<IterationSample> samples,
                      std::vector<GpuSample> gpu_samples, UploadDone done);
@@ -217,7 +224,7 @@ class JobManager {
   // Marks agents silent for longer than the lease as lost: their samples of the jobs
   // they ran are fenced off from then on, and those jobs are requeued (up to
   // max_requeues times) or fail with "node lost".
-  void CheckAgents(Clock::time_point now);
+  void CheckAgents(SteadyTime now);
   // Fails RUNNING jobs past their wall-time limit, or with no iteration stored for
   // their hang timeout (since placement, or since benchd restarted); their ranks are
   // told to stop.
@@ -274,7 +281,6 @@ class JobManager {
   bool NothingInFlight() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return joins_in_flight_ == 0 && completions_in_flight_ == 0;
   }
-  static bool RankPlacedOn(const Job& job, const std::string& agent, int rank);
   JobView ViewOf(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Transition(Job& job, JobState state, std::string reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -285,7 +291,7 @@ class JobManager {
   // register) and waits for them to reconnect.
   void AdoptRecoveredRunningJob(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The last_seen that makes a placeholder agent lost once reconcile_grace has passed.
-  Clock::time_point ReconcileDeadlineAsLastSeen() const;
+  SteadyTime ReconcileDeadlineAsLastSeen() const;
   void StartJob(Job& job, const PlacementPlan& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Duration WallTimeLimit(const Job& job) const;
   absl::Duration HangTimeout(const Job& job) const;
@@ -304,8 +310,6 @@ class JobManager {
   void AllocationEnded(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells every agent still running ranks of the current attempt to stop them.
   void StopRanks(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool Fenced(const std::string& agent, const std::string& job_id, int attempt) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Dispatch(Job& job, const Placement& placement) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   AssignmentMessage AssignmentFor(const Job& job, const Placement& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -329,7 +333,8 @@ class JobManager {
 
   Store* const store_;
   const JobManagerOptions options_;
-  LiveMetrics* const metrics_;
+  const Clock* const clock_;  // options_.clock
+  JobEvents* const events_;
 
   absl::Mutex mu_;
   JobTable jobs_ ABSL_GUARDED_BY(mu_);  // every job, in submission order
@@ -338,12 +343,11 @@ class JobManager {
   bench::Fleet fleet_ ABSL_GUARDED_BY(mu_);
   // QUEUED job id → its place, from the latest scheduling pass.
   std::map<std::string, int> queue_positions_ ABSL_GUARDED_BY(mu_);
-  // (agent, job, attempt) whose samples and reports are refused: the agent's lease
-  // expired while it ran them.
-  std::set<std::tuple<std::string, std::string, int>> fenced_ ABSL_GUARDED_BY(mu_);
+  // Which uploaded samples may be stored; the (agent, job, attempt)s whose samples and
+  // reports are refused (the agent's lease expired, or it left, while it ran them).
+  SampleIngestion ingestion_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
   int64_t next_watch_handle_ ABSL_GUARDED_BY(mu_) = 1;
-  int64_t dropped_samples_ ABSL_GUARDED_BY(mu_) = 0;
   int joins_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   // Submits and baselines whose store write has not answered yet.
   int completions_in_flight_ ABSL_GUARDED_BY(mu_) = 0;

@@ -54,7 +54,7 @@ absl::Status JobManager::Heartbeat(const std::string& agent_name,
     int attempt = entry.attempt > 0 ? entry.attempt : (job != nullptr ? job->attempt : 0);
     listed.insert({entry.job_id, attempt});
     bool expected = job != nullptr && job->state == JobState::kRunning && attempt == job->attempt &&
-                    !Fenced(agent_name, job->id, attempt) &&
+                    !ingestion_.Fenced(agent_name, job->id, attempt) &&
                     std::any_of(job->placements.begin(), job->placements.end(),
                                 [&](const Placement& p) { return p.agent == agent_name; });
     if (expected || channel == nullptr) continue;
@@ -134,7 +134,7 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
   fleet_.Touch(agent_name);
   Job* job = FindJob(job_id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
-  if (attempt != job->attempt || Fenced(agent_name, job_id, attempt)) {
+  if (attempt != job->attempt || ingestion_.Fenced(agent_name, job_id, attempt)) {
     // A stale attempt (requeued since) or a fenced agent: only its devices matter.
     for (const RankReport& report : ranks) {
       if (report.outcome != RankOutcome::kStarted) {
@@ -158,7 +158,7 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
   bool changed = false;
   for (const RankReport& report : ranks) {
     if (!RankPlacedOn(*job, agent_name, report.rank)) {
-      if (metrics_ != nullptr) metrics_->CountRankReportRejected(std::string(kRankNotOnAgent));
+      if (events_ != nullptr) events_->OnRankReportRefused(job_id, kRankNotOnAgent);
       Log("ignored a report from ", agent_name, " for rank ", report.rank, " of ", job_id,
           ", which is not placed there");
       continue;
@@ -187,7 +187,7 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
       }
     }
     if (report.outcome == RankOutcome::kStarted) continue;
-    if (metrics_ != nullptr) metrics_->RankEnded(job_id, report.rank);
+    if (events_ != nullptr) events_->OnRankEnded(*job, report.rank);
     runtime.running_ranks[agent_name].erase(report.rank);
     if (report.outcome == RankOutcome::kSucceeded) {
       runtime.succeeded_ranks.insert(report.rank);
@@ -200,7 +200,7 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
         if (rejected) {
           // The rank finished, but its figures are not believable: the job gets no
           // throughput from it rather than a forged one.
-          if (metrics_ != nullptr) metrics_->CountRankReportRejected(std::string(*rejected));
+          if (events_ != nullptr) events_->OnRankReportRefused(job_id, *rejected);
           Log("refused the summary of rank ", report.rank, " of ", job_id, " from ", agent_name,
               " (", std::string(*rejected), "): ", report.summary->measured_images, " images in ",
               report.summary->window_s, " s, median step ", report.summary->step_time_median_s,
@@ -268,14 +268,14 @@ void JobManager::EndRunningJob(Job& job, JobState state, std::string reason) {
 }
 
 void JobManager::NodeLost(Job& job, const std::string& agent, std::string reason) {
-  fenced_.insert({agent, job.id, job.attempt});
+  ingestion_.Fence(agent, job.id, job.attempt);
   if (options_.external_allocation) {
     // Its allocation decides: the allocator says how it ended (UpdateAllocation), or
     // CheckLimits fails the job after allocation_grace.
     JobRuntime& runtime = runtime_[job.id];
     if (runtime.node_left.empty()) {
       runtime.node_left = std::move(reason);
-      runtime.node_left_at = absl::Now();
+      runtime.node_left_at = clock_->Now();
     }
     StopRanks(job);
     return;
@@ -329,10 +329,6 @@ void JobManager::ReleaseAllDevices(Job& job, const std::string& agent_name) {
   fleet_.Release(agent_name, job.id, job.attempt);
 }
 
-bool JobManager::Fenced(const std::string& agent, const std::string& job_id, int attempt) const {
-  return !fenced_.empty() && fenced_.count({agent, job_id, attempt}) > 0;
-}
-
 void JobManager::UploadSamples(const std::string& agent_name, std::vector<IterationSample> samples,
                                std::vector<GpuSample> gpu_samples, UploadDone done) {
   std::vector<IterationSample> known;
@@ -341,83 +337,23 @@ void JobManager::UploadSamples(const std::string& agent_name, std::vector<Iterat
   {
     absl::MutexLock lock(&mu_);
     fleet_.Touch(agent_name);
-    known.reserve(samples.size());
-    // Every sample not stored is counted by reason (bench_ingest_errors_total).
-    std::map<std::string_view, int64_t> rejected;
-    auto placed = [&](const std::string& job_id, int attempt, int rank) -> Job* {
-      Job* job = FindJob(job_id);
-      if (job == nullptr) {
-        ++rejected[kUnknownJob];
-      } else if (job->attempt < 1 || attempt != job->attempt) {
-        ++rejected[kStaleAttempt];
-      } else if (!RankPlacedOn(*job, agent_name, rank)) {
-        ++rejected[kRankNotOnAgent];
-      } else if (Fenced(agent_name, job_id, attempt)) {
-        ++rejected[kFencedAgent];
-      } else {
-        return job;
-      }
-      return nullptr;
-    };
-    for (IterationSample& sample : samples) {
-      Job* job = placed(sample.job_id, sample.attempt, sample.rank);
-      if (job == nullptr) continue;
-      if (std::optional<std::string_view> why = IterationSampleRejection(sample, job->spec)) {
-        ++rejected[*why];
-        continue;
-      }
-      if (!sample.warmup && sample.step_time_s > 0) {
-        auto [fastest, added] =
-            runtime_[job->id].fastest_step_by_rank.try_emplace(sample.rank, sample.step_time_s);
-        if (!added) fastest->second = std::min(fastest->second, sample.step_time_s);
-      }
-      known.push_back(std::move(sample));
+    ScreenedSamples screened = ingestion_.Screen(
+        agent_name, fleet_.Inventory(agent_name),
+        [this](const std::string& job_id) -> const Job* {
+          mu_.AssertHeld();  // Screen calls it before it returns
+          return FindJob(job_id);
+        },
+        std::move(samples), std::move(gpu_samples));
+    for (const IterationSample& sample : screened.iterations) {
+      if (sample.warmup || sample.step_time_s <= 0) continue;
+      auto [fastest, added] =
+          runtime_[sample.job_id].fastest_step_by_rank.try_emplace(sample.rank, sample.step_time_s);
+      if (!added) fastest->second = std::min(fastest->second, sample.step_time_s);
     }
-    if (metrics_ != nullptr) metrics_->RecordIterations(agent_name, known);
-    // The GPU of the sender's registered inventory that `rank` of `job` holds there (the
-    // device index of its placement), or null.
-    const AgentInventory* inventory = fleet_.Inventory(agent_name);
-    auto held_gpu = [&](const Job& job, int rank) -> const Gpu* {
-      if (inventory == nullptr) return nullptr;
-      for (const Placement& placement : job.placements) {
-        if (placement.agent != agent_name) continue;
-        for (size_t i = 0; i < placement.ranks.size() && i < placement.device_indices.size(); ++i) {
-          if (placement.ranks[i] != rank) continue;
-          for (const Gpu& gpu : inventory->gpus) {
-            if (gpu.index == placement.device_indices[i]) return &gpu;
-          }
-        }
-      }
-      return nullptr;
-    };
-    for (GpuSample& sample : gpu_samples) {
-      Job* job = placed(sample.job_id, sample.attempt, sample.rank);
-      if (job == nullptr) continue;
-      if (sample.seq < 1) {
-        ++rejected[kBadSequence];
-        continue;
-      }
-      if (std::optional<std::string_view> why =
-              GpuSampleRejection(sample, job->device_kind, held_gpu(*job, sample.rank))) {
-        ++rejected[*why];
-        continue;
-      }
-      if (metrics_ != nullptr) metrics_->RecordGpuSample(sample.job_id, agent_name, sample);
-      known_gpu.push_back(std::move(sample));
-    }
-    int64_t dropped = 0;
-    std::string reasons;
-    for (const auto& [reason, count] : rejected) {
-      if (metrics_ != nullptr) metrics_->CountIngestErrors(std::string(reason), count);
-      absl::StrAppend(&reasons, reasons.empty() ? "" : ", ", std::string(reason), " ", count);
-      dropped += count;
-    }
-    rejected_count = dropped;
-    if (dropped > 0) {
-      dropped_samples_ += dropped;
-      Log("refused ", dropped, " samples from ", agent_name, " (", reasons, "; ", dropped_samples_,
-          " in all)");
-    }
+    if (events_ != nullptr) events_->OnSamplesScreened(agent_name, screened);
+    known = std::move(screened.iterations);
+    known_gpu = std::move(screened.gpu_samples);
+    rejected_count = screened.rejected_count();
   }
   if (known.empty() && known_gpu.empty()) {
     AppendResult nothing;
@@ -431,12 +367,12 @@ void JobManager::UploadSamples(const std::string& agent_name, std::vector<Iterat
       [this, received, rejected_count,
        done = std::move(done)](absl::StatusOr<AppendResult> result) {
         if (result.ok()) result->rejected = static_cast<int>(rejected_count);
-        if (metrics_ != nullptr) {
+        if (events_ != nullptr) {
           if (result.ok()) {
-            metrics_->CountStored(result->stored, result->gpu_stored,
-                                  result->duplicates + result->gpu_duplicates);
+            events_->OnSamplesStored(result->stored, result->gpu_stored,
+                                     result->duplicates + result->gpu_duplicates);
           } else {
-            metrics_->CountIngestErrors("store_failed", received);
+            events_->OnSamplesNotStored(received);
           }
         }
         if (result.ok()) {
@@ -449,7 +385,7 @@ void JobManager::UploadSamples(const std::string& agent_name, std::vector<Iterat
             JobRuntime& runtime = runtime_[job_id];
             runtime.iterations_by_rank[rank] += stored;  // distinct stored iterations
             runtime.samples_stored += stored;
-            if (stored > 0) runtime.last_progress = absl::Now();
+            if (stored > 0) runtime.last_progress = clock_->Now();
             auto nonfinite = result->nonfinite_by_rank.find(key);
             if (nonfinite != result->nonfinite_by_rank.end()) {
               if (runtime.nonfinite_losses == 0) {
@@ -476,7 +412,7 @@ bool JobManager::AgentLive(const std::string& name) {
   return fleet_.Registered(name);
 }
 
-void JobManager::CheckAgents(Clock::time_point now) {
+void JobManager::CheckAgents(SteadyTime now) {
   absl::MutexLock lock(&mu_);
   int lost =
       fleet_.ExpireLeases(now, options_.agent_lease, [&](const bench::Fleet::LostAgent& agent) {

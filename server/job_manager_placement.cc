@@ -21,7 +21,7 @@ using manager_text::DescribePlacements;
 
 void JobManager::Schedule() {
   if (shut_down_) return;
-  absl::Time now = absl::Now();
+  absl::Time now = clock_->Now();
   std::vector<QueuedJob> queue;
   std::vector<RunningAllocation> running;
   for (Job& job : jobs_) {
@@ -60,7 +60,7 @@ void JobManager::StartJob(Job& job, const PlacementPlan& plan) {
   JobRuntime& runtime = runtime_[job.id];
   runtime = JobRuntime{};
   runtime.persisted = true;
-  runtime.started = absl::Now();
+  runtime.started = clock_->Now();
   runtime.last_progress = runtime.started;
   job.attempt += 1;
   job.device_kind = plan.kind;

@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/fake_clock.h"
 #include "common/status_macros.h"
 #include "server/environment.h"
 #include "server/read_service.h"
@@ -47,6 +48,7 @@ class JobManagerTest : public ::testing::Test {
     store_ = std::move(Store::Open(dir_ + "/bench.db")).value();
     JobManagerOptions options;
     options.agent_lease = absl::Seconds(30);
+    options.clock = &clock_;
     manager_ = std::make_unique<JobManager>(store_.get(), options);
     reads_ = std::make_unique<ReadService>(store_.get(), manager_.get());
     ASSERT_TRUE(manager_->Recover().ok());
@@ -128,6 +130,8 @@ class JobManagerTest : public ::testing::Test {
   }
 
   std::string dir_;
+  // Stands still unless a test moves it: the managers' time (leases, graces, limits).
+  FakeClock clock_;
   LiveMetrics metrics_;  // outlives the managers that point at it
   std::unique_ptr<Store> store_;
   std::unique_ptr<JobManager> manager_;
@@ -327,7 +331,7 @@ TEST_F(JobManagerTest, AJobThatLostItsNodeIsRequeuedOnceThenFails) {
   AddCpuAgent("a", 1, &a);
   auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
-  manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(31));
+  manager_->CheckAgents(clock_.SteadyNow() + std::chrono::seconds(31));
   JobView view = *manager_->Get(submitted->job_id);
   EXPECT_EQ(view.job.state, JobState::kQueued);
   EXPECT_EQ(view.job.requeues, 1);
@@ -355,7 +359,7 @@ TEST_F(JobManagerTest, AJobThatLostItsNodeIsRequeuedOnceThenFails) {
   EXPECT_EQ(a2.cancels[0].attempt, 1);
 
   // Lost again: no requeue left.
-  manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(31));
+  manager_->CheckAgents(clock_.SteadyNow() + std::chrono::seconds(31));
   view = *manager_->Get(submitted->job_id);
   EXPECT_EQ(view.job.state, JobState::kFailed);
   EXPECT_THAT(view.job.reason, HasSubstr("node lost"));
@@ -430,6 +434,7 @@ class JobManagerAllocationTest : public JobManagerTest {
     JobManagerOptions options;
     options.external_allocation = true;
     options.allocation_grace = absl::Seconds(10);
+    options.clock = &clock_;
     manager_ = std::make_unique<JobManager>(store_.get(), options);
     reads_ = std::make_unique<ReadService>(store_.get(), manager_.get());
     ASSERT_TRUE(manager_->Recover().ok());
@@ -536,9 +541,9 @@ TEST_F(JobManagerAllocationTest, AnAgentThatLeftALiveAllocationFailsTheJobAfterT
   FakeChannel a;
   AddAllocatedAgent("node1", 1, id, &a);
   ASSERT_TRUE(manager_->Deregister("node1", "SIGTERM").ok());
-  manager_->CheckLimits(absl::Now() + absl::Seconds(5));
+  manager_->CheckLimits(clock_.Now() + absl::Seconds(5));
   EXPECT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
-  manager_->CheckLimits(absl::Now() + absl::Seconds(11));
+  manager_->CheckLimits(clock_.Now() + absl::Seconds(11));
   JobView view = *manager_->Get(id);
   EXPECT_EQ(view.job.state, JobState::kFailed);
   EXPECT_EQ(view.job.reason, "node left: agent node1 stopped (SIGTERM)");
@@ -566,6 +571,7 @@ TEST_F(JobManagerTest, WithoutRequeuesALostNodeFailsTheJobAndItsLateSamplesAreFe
   manager_.reset();
   JobManagerOptions options;
   options.max_requeues = 0;
+  options.clock = &clock_;
   manager_ = std::make_unique<JobManager>(store_.get(), options);
   reads_ = std::make_unique<ReadService>(store_.get(), manager_.get());
   ASSERT_TRUE(manager_->Recover().ok());
@@ -573,7 +579,7 @@ TEST_F(JobManagerTest, WithoutRequeuesALostNodeFailsTheJobAndItsLateSamplesAreFe
   AddCpuAgent("a", 1, &a);
   auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
-  manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(31));
+  manager_->CheckAgents(clock_.SteadyNow() + std::chrono::seconds(31));
   JobView view = *manager_->Get(submitted->job_id);
   EXPECT_EQ(view.job.state, JobState::kFailed);
   EXPECT_EQ(view.job.requeues, 0);
@@ -642,9 +648,9 @@ TEST_F(JobManagerTest, ARestartRequeuesJobsWhoseAgentDoesNotReturnWithinTheGrace
   auto submitted = Submit(Spec(1));
   ASSERT_TRUE(submitted.ok());
   Reopen();
-  manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(29));
+  manager_->CheckAgents(clock_.SteadyNow() + std::chrono::seconds(29));
   EXPECT_EQ(manager_->Get(submitted->job_id)->job.state, JobState::kRunning);
-  manager_->CheckAgents(JobManager::Clock::now() + std::chrono::seconds(31));
+  manager_->CheckAgents(clock_.SteadyNow() + std::chrono::seconds(31));
   JobView view = *manager_->Get(submitted->job_id);
   EXPECT_EQ(view.job.state, JobState::kQueued);
   EXPECT_THAT(view.job.history.back().reason,
@@ -682,15 +688,15 @@ TEST_F(JobManagerTest, WallTimeAndHangLimitsFailTheJobAndStopItsRanks) {
   auto first = Submit(walled);
   auto second = Submit(hangs);
   ASSERT_TRUE(first.ok() && second.ok());
-  manager_->CheckLimits(absl::Now() + absl::Seconds(30));
+  manager_->CheckLimits(clock_.Now() + absl::Seconds(30));
   EXPECT_EQ(manager_->Get(first->job_id)->job.state, JobState::kRunning);
   EXPECT_EQ(manager_->Get(second->job_id)->job.state, JobState::kRunning);
-  manager_->CheckLimits(absl::Now() + absl::Seconds(61));
+  manager_->CheckLimits(clock_.Now() + absl::Seconds(61));
   JobView hung = *manager_->Get(second->job_id);
   EXPECT_EQ(hung.job.state, JobState::kFailed);
   EXPECT_THAT(hung.job.reason, HasSubstr("hung: no iteration stored for 1m"));
   EXPECT_EQ(manager_->Get(first->job_id)->job.state, JobState::kRunning);
-  manager_->CheckLimits(absl::Now() + absl::Seconds(3601));
+  manager_->CheckLimits(clock_.Now() + absl::Seconds(3601));
   JobView walled_view = *manager_->Get(first->job_id);
   EXPECT_EQ(walled_view.job.state, JobState::kFailed);
   EXPECT_THAT(walled_view.job.reason, HasSubstr("wall-time limit"));
@@ -1254,7 +1260,7 @@ TEST_F(JobManagerTest, ADivergedLossIsStoredCountedAndEndsTheJobAsLossDiverged) 
   EXPECT_EQ(running.iterations_done, 6);
   EXPECT_EQ(running.nonfinite_losses, 8);
   // Stored iterations are progress: the hang check leaves the job alone.
-  manager_->CheckLimits(absl::Now());
+  manager_->CheckLimits(clock_.Now());
   EXPECT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
   // A redelivery does not count them twice.
   ASSERT_TRUE(Upload("a", samples).ok());

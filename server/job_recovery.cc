@@ -69,9 +69,10 @@ absl::Status JobManager::Recover() {
   return absl::OkStatus();
 }
 
-JobManager::Clock::time_point JobManager::ReconcileDeadlineAsLastSeen() const {
+JobManager::SteadyTime JobManager::ReconcileDeadlineAsLastSeen() const {
   // The lease check (CheckAgents) then expires the agent once the grace has passed.
-  return Clock::now() + absl::ToChronoMilliseconds(options_.reconcile_grace - options_.agent_lease);
+  return clock_->SteadyNow() +
+         absl::ToChronoMilliseconds(options_.reconcile_grace - options_.agent_lease);
 }
 
 void JobManager::BeginReconcileGrace() {
@@ -82,7 +83,7 @@ void JobManager::BeginReconcileGrace() {
 void JobManager::AdoptRecoveredRunningJob(Job& job) {
   JobRuntime& runtime = runtime_[job.id];
   runtime.all_dispatched = true;
-  runtime.last_progress = absl::Now();
+  runtime.last_progress = clock_->Now();
   runtime.started = job.created;
   for (auto it = job.history.rbegin(); it != job.history.rend(); ++it) {
     if (it->state == JobState::kRunning) {
@@ -91,7 +92,7 @@ void JobManager::AdoptRecoveredRunningJob(Job& job) {
     }
   }
   // The agents are expected back within the grace: until then they hold the devices.
-  Clock::time_point expires = ReconcileDeadlineAsLastSeen();
+  SteadyTime expires = ReconcileDeadlineAsLastSeen();
   for (const Placement& placement : job.placements) {
     fleet_.AddPlaceholder(placement.agent, expires);
     for (size_t i = 0; i < placement.ranks.size(); ++i) {

@@ -2,6 +2,9 @@
 
 #include <set>
 
+#include "server/results.h"
+#include "server/telemetry.h"
+
 namespace bench {
 
 LiveMetrics::LiveMetrics(absl::Duration retention) : retention_(retention) {}
@@ -145,6 +148,46 @@ void LiveMetrics::CountIngestErrors(const std::string& reason, int64_t count) {
 void LiveMetrics::CountRankReportRejected(const std::string& reason) {
   absl::MutexLock lock(&mu_);
   counters_.rank_reports_rejected[reason] += 1;
+}
+
+void LiveMetrics::OnStateChanged(const Job& job) {
+  if (job.state == bench::JobState::kRunning) {
+    JobStarted(job.id, {job.spec.model, PrecisionText(job.spec.precision), job.spec.batch_size,
+                        job.spec.devices});
+  } else if (IsTerminal(job.state) && job.attempt > 0) {
+    std::optional<double> throughput;
+    if (job.state == bench::JobState::kSucceeded) {
+      throughput = JobThroughput(job.summaries, job.spec.devices);
+    }
+    JobEnded(job.id, throughput, job.history.empty() ? absl::Now() : job.history.back().time);
+  }
+}
+
+void LiveMetrics::OnRankEnded(const Job& job, int rank) { RankEnded(job.id, rank); }
+
+void LiveMetrics::OnRankReportRefused(const std::string& /*job_id*/, std::string_view reason) {
+  CountRankReportRejected(std::string(reason));
+}
+
+void LiveMetrics::OnSamplesScreened(const std::string& agent, const ScreenedSamples& screened) {
+  RecordIterations(agent, screened.iterations);
+  for (const GpuSample& sample : screened.gpu_samples) {
+    RecordGpuSample(sample.job_id, agent, sample);
+  }
+  // Every sample not stored is counted by reason (bench_ingest_errors_total).
+  for (const auto& [reason, count] : screened.rejected) {
+    CountIngestErrors(std::string(reason), count);
+  }
+}
+
+void LiveMetrics::OnSamplesStored(int64_t samples, int64_t gpu_samples, int64_t duplicates) {
+  CountStored(samples, gpu_samples, duplicates);
+}
+
+void LiveMetrics::OnSamplesNotStored(int64_t count) { CountIngestErrors("store_failed", count); }
+
+void LiveMetrics::OnTelemetryJoined(const Job& job) {
+  if (std::optional<double> energy = JobEnergyPerImage(job)) SetEnergyPerImage(job.id, *energy);
 }
 
 LiveMetrics::Snapshot LiveMetrics::Take(absl::Time now) {

@@ -9,6 +9,10 @@
 // took on its own clock (elapsed_s); a job's is the sum over its ranks. Once the job
 // has ended (`ended`) the job's figure is its measured throughput (ARCHITECTURE.md's
 // definition) or absent when there is none. Thread-safe.
+//
+// It is the JobManager's JobEvents (job_events.h): benchd hands it to the manager, whose
+// events become these figures (a placement starts a job's series, its end ends them,
+// screened and stored uploads feed the rates and counters).
 #pragma once
 
 #include <cstdint>
@@ -22,10 +26,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/job.h"
+#include "server/job_events.h"
 
 namespace bench {
 
-class LiveMetrics {
+class LiveMetrics : public JobEvents {
  public:
   static constexpr int kWindow = 10;  // iterations per rank in the live rate
 
@@ -80,6 +85,16 @@ class LiveMetrics {
 
   // Drops jobs that ended more than `retention` before `now`, then copies the rest.
   Snapshot Take(absl::Time now);
+
+  // JobEvents: RUNNING → JobStarted; the end of a placed attempt → JobEnded with its
+  // throughput, at its transition's time; the rest to the recorders and counters above.
+  void OnStateChanged(const Job& job) override;
+  void OnRankEnded(const Job& job, int rank) override;
+  void OnRankReportRefused(const std::string& job_id, std::string_view reason) override;
+  void OnSamplesScreened(const std::string& agent, const ScreenedSamples& screened) override;
+  void OnSamplesStored(int64_t samples, int64_t gpu_samples, int64_t duplicates) override;
+  void OnSamplesNotStored(int64_t count) override;
+  void OnTelemetryJoined(const Job& job) override;
 
  private:
   struct RankWindow {

@@ -116,6 +116,58 @@ TEST(LiveMetrics, GpuSeriesEndWithTheRankAndJobsExpireAfterRetention) {
   EXPECT_TRUE(live.Take(now + absl::Minutes(6)).jobs.empty());
 }
 
+// As the JobManager's JobEvents: a placement starts the job's series, screened samples
+// feed them and the counters, the end of the attempt ends them at its transition's time.
+TEST(LiveMetrics, TheManagersEventsBecomeTheFigures) {
+  LiveMetrics metrics(absl::Minutes(10));
+  JobEvents& events = metrics;
+  Job job;
+  job.id = "job-1";
+  job.attempt = 1;
+  job.spec.model = "resnet50";
+  job.spec.precision = Precision::kFp32;
+  job.spec.batch_size = 2;
+  job.spec.devices = 1;
+  const absl::Time placed = absl::FromUnixSeconds(1767225600);
+  job.state = JobState::kRunning;
+  job.history.push_back({JobState::kRunning, "placed", placed});
+  events.OnStateChanged(job);
+  ScreenedSamples screened;
+  screened.iterations = {Iteration(0, 1, 1.0, 2), Iteration(0, 2, 2.0, 2)};
+  screened.gpu_samples = {Reading(0, 1, 250)};
+  screened.rejected = {{"stale_attempt", 3}};
+  events.OnSamplesScreened("node-a", screened);
+  events.OnSamplesStored(2, 1, 1);
+  events.OnSamplesNotStored(4);
+  events.OnRankReportRefused("job-1", "bad_summary");
+  LiveMetrics::Snapshot running = metrics.Take(placed);
+  ASSERT_EQ(running.jobs.count("job-1"), 1u);
+  EXPECT_EQ(running.jobs["job-1"].labels.model, "resnet50");
+  EXPECT_EQ(running.jobs["job-1"].labels.precision, "fp32");
+  EXPECT_EQ(running.jobs["job-1"].ranks[0].node, "node-a");
+  EXPECT_DOUBLE_EQ(*running.jobs["job-1"].ranks[0].images_per_second, 2.0);
+  EXPECT_EQ(running.jobs["job-1"].ranks[0].gpu->seq, 1);
+  EXPECT_EQ(running.counters.samples_ingested, 2);
+  EXPECT_EQ(running.counters.gpu_samples_ingested, 1);
+  EXPECT_EQ(running.counters.duplicates, 1);
+  EXPECT_EQ(running.counters.ingest_errors["stale_attempt"], 3);
+  EXPECT_EQ(running.counters.ingest_errors["store_failed"], 4);
+  EXPECT_EQ(running.counters.rank_reports_rejected["bad_summary"], 1);
+
+  events.OnRankEnded(job, 0);
+  EXPECT_FALSE(metrics.Take(placed).jobs["job-1"].ranks[0].gpu.has_value());
+  job.state = JobState::kSucceeded;
+  job.summaries[0] = RankSummary{0, 4, 8, 2.0, 0.25};
+  job.history.push_back({JobState::kSucceeded, "done", placed + absl::Minutes(1)});
+  events.OnStateChanged(job);
+  LiveMetrics::Snapshot ended = metrics.Take(placed + absl::Minutes(11));
+  ASSERT_EQ(ended.jobs.count("job-1"), 1u);
+  EXPECT_TRUE(ended.jobs["job-1"].ended);
+  EXPECT_DOUBLE_EQ(*ended.jobs["job-1"].images_per_second, 4.0);  // 8 images in 2 s
+  // Retention counts from the transition's time, not from when the event was told.
+  EXPECT_EQ(metrics.Take(placed + absl::Minutes(11) + absl::Seconds(1)).jobs.count("job-1"), 0u);
+}
+
 TEST(MetricsExporter, NamesUnitsAndLabelsFollowPrometheusRules) {
   LiveMetrics live;
   live.JobStarted("job-7", {"resnet50", "amp", 256, 1});
