@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <condition_variable>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <random>
@@ -14,6 +14,7 @@
 #include "worker/train/coco_annotations.h"
 #include "worker/train/detection.h"
 #include "worker/train/image_folder.h"
+#include "worker/train/prefetch.h"
 
 namespace bench_train {
 namespace {
@@ -35,18 +36,17 @@ class CocoData : public DataSource {
   void Done(int64_t number) override;
   int64_t dataset_images() const override { return static_cast<int64_t>(images_.size()); }
   int64_t dataset_classes() const override { return classes_; }
-  int loader_threads() const override { return static_cast<int>(workers_.size()); }
+  int loader_threads() const override { return engine_->options().threads; }
 
  private:
   struct Slot {
     at::Tensor images;   // [N, S, S, 3] uint8
     at::Tensor labels;   // [N, B] int64
     at::Tensor offsets;  // [N, 4, B] fp32
-    int64_t batch = 0;   // the batch that owns it now
-    int64_t done = 0;    // its samples finished
   };
   CocoData() = default;
-  void Worker();
+  // Decodes one sample and encodes its boxes into its slot (the prefetch engine's fill).
+  Status FillSample(const PrefetchItem& item);
   bool LoadSample(int64_t item, Slot& slot, std::string* why);
   int64_t ImageAt(int64_t position);
 
@@ -65,15 +65,9 @@ class CocoData : public DataSource {
   std::mutex perm_mu_;
   std::map<int64_t, std::vector<int64_t>> permutations_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::string error_;
-  int64_t next_item_ = 0;
-  int64_t next_batch_ = 0;
   std::vector<Slot> slots_;
   at::Tensor device_images_, device_labels_, device_offsets_;
-  std::vector<std::thread> workers_;
+  std::unique_ptr<PrefetchEngine> engine_;  // last: its threads stop before the rest goes
 };
 
 StatusOr<std::unique_ptr<DataSource>> CocoData::Open(const TrainOptions& options,
@@ -128,7 +122,6 @@ StatusOr<std::unique_ptr<DataSource>> CocoData::Open(const TrainOptions& options
     slot.images = at::empty({n, s, s, 3}, host.dtype(at::kByte));
     slot.labels = at::empty({n, boxes}, host.dtype(at::kLong));
     slot.offsets = at::empty({n, 4, boxes}, host.dtype(at::kFloat));
-    slot.batch = i;
     data->slots_.push_back(std::move(slot));
   }
   if (device.is_cuda()) {
@@ -137,21 +130,22 @@ StatusOr<std::unique_ptr<DataSource>> CocoData::Open(const TrainOptions& options
     data->device_labels_ = at::empty({n, boxes}, on_device.dtype(at::kLong));
     data->device_offsets_ = at::empty({n, 4, boxes}, on_device.dtype(at::kFloat));
   }
-  const int threads = options.loader_threads > 0
-                          ? options.loader_threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  PrefetchOptions prefetch;
+  prefetch.batch_size = options.batch_size;
+  prefetch.num_slots = kImageFolderSlots;
+  prefetch.threads = options.loader_threads > 0
+                         ? options.loader_threads
+                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   CocoData* raw = data.get();
-  for (int t = 0; t < threads; ++t) data->workers_.emplace_back([raw] { raw->Worker(); });
+  auto engine = PrefetchEngine::Start(
+      prefetch, [raw](const PrefetchItem& item) { return raw->FillSample(item); });
+  if (!engine.ok()) return engine.status();
+  data->engine_ = std::move(engine).value();
   return std::unique_ptr<DataSource>(std::move(data));
 }
 
 CocoData::~CocoData() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  for (auto& worker : workers_) worker.join();
+  engine_.reset();  // stops and joins the threads while the images and slots are still here
 }
 
 int64_t CocoData::ImageAt(int64_t position) {
@@ -202,48 +196,21 @@ bool CocoData::LoadSample(int64_t item, Slot& slot, std::string* why) {
   return true;
 }
 
-void CocoData::Worker() {
-  const int64_t slots = static_cast<int64_t>(slots_.size());
-  for (;;) {
-    int64_t item = 0;
-    Slot* slot = nullptr;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (stop_ || !error_.empty()) return;
-      item = next_item_++;
-      slot = &slots_[static_cast<size_t>((item / batch_size_) % slots)];
-      cv_.wait(lock, [&] { return stop_ || slot->batch == item / batch_size_; });
-      if (stop_) return;
-    }
-    std::string why;
-    bool ok = false;
-    try {
-      ok = LoadSample(item, *slot, &why);
-    } catch (const std::exception& e) {
-      why = std::string("--data coco: encoding an image's boxes: ") + e.what();
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!ok) {
-      if (error_.empty()) error_ = why;
-    } else {
-      ++slot->done;
-    }
-    cv_.notify_all();
+Status CocoData::FillSample(const PrefetchItem& item) {
+  std::string why;
+  try {
+    if (LoadSample(item.index, slots_[static_cast<size_t>(item.slot)], &why)) return Status();
+  } catch (const std::exception& e) {
+    why = std::string("--data coco: encoding an image's boxes: ") + e.what();
   }
+  return InvalidArgumentError(why);
 }
 
 StatusOr<DeviceBatch> CocoData::Next() {
-  Slot* slot = nullptr;
-  int64_t number = 0;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    slot = &slots_[static_cast<size_t>(next_batch_ % static_cast<int64_t>(slots_.size()))];
-    cv_.wait(lock, [&] {
-      return !error_.empty() || (slot->batch == next_batch_ && slot->done == batch_size_);
-    });
-    if (!error_.empty()) return InvalidArgumentError(error_);
-    number = next_batch_++;
-  }
+  auto next = engine_->Next();
+  if (!next.ok()) return next.status();
+  const int64_t number = next->number;
+  Slot* slot = &slots_[static_cast<size_t>(next->slot)];
   if (!device_.is_cuda()) return DeviceBatch{number, slot->images, slot->labels, slot->offsets};
   device_images_.copy_(slot->images, /*non_blocking=*/true);
   device_labels_.copy_(slot->labels, /*non_blocking=*/true);
@@ -251,16 +218,7 @@ StatusOr<DeviceBatch> CocoData::Next() {
   return DeviceBatch{number, device_images_, device_labels_, device_offsets_};
 }
 
-void CocoData::Done(int64_t number) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    Slot& slot = slots_[static_cast<size_t>(number % static_cast<int64_t>(slots_.size()))];
-    if (slot.batch != number) return;
-    slot.batch = number + static_cast<int64_t>(slots_.size());
-    slot.done = 0;
-  }
-  cv_.notify_all();
-}
+void CocoData::Done(int64_t number) { engine_->Release(number); }
 
 }  // namespace
 

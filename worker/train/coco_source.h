@@ -10,13 +10,14 @@
 //                                            instances_train2017.json -> ROOT/train2017/);
 //                                            when ROOT/<split> is not a folder, ROOT/<file_name>.
 //
-// Loader threads (--loader-threads; 0: one per core) each take one (batch, position) at a
-// time: decode the JPEG whole and resize it to image_size x image_size (image_folder.h,
-// DecodeJpegFileResized; no crop, no flip, so the normalised boxes stay as they are), and
-// encode the image's boxes against SSD300's default boxes (detection.h, EncodeTargets) on
-// the CPU. A batch is uint8 NHWC images, labels [N, B] int64 and offsets [N, 4, B] fp32
-// (DeviceBatch's detection layout), written into kImageFolderSlots host slots (pinned on
-// CUDA, copied asynchronously into one device buffer; a slot goes back once Done).
+// Loader threads (--loader-threads; 0: one per core; the prefetch engine's, prefetch.h) each
+// take one (batch, position) at a time: decode the JPEG whole and resize it to image_size x
+// image_size (image_folder.h, DecodeJpegFileResized; no crop, no flip, so the normalised
+// boxes stay as they are), and encode the image's boxes against SSD300's default boxes
+// (detection.h, EncodeTargets) on the CPU. A batch is uint8 NHWC images, labels [N, B]
+// int64 and offsets [N, 4, B] fp32 (DeviceBatch's detection layout), written into
+// kImageFolderSlots host slots (pinned on CUDA, copied asynchronously into one device
+// buffer; a slot goes back once Done).
 //
 // Sampling as the imagefolder source: a fresh seeded permutation of the annotated images
 // every epoch; rank r of w takes every w-th entry, the tail that does not divide evenly is

@@ -369,25 +369,21 @@ StatusOr<std::unique_ptr<ImageFolderLoader>> ImageFolderLoader::Open(
     void* memory = allocate(bytes);
     if (memory == nullptr) return InternalError("image folder loader: allocation failed");
     loader->slots_.push_back(static_cast<uint8_t*>(memory));
-    loader->slot_batch_.push_back(s);
-    loader->slot_done_.push_back(0);
-    loader->slot_free_.push_back(true);
   }
-  loader->Start();
+  PrefetchOptions prefetch;
+  prefetch.batch_size = options.batch_size;
+  prefetch.num_slots = options.num_slots;
+  prefetch.threads = options.threads;
+  ImageFolderLoader* raw = loader.get();
+  auto engine = PrefetchEngine::Start(
+      prefetch, [raw](const PrefetchItem& item) { return raw->FillSample(item); });
+  if (!engine.ok()) return engine.status();
+  loader->engine_ = std::move(engine).value();
   return loader;
 }
 
-void ImageFolderLoader::Start() {
-  for (int t = 0; t < options_.threads; ++t) workers_.emplace_back([this] { Worker(); });
-}
-
 ImageFolderLoader::~ImageFolderLoader() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  for (auto& worker : workers_) worker.join();
+  engine_.reset();  // stops and joins the threads while the files and slots are still here
 }
 
 const std::vector<int64_t>& ImageFolderLoader::Permutation(int64_t epoch) {
@@ -428,59 +424,33 @@ bool ImageFolderLoader::LoadSample(int64_t index, uint64_t rng_seed, uint8_t* ou
   return ok;
 }
 
-void ImageFolderLoader::Worker() {
-  const int64_t batch = options_.batch_size;
-  const int64_t slots = static_cast<int64_t>(slots_.size());
+Status ImageFolderLoader::FillSample(const PrefetchItem& item) {
   const size_t image_bytes = static_cast<size_t>(options_.image_size * options_.image_size * 3);
-  const size_t labels_offset = AlignUp(static_cast<size_t>(batch) * image_bytes);
-  for (;;) {
-    int64_t item = 0;
-    size_t slot = 0;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (stop_ || !error_.empty()) return;
-      item = next_item_++;
-      slot = static_cast<size_t>((item / batch) % slots);
-      cv_.wait(lock, [&] { return stop_ || slot_batch_[slot] == item / batch; });
-      if (stop_) return;
-      slot_free_[slot] = false;
+  const size_t labels_offset = AlignUp(static_cast<size_t>(options_.batch_size) * image_bytes);
+  uint8_t* images = slots_[static_cast<size_t>(item.slot)];
+  auto* labels = reinterpret_cast<int64_t*>(images + labels_offset);
+  const int64_t total = static_cast<int64_t>(files_.size());
+  for (int64_t attempt = 0; attempt < total; ++attempt) {
+    const int64_t index = FileAt(item.index + attempt);
+    if (bad_[index].load()) continue;
+    const uint64_t seed = Mix(Mix(options_.seed + 0x51ULL * static_cast<uint64_t>(options_.rank)) ^
+                              static_cast<uint64_t>(item.index + attempt));
+    if (LoadSample(index, seed, images + static_cast<size_t>(item.position) * image_bytes)) {
+      labels[item.position] = files_[index].label;
+      return Status();
     }
-    const int64_t j = item % batch;
-    uint8_t* images = slots_[slot];
-    auto* labels = reinterpret_cast<int64_t*>(images + labels_offset);
-    bool ok = false;
-    const int64_t total = static_cast<int64_t>(files_.size());
-    for (int64_t attempt = 0; attempt < total && !ok; ++attempt) {
-      const int64_t index = FileAt(item + attempt);
-      if (bad_[index].load()) continue;
-      const uint64_t seed = Mix(Mix(options_.seed + 0x51ULL * static_cast<uint64_t>(options_.rank)) ^
-                                static_cast<uint64_t>(item + attempt));
-      ok = LoadSample(index, seed, images + static_cast<size_t>(j) * image_bytes);
-      if (ok) labels[j] = files_[index].label;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!ok) {
-      error_ = "--data imagefolder: none of the " + std::to_string(total) + " images under '" +
-               options_.root + "' could be decoded";
-    } else {
-      ++slot_done_[slot];
-    }
-    cv_.notify_all();
   }
+  return InternalError("--data imagefolder: none of the " + std::to_string(total) +
+                       " images under '" + options_.root + "' could be decoded");
 }
 
 StatusOr<LoadedBatch> ImageFolderLoader::Next() {
-  const int64_t slots = static_cast<int64_t>(slots_.size());
-  std::unique_lock<std::mutex> lock(mu_);
-  const size_t slot = static_cast<size_t>(next_batch_ % slots);
-  cv_.wait(lock, [&] {
-    return !error_.empty() ||
-           (slot_batch_[slot] == next_batch_ && slot_done_[slot] == options_.batch_size);
-  });
-  if (!error_.empty()) return InternalError(error_);
+  auto next = engine_->Next();
+  if (!next.ok()) return next.status();
+  const size_t slot = static_cast<size_t>(next->slot);
   LoadedBatch batch;
-  batch.number = next_batch_++;
-  batch.slot = static_cast<int>(slot);
+  batch.number = next->number;
+  batch.slot = next->slot;
   batch.images = slots_[slot];
   batch.labels = reinterpret_cast<int64_t*>(
       slots_[slot] + AlignUp(static_cast<size_t>(options_.batch_size * options_.image_size *
@@ -488,15 +458,6 @@ StatusOr<LoadedBatch> ImageFolderLoader::Next() {
   return batch;
 }
 
-void ImageFolderLoader::Release(const LoadedBatch& batch) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const size_t slot = static_cast<size_t>(batch.slot);
-    slot_batch_[slot] = batch.number + static_cast<int64_t>(slots_.size());
-    slot_done_[slot] = 0;
-    slot_free_[slot] = true;
-  }
-  cv_.notify_all();
-}
+void ImageFolderLoader::Release(const LoadedBatch& batch) { engine_->Release(batch.number); }
 
 }  // namespace bench_train

@@ -21,22 +21,23 @@
 // the path, for a missing folder, a folder without class sub-folders, or no
 // image files; Next() fails if every file turned out to be unreadable.
 //
+// The threads, the slot ring and the ordering are the prefetch engine's (prefetch.h).
+//
 // Thread-safety: Next() and Release() from one consumer thread; counters from
 // any thread. The destructor stops and joins the workers.
 #ifndef BENCHFLEET_WORKER_TRAIN_IMAGE_FOLDER_H_
 #define BENCHFLEET_WORKER_TRAIN_IMAGE_FOLDER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "worker/train/prefetch.h"
 #include "worker/train/status.h"
 
 namespace bench_train {
@@ -101,8 +102,8 @@ class ImageFolderLoader {
     int64_t label = 0;
   };
   ImageFolderLoader() = default;
-  void Start();
-  void Worker();
+  // Decodes one sample of a batch into its slot (the prefetch engine's fill).
+  Status FillSample(const PrefetchItem& item);
   // Decodes file `index` into `out` (size x size x 3); false if unreadable.
   bool LoadSample(int64_t index, uint64_t rng_seed, uint8_t* out);
   int64_t FileAt(int64_t position);  // position in this rank's endless stream
@@ -119,16 +120,7 @@ class ImageFolderLoader {
   std::mutex perm_mu_;
   std::map<int64_t, std::vector<int64_t>> permutations_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::string error_;
-  int64_t next_item_ = 0;                // next (batch, sample) work item
-  std::vector<int64_t> slot_batch_;      // batch that owns each slot now
-  std::vector<int64_t> slot_done_;       // samples finished in that batch
-  std::vector<bool> slot_free_;          // released by the consumer (or never used)
-  int64_t next_batch_ = 0;               // next batch for Next()
-  std::vector<std::thread> workers_;
+  std::unique_ptr<PrefetchEngine> engine_;  // last: its threads stop before the rest goes
 };
 
 }  // namespace bench_train
