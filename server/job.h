@@ -10,6 +10,7 @@
 
 #include "absl/time/time.h"
 #include "common/configuration_key.h"
+#include "common/gpu_info.h"
 
 namespace bench {
 
@@ -173,12 +174,8 @@ std::string GpuModelOf(const Job& job);
 // the job's device kind and GpuModelOf.
 ConfigurationKey ConfigurationOf(const Job& job);
 
-struct Gpu {
-  int index = 0;
-  std::string name;
-  std::string uuid;
-  int64_t memory_bytes = 0;
-};
+// A node's GPU: the agent's own type (common/gpu_info.h), under the name benchd's code uses.
+using Gpu = GpuInfo;
 
 struct AgentInventory {
   std::string name;

@@ -12,17 +12,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/gpu_info.h"
 
 namespace bench::agent {
 
 inline constexpr char kDefaultNvmlLibrary[] = "libnvidia-ml.so.1";
 
-struct GpuInfo {
-  int index = 0;
-  std::string name;
-  std::string uuid;
-  int64_t memory_bytes = 0;
-};
+// ListGpus's type: one GPU as common/gpu_info.h has it, the type benchd keeps it in too.
+using ::bench::GpuInfo;
 
 // One reading of one GPU. A field is unset where NVML cannot give it (entry point
 // absent, NVML_ERROR_NOT_SUPPORTED, any other error).

@@ -1,5 +1,7 @@
 #include "worker/agent/nvml_inventory.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
 
 namespace bench::agent {
@@ -65,6 +67,23 @@ TEST(NvmlInventoryTest, OffersGpusFromNvml) {
   EXPECT_EQ(inventory.gpus_size(), 2);
   EXPECT_EQ(inventory.cpu_slots(), 0);
   EXPECT_EQ(inventory.gpus(1).name(), "Fake GPU 1");
+}
+
+// Each GPU's four fields (common/gpu_info.h, the type NVML's list and benchd share) reach
+// the inventory's v1 Gpu messages.
+TEST(NvmlInventoryTest, InventoryCarriesEveryGpuField) {
+  InventoryOptions options;
+  options.controller = "controller:7000";
+  options.nvml_library = FAKE_NVML_LIBRARY;
+  auto inventory = BuildInventory(options);
+  ASSERT_EQ(inventory.gpus_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    const benchfleet::v1::Gpu& gpu = inventory.gpus(i);
+    EXPECT_EQ(gpu.index(), i);
+    EXPECT_EQ(gpu.name(), "Fake GPU " + std::to_string(i));
+    EXPECT_EQ(gpu.uuid(), "GPU-fake-" + std::to_string(i));
+    EXPECT_EQ(gpu.memory_bytes(), (16LL << 30) * (i + 1));
+  }
 }
 
 TEST(NvmlInventoryTest, CpuSlotsFlagWinsOverGpus) {
