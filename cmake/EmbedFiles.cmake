@@ -5,7 +5,7 @@
 #
 # writes <generated.cc> (and regenerates it whenever a file changes) defining
 #   const EmbeddedFile kEmbeddedWebFiles[];  const size_t kEmbeddedWebFileCount;
-# in namespace bench, EmbeddedFile being declared by <header> (server/web_page.h) as
+# in namespace bench, EmbeddedFile being declared by <header> (server/http/web_page.h) as
 # { const char* path; const unsigned char* data; size_t size; }. Add <generated.cc> to a
 # target's sources.
 #

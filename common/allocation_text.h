@@ -1,5 +1,5 @@
 // How a job's external allocation (its Slurm job under benchd --slurm-partition) is
-// phrased, once for benchd's reasons and logs (server/job_manager_allocation.cc) and
+// phrased, once for benchd's reasons and logs (server/core/job_manager_allocation.cc) and
 // benchctl's `status` (ctl/views.cc): "Slurm job 4711 RUNNING on node[1-2]", "Slurm job
 // 4712 PENDING (Resources)", "Slurm job 4711 ended: TIMEOUT (TimeLimit)". It takes plain
 // fields, so that the v1 API's Allocation and benchd's domain Allocation both call it.

@@ -1,8 +1,8 @@
 // One GPU of a node as its agent found it through NVML: the one type for it on both sides of
 // the v1 API's `Gpu` message. bench-agent lists them (worker/agent/nvml.h, Nvml::ListGpus)
 // and sends them in its inventory (worker/agent/nvml_inventory.cc); benchd keeps them in its
-// domain AgentInventory (server/job.h, where it is also called `Gpu`) through
-// server/proto_convert.cc. Plain data, standard library only.
+// domain AgentInventory (server/core/job.h, where it is also called `Gpu`) through
+// server/rpc/proto_convert.cc. Plain data, standard library only.
 #pragma once
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 //
 // Standard library only (no Abseil, no protobuf), so that bench-train, which builds
 // against libtorch alone, includes it too. common/spec_names.h maps these names to and
-// from the v1 API's enums; common/configuration_key.cc and server/job.cc to and from the
+// from the v1 API's enums; common/configuration_key.cc and server/core/job.cc to and from the
 // controller's domain enums.
 #pragma once
 
@@ -87,7 +87,7 @@ inline constexpr char kDataImageFolder[] = "imagefolder";  // JPEGs, a folder pe
 inline constexpr char kDataCoco[] = "coco";  // annotations/instances_*.json + images
 inline constexpr const char* kDataNames[] = {kDataSynthetic, kDataImageFolder, kDataCoco};
 
-// Job states, in the order of the controller's JobState enum (server/job.h) and of the
+// Job states, in the order of the controller's JobState enum (server/core/job.h) and of the
 // v1 API's (JOB_STATE_QUEUED = 1 ...); `terminal`: the job will not change any more.
 struct JobStateNaming {
   const char* name;

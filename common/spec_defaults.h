@@ -1,5 +1,5 @@
 // What a job spec means where it leaves a field out: decided once here, for benchctl
-// (ctl/args.cc, ctl/command_table.cc), benchd (server/spec_validation.cc) and bench-train's
+// (ctl/args.cc, ctl/command_table.cc), benchd (server/core/spec_validation.cc) and bench-train's
 // own flags (worker/train/options.h).
 //
 // Who fills what (a spec means the same thing whichever entry point filled it):

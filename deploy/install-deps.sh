@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev libgtest-dev libgmock-dev prometheus-cpp-dev
   libcli11-dev  # benchctl's command line (ctl/args.cc)
-  libcivetweb-dev  # benchd's web port (server/http_server.cc); prometheus-cpp-dev pulls it too
+  libcivetweb-dev  # benchd's web port (httpd/http_server.cc); prometheus-cpp-dev pulls it too
   libtorch-dev libgloo-dev libjpeg62-turbo-dev
   nlohmann-json3-dev  # bench-train's COCO annotations reader (worker/train/coco_annotations.cc)
   # Debian's libtorch calls the system BLAS for some layers (1x1 convolutions at small
@@ -16,7 +16,7 @@ packages=(
   # OpenBLAS takes over the libblas.so.3 alternative.
   libopenblas0-pthread
   sqlite3
-  # TLS: benchd's web port and token hashes link OpenSSL (server/tls_front.cc, auth.cc);
+  # TLS: benchd's web port and token hashes link OpenSSL (httpd/tls_front.cc, auth.cc);
   # deploy/pki's scripts, which operators and the security tests run, call openssl.
   libssl-dev openssl
   # Tests: a real Prometheus (and promtool) scrapes benchd; python3 checks the dashboard.

@@ -17,24 +17,24 @@
 #include "common/log.h"
 #include "common/loopback.h"
 #include "common/status_macros.h"
-#include "server/agent_bootstrap.h"
-#include "server/agent_service.h"
-#include "server/agent_signer.h"
-#include "server/controller_service.h"
-#include "server/grpc_auth.h"
-#include "server/http_auth.h"
-#include "server/http_server.h"
-#include "server/job_manager.h"
-#include "server/join_tokens.h"
-#include "server/live_metrics.h"
-#include "server/live_streams.h"
-#include "server/metrics_exporter.h"
-#include "server/read_service.h"
-#include "server/store.h"
-#include "server/tls_front.h"
-#include "server/token_file.h"
-#include "server/web_api.h"
-#include "server/web_page.h"
+#include "httpd/http_server.h"
+#include "httpd/tls_front.h"
+#include "server/auth/agent_bootstrap.h"
+#include "server/auth/agent_signer.h"
+#include "server/auth/join_tokens.h"
+#include "server/auth/token_file.h"
+#include "server/core/job_manager.h"
+#include "server/core/read_service.h"
+#include "server/http/http_auth.h"
+#include "server/http/live_streams.h"
+#include "server/http/web_api.h"
+#include "server/http/web_page.h"
+#include "server/metrics/live_metrics.h"
+#include "server/metrics/metrics_exporter.h"
+#include "server/rpc/agent_service.h"
+#include "server/rpc/controller_service.h"
+#include "server/rpc/grpc_auth.h"
+#include "server/store/store.h"
 
 namespace bench {
 namespace {
@@ -207,7 +207,7 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
         absl::StrCat("--listen ", options.listen, ": cannot listen (address in use?)"));
   }
   // The health service answers SERVING for "" by itself; grpc-health-probe and
-  // Kubernetes' gRPC probes may also ask for our services by name (server/security_test.cc
+  // Kubernetes' gRPC probes may also ask for our services by name (server/rpc/security_test.cc
   // checks these against the .proto's names). Shutdown() turns every name NOT_SERVING.
   if (grpc::HealthCheckServiceInterface* health = benchd->server_->GetHealthCheckService()) {
     for (const char* service : {"benchfleet.v1.Controller", "benchfleet.v1.AgentService"}) {

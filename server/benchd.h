@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "server/slurm_allocator.h"
+#include "server/slurm/slurm_allocator.h"
 
 namespace grpc {
 class Server;
@@ -59,7 +59,7 @@ struct BenchdOptions {
   absl::Duration agent_cert_min_ttl = absl::Minutes(1);  // no flag: tests set less
   bool insecure = false;                            // allow a non-loopback address without TLS
   bool grpc_reflection = false;                     // serve gRPC server reflection
-  // Slurm allocates (server/slurm_allocator.h) when slurm.partition is set. Unset
+  // Slurm allocates (server/slurm/slurm_allocator.h) when slurm.partition is set. Unset
   // slurm.controller: --listen's address (this host's name for a wildcard address);
   // unset slurm.script_dir: "slurm" beside the database.
   SlurmOptions slurm;

@@ -139,7 +139,7 @@ while IFS=: read -r file n path open; do
   [ -z "$file" ] && continue
   case "$file" in
     server/*)
-      base=${file#server/}
+      base=${file##*/}
       seam=false
       case "$base" in proto_convert* | agent_service* | controller_service* | raw_rpc* | security_test.cc | web_api* | live_streams* | main.cc) seam=true ;; esac
       rpc_layer=$seam

@@ -4,7 +4,7 @@
 # result is recorded in docs/sanitizers.md). Builds build-asan with -DBENCH_SANITIZE=ON
 # and runs ctest there. By default, as CI runs it, without bench-train
 # (-DBENCH_BUILD_TRAINER=OFF: no libtorch) and only the tests of the non-libtorch
-# components: the labels in SANITIZE_LABELS (server, agent, ctl, report, common and the
+# components: the labels in SANITIZE_LABELS (server, httpd, agent, ctl, report, common and the
 # fuzz corpora's replays).
 #   tests/sanitize.sh              # configure, build, run the SANITIZE_LABELS tests
 #   tests/sanitize.sh -R '^agent'  # extra arguments go to ctest (instead of the labels)
@@ -62,7 +62,7 @@ rc=0
 select=()
 [[ -n "$EXCLUDE" ]] && select=(-E "$EXCLUDE")
 # No extra arguments: the labels CI runs (ctest -L takes a regular expression).
-labels=${SANITIZE_LABELS:-server|agent|ctl|report|common|fuzz}
+labels=${SANITIZE_LABELS:-server|httpd|agent|ctl|report|common|fuzz}
 (($#)) || [[ $labels == all ]] || select+=(-L "^($labels)\$")
 # --no-tests=error: a selection that matches nothing fails instead of passing.
 "${nice[@]}" ctest --test-dir "$build" --output-on-failure --no-tests=error --timeout 1800 \

@@ -8,7 +8,7 @@ import { figure, formatAge, formatTime, num } from './format.js';
 
 // {"agents": [AgentStatus...], "gpus": [{job_id, rank, node, gpu_index, gpu_uuid,
 // time_unix_ns, power_w, sm_clock_mhz, temperature_c, gpu_utilization_pct}...]}
-// (server/live_streams.h): the latest reading of each running rank.
+// (server/http/live_streams.h): the latest reading of each running rank.
 function readingsOf(event) {
   return event.gpus || [];
 }

@@ -26,4 +26,4 @@ list(APPEND _entries
   "/vendor/uPlot.min.css=${_uplot}/uPlot.min.css")
 
 set(BENCH_WEB_ASSETS_CC ${CMAKE_CURRENT_BINARY_DIR}/web_assets.cc)
-bench_embed_files(OUTPUT ${BENCH_WEB_ASSETS_CC} INCLUDE server/web_page.h FILES ${_entries})
+bench_embed_files(OUTPUT ${BENCH_WEB_ASSETS_CC} INCLUDE server/http/web_page.h FILES ${_entries})

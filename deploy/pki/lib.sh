@@ -17,8 +17,8 @@ usage_error() {
 }
 
 # A principal's or a file's name: 1-63 bytes of [A-Za-z0-9._-], starting with a letter or
-# digit. The rule agents' node names follow (server/inventory_validation.cc) and benchd's
-# URI SAN and token names too (server/auth.cc).
+# digit. The rule agents' node names follow (server/core/inventory_validation.cc) and benchd's
+# URI SAN and token names too (server/auth/auth.cc).
 valid_name() {
   [[ $1 =~ ^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$ ]]
 }

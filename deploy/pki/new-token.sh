@@ -2,7 +2,7 @@
 # A new bearer token: 32 random bytes from openssl, written once, as 64 hex digits, on
 # stdout, and never stored. Its hash goes into benchd's token file (--tokens) as the line
 #   sha256:<hex SHA-256 of the token> ROLE NAME
-# (server/auth.h; benchd re-reads the file within --cert-refresh, no restart).
+# (server/auth/auth.h; benchd re-reads the file within --cert-refresh, no restart).
 #
 # Usage: new-token.sh ROLE NAME [TOKENS_FILE]
 #   ROLE: view, submit, admin (benchctl, the web port, a Prometheus scrape) or agent

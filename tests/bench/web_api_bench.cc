@@ -7,7 +7,7 @@
 // written through the Store's write API in big asynchronous batches (models, devices,
 // precisions, batch sizes, GPU names, labels and states mixed), one of them of 100,000
 // iterations, the rest sharing the remaining samples (rank 0, one row per iteration).
-// Then a JobManager recovers over it (timed) and the handlers of server/web_api.h are
+// Then a JobManager recovers over it (timed) and the handlers of server/http/web_api.h are
 // called as plain functions (what the HTTP server calls, without the socket), each
 // several times: the results grid, the first page of the jobs list, a filtered jobs page
 // (state, model, label), and the 100,000-iteration job's samples downsampled to 1000
@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/job_manager.h"
-#include "server/read_service.h"
-#include "server/store.h"
-#include "server/web_api.h"
+#include "server/core/job_manager.h"
+#include "server/core/read_service.h"
+#include "server/http/web_api.h"
+#include "server/store/store.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Submit latency beside one agent offering many CPU slots (run by hand; docs/PERFORMANCE.md).
-// Capacity is counted, not enumerated (server/scheduler.h FreeDevices), so a submit must
+// Capacity is counted, not enumerated (server/core/scheduler.h FreeDevices), so a submit must
 // not cost time in proportion to the slots an agent offers.
 //
 //   build/bin/wide_agent_submit [SLOTS] [SUBMITS]    defaults: 20000000 slots, 20 submits
@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "server/job_manager.h"
-#include "server/store.h"
+#include "server/core/job_manager.h"
+#include "server/store/store.h"
 
 namespace {
 

@@ -353,7 +353,7 @@ TEST_F(DataEndToEndTest, AMalformedDataSpecIsInvalidArgumentNamingFieldAndFlag) 
   };
   for (const Case& c : cases) {
     CommandResult result = cluster_->Benchctl(Submit(c.args));
-    // benchd's INVALID_ARGUMENT (server/spec_validation_test.cc checks the code), which
+    // benchd's INVALID_ARGUMENT (server/core/spec_validation_test.cc checks the code), which
     // benchctl prints as is and exits 1 for.
     EXPECT_EQ(result.exit_code, 1) << result.output;
     EXPECT_THAT(result.output, HasSubstr("benchctl: " + c.expected));

@@ -1,7 +1,7 @@
 // Fuzz target: the web port's authentication gate, reached before anyone is
-// authenticated: HttpAuthenticator (server/http_auth.h) over a request's Authorization
+// authenticated: HttpAuthenticator (server/http/http_auth.h) over a request's Authorization
 // and Cookie headers, and CookieValue, which reads the page's `bench_token` cookie.
-// The gate runs with security on against a real --tokens file (server/token_file.h,
+// The gate runs with security on against a real --tokens file (server/auth/token_file.h,
 // written once per process) holding a view token and an agent token, and no TLS front.
 //
 // Input: byte 0 holds flags (bit 0: a Cookie header, bit 1: an Authorization header,
@@ -30,10 +30,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "server/auth.h"
-#include "server/http_auth.h"
-#include "server/http_server.h"
-#include "server/token_file.h"
+#include "httpd/http_server.h"
+#include "server/auth/auth.h"
+#include "server/auth/token_file.h"
+#include "server/http/http_auth.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// Fuzz target: benchd's web port (server/http_server.h, HttpServer on civetweb). One
+// Fuzz target: benchd's web port (httpd/http_server.h, HttpServer on civetweb). One
 // server is started once, on 127.0.0.1:0, with routes like benchd's: an exact path, a
 // '*' pattern, prefixes, two event streams (each sends one event and returns, one answers
 // NOT_FOUND first for job "missing") and a gate on /api/ that refuses every third request.
@@ -28,7 +28,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "server/http_server.h"
+#include "httpd/http_server.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

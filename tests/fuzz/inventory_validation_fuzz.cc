@@ -1,7 +1,7 @@
 // Fuzz target: agent-inventory validation, as benchd's Register runs it. The bytes are a
 // serialized benchfleet.v1.AgentInventory (those that do not parse are rejected),
-// converted with FromProto (server/proto_convert.h) and checked by ValidateInventory
-// (server/inventory_validation.h). Besides no crash, leak or sanitizer report, it checks
+// converted with FromProto (server/rpc/proto_convert.h) and checked by ValidateInventory
+// (server/core/inventory_validation.h). Besides no crash, leak or sanitizer report, it checks
 // the contract: the answer is OK or INVALID_ARGUMENT with a small message, and an
 // accepted inventory keeps every bound the header lists (node name, GPU count and
 // uniqueness, CPU slots, labels, versions).
@@ -10,9 +10,9 @@
 #include <string>
 
 #include "benchfleet/v1/types.pb.h"
-#include "server/inventory_validation.h"
-#include "server/job.h"
-#include "server/proto_convert.h"
+#include "server/core/inventory_validation.h"
+#include "server/core/job.h"
+#include "server/rpc/proto_convert.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,5 +1,5 @@
 // Fuzz target: the Slurm output parser of benchd --slurm-partition, ParseScontrolJobs
-// (server/slurm_allocator.h): `scontrol --oneliner show job` as Slurm prints it, which
+// (server/slurm/slurm_allocator.h): `scontrol --oneliner show job` as Slurm prints it, which
 // carries job names, reasons and node lists other users chose. Besides no crash, leak or
 // sanitizer report, it checks: every job it returns has an id and a state, found in the
 // text as JobId=<id> and JobState=<state>; no field holds a space or a line break; the
@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/slurm_allocator.h"
+#include "server/slurm/slurm_allocator.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

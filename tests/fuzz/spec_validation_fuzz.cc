@@ -1,16 +1,16 @@
 // Fuzz target: job-spec validation, as benchd's SubmitJob runs it. The bytes are a
 // serialized benchfleet.v1.JobSpec (those that do not parse are rejected), converted
-// with FromProto (server/proto_convert.h) and checked by NormalizeAndValidateSpec
-// (server/spec_validation.h). Besides no crash, leak or sanitizer report, it checks the
+// with FromProto (server/rpc/proto_convert.h) and checked by NormalizeAndValidateSpec
+// (server/core/spec_validation.h). Besides no crash, leak or sanitizer report, it checks the
 // contract: the answer is OK or INVALID_ARGUMENT with a small message (a refused value
 // is only quoted as a prefix), and an accepted spec is normalized for good: validating
 // it again, or after a ToProto/FromProto round trip, accepts it unchanged.
 #include <cstdint>
 
 #include "benchfleet/v1/types.pb.h"
-#include "server/job.h"
-#include "server/proto_convert.h"
-#include "server/spec_validation.h"
+#include "server/core/job.h"
+#include "server/core/spec_validation.h"
+#include "server/rpc/proto_convert.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,5 +1,5 @@
-// Fuzz target: the bearer-token file parser, TokenTable::Parse (server/auth.h), which
-// benchd's --tokens file goes through (server/token_file.h re-reads it whenever it
+// Fuzz target: the bearer-token file parser, TokenTable::Parse (server/auth/auth.h), which
+// benchd's --tokens file goes through (server/auth/token_file.h re-reads it whenever it
 // changes). Besides no crash, leak or sanitizer report, it checks the contract: a refusal
 // is INVALID_ARGUMENT naming the file, with a bounded message; an accepted table holds
 // at most one entry per line; a token found maps to a hash that is in the text, and the
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/auth.h"
+#include "server/auth/auth.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

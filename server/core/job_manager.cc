@@ -1,0 +1,537 @@
+// The JobManager's job lifecycle API (submit, get, list, queue, cancel, baselines, watch,
+// limits, shutdown) and the state changes every concern shares (views, transitions,
+// persistence, notifications, telemetry joins). Placement is in job_manager_placement.cc,
+// the agents' side in job_manager_agents.cc, recovery in job_recovery.cc.
+#include "server/core/job_manager.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/log.h"
+#include "common/quote.h"
+#include "server/core/job_manager_text.h"
+#include "server/core/scheduler.h"
+#include "server/core/spec_validation.h"
+#include "server/results/environment.h"
+
+namespace bench {
+namespace {
+
+using manager_text::Count;
+using manager_text::kTelemetryNotJoined;
+
+// A store completion that must run outside the manager's lock. The manager queues its
+// store writes under that lock, and a store that is shutting down calls `done` at once
+// on the caller's thread: such an early completion is kept for the caller to finish
+// once it has unlocked (Arm, then Finish); a later one runs on the store's thread.
+class StoreCompletion {
+ public:
+  explicit StoreCompletion(std::function<void(absl::Status)> finish) : finish_(std::move(finish)) {}
+  // The store's callback.
+  void Complete(absl::Status status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!armed_) {
+        early_ = std::move(status);
+        return;
+      }
+    }
+    finish_(std::move(status));
+  }
+  // The queueing call returned: later completions finish at once. Returns the status of
+  // one that came before, which the caller must Finish after unlocking.
+  std::optional<absl::Status> Arm() {
+    absl::MutexLock lock(&mu_);
+    armed_ = true;
+    return std::move(early_);
+  }
+  void Finish(absl::Status status) { finish_(std::move(status)); }
+
+ private:
+  const std::function<void(absl::Status)> finish_;
+  absl::Mutex mu_;
+  bool armed_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<absl::Status> early_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+JobManager::JobManager(Store* store, JobManagerOptions options, JobEvents* events)
+    : store_(store),
+      options_(options),
+      clock_(options.clock),
+      events_(events),
+      fleet_(options.clock) {}
+
+JobManager::~JobManager() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(this, &JobManager::NothingInFlight));
+}
+
+Job* JobManager::FindJob(const std::string& job_id) {
+  return jobs_.Find(job_id);
+}
+
+JobView JobManager::ViewOf(const Job& job) {
+  JobView view;
+  view.job = job;
+  if (job.state == JobState::kQueued) {
+    auto position = queue_positions_.find(job.id);
+    if (position != queue_positions_.end()) view.queue_position = position->second;
+  }
+  auto it = runtime_.find(job.id);
+  if (it != runtime_.end() && job.attempt > 0) {
+    const JobRuntime& runtime = it->second;
+    int lowest = job.spec.iterations;
+    for (int rank = 0; rank < job.spec.devices; ++rank) {
+      auto r = runtime.iterations_by_rank.find(rank);
+      lowest = std::min(lowest, r == runtime.iterations_by_rank.end() ? 0 : r->second);
+    }
+    view.iterations_done = lowest;
+    view.samples_stored = runtime.samples_stored;
+    view.nonfinite_losses = runtime.nonfinite_losses;
+  }
+  if (job.state == JobState::kSucceeded) {
+    view.images_per_second = JobThroughput(job.summaries, job.spec.devices);
+    if (view.images_per_second) {
+      view.baseline =
+          CompareWithBaselines(*view.images_per_second, ConfigurationOf(job), baselines_);
+    }
+  }
+  return view;
+}
+
+void JobManager::Persist(const Job& job) {
+  std::string id = job.id;
+  store_->UpdateJobAsync(job, [id](absl::Status status) {
+    if (!status.ok()) Log("could not persist job ", id, ": ", status.ToString());
+  });
+}
+
+void JobManager::Transition(Job& job, JobState state, std::string reason) {
+  job.state = state;
+  job.reason = reason;
+  job.history.push_back({state, std::move(reason), clock_->Now()});
+  Log(job.id, " ", JobStateText(state), job.reason.empty() ? "" : ": ", job.reason);
+  Persist(job);
+  Notify(job);
+  if (events_ != nullptr) events_->OnStateChanged(job);
+  if (IsTerminal(state) && job.attempt > 0) {
+    LogLossHealth(job);
+    JoinTelemetry(job);
+  }
+}
+
+std::string JobManager::AgentOfRank(const Job& job, int rank) const {
+  for (const Placement& placement : job.placements) {
+    for (int r : placement.ranks) {
+      if (r == rank) return placement.agent;
+    }
+  }
+  return "";
+}
+
+void JobManager::JoinTelemetry(const Job& job) {
+  Store::TelemetryRequest request;
+  request.job_id = job.id;
+  request.attempt = job.attempt;
+  request.summaries = job.summaries;
+  for (const Placement& placement : job.placements) {
+    for (int rank : placement.ranks) request.agent_by_rank[rank] = placement.agent;
+  }
+  request.expect_gpus = job.device_kind == DeviceKind::kCuda;
+  std::string id = job.id;
+  int attempt = job.attempt;
+  bool queued = store_->JoinTelemetryAsync(
+      std::move(request), [this, id, attempt](absl::StatusOr<JoinedTelemetry> joined) {
+        OnTelemetryJoined(id, attempt, std::move(joined));
+      });
+  if (queued) ++joins_in_flight_;
+}
+
+void JobManager::OnTelemetryJoined(const std::string& job_id, int attempt,
+                                   absl::StatusOr<JoinedTelemetry> joined) {
+  absl::MutexLock lock(&mu_);
+  --joins_in_flight_;
+  Job* job = FindJob(job_id);
+  if (job == nullptr || job->attempt != attempt) return;
+  std::vector<std::string> notes;
+  if (job->device_kind == DeviceKind::kCpu) {
+    notes.push_back("no GPU telemetry: the ranks ran on CPU slots");
+  }
+  auto runtime = runtime_.find(job_id);
+  if (runtime != runtime_.end()) {
+    notes.insert(notes.end(), runtime->second.telemetry_notes.begin(),
+                 runtime->second.telemetry_notes.end());
+  }
+  if (!joined.ok()) {
+    notes.push_back(absl::StrCat(kTelemetryNotJoined, joined.status().message()));
+  } else {
+    job->gpu_telemetry = std::move(joined->gpus);
+    if (!joined->note.empty()) notes.push_back(std::move(joined->note));
+  }
+  job->telemetry_note = absl::StrJoin(notes, "; ");
+  if (events_ != nullptr) events_->OnTelemetryJoined(*job);
+  Persist(*job);
+  Notify(*job);
+}
+
+FleetCounts JobManager::Fleet() {
+  absl::MutexLock lock(&mu_);
+  FleetCounts fleet;
+  for (const Job& job : jobs_) {
+    switch (job.state) {
+      case JobState::kQueued: ++fleet.queued; break;
+      case JobState::kRunning: ++fleet.running; break;
+      case JobState::kSucceeded: ++fleet.succeeded; break;
+      case JobState::kFailed: ++fleet.failed; break;
+      case JobState::kCancelled: ++fleet.cancelled; break;
+    }
+  }
+  fleet_.AddTo(fleet);
+  return fleet;
+}
+
+void JobManager::Notify(const Job& job) {
+  bool final = IsTerminal(job.state);
+  JobView view;
+  bool have_view = false;
+  for (auto it = watchers_.begin(); it != watchers_.end();) {
+    if (it->second.job_id != job.id) {
+      ++it;
+      continue;
+    }
+    if (!have_view) {
+      view = ViewOf(job);
+      have_view = true;
+    }
+    it->second.callback(view, final);
+    it = final ? watchers_.erase(it) : std::next(it);
+  }
+}
+
+std::optional<absl::StatusOr<SubmitResult>> JobManager::AnswerWithoutStoring(
+    const JobSpec& spec, const std::string& submitted_by) {
+  if (shut_down_) return absl::UnavailableError("benchd is shutting down");
+  if (!spec.request_id.empty()) {
+    if (const std::string* used_by = jobs_.JobOfRequest(spec.request_id)) {
+      Job* existing = FindJob(*used_by);
+      // Another submitter's request id answers nothing about that job but that it is taken.
+      if (existing != nullptr && existing->submitted_by != submitted_by) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("request_id (--request-id): ", QuotePrefix(spec.request_id),
+                         " was already used by another submitter"));
+      }
+      if (existing != nullptr && existing->spec == spec) return SubmitResult{existing->id, true};
+      return absl::FailedPreconditionError(
+          absl::StrCat("request_id (--request-id): ", QuotePrefix(spec.request_id),
+                       " was already used for ", *used_by, " with a different spec"));
+    }
+  }
+  // With external allocation the job's nodes do not exist yet: the allocator asks for them.
+  if (options_.external_allocation) return std::nullopt;
+  std::vector<AgentCapacity> fleet = fleet_.Capacities();
+  PlacementRequest request = PlacementRequestOf(spec);
+  if (ChooseDeviceKind(request, fleet) == DeviceKind::kNone) {
+    int gpus = FleetDevices(DeviceKind::kCuda, fleet);
+    int slots = FleetDevices(DeviceKind::kCpu, fleet);
+    bool constrained = !spec.allowed_nodes.empty() || !spec.node_labels.empty() || spec.nodes > 0;
+    if (constrained) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the registered fleet can never run this job: ", NeverFitsReason(request, fleet)));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("devices (--gpus): the job asks for ", Count(spec.devices, "device"),
+                     " but the registered fleet has ", Count(gpus, "GPU"), " and ",
+                     Count(slots, "CPU slot"), " in total (", Count(fleet.size(), "agent"), ")"));
+  }
+  return std::nullopt;
+}
+
+void JobManager::Submit(JobSpec spec, std::string submitted_by, SubmitDone done) {
+  absl::Status valid = NormalizeAndValidateSpec(spec);
+  if (!valid.ok()) return done(valid);
+  std::optional<absl::StatusOr<SubmitResult>> answer;
+  std::shared_ptr<StoreCompletion> completion;
+  std::optional<absl::Status> early;
+  {
+    absl::MutexLock lock(&mu_);
+    answer = AnswerWithoutStoring(spec, submitted_by);
+    if (!answer) {
+      Job job;
+      job.seq = jobs_.NextSeq();
+      job.id = absl::StrFormat("job-%06d", job.seq);
+      job.spec = std::move(spec);
+      job.submitted_by = std::move(submitted_by);
+      job.created = clock_->Now();
+      job.state = JobState::kQueued;
+      job.reason = options_.external_allocation ? AllocationWaitReason(job) : "waiting for devices";
+      job.history.push_back({JobState::kQueued, "submitted", job.created});
+      jobs_.Add(job);
+      runtime_[job.id];
+      ++completions_in_flight_;
+      completion = std::make_shared<StoreCompletion>(
+          [this, job_id = job.id, done = std::move(done)](absl::Status status) {
+            OnJobInserted(job_id, status, done);
+          });
+      store_->InsertJobAsync(
+          job, [completion](absl::Status status) { completion->Complete(std::move(status)); });
+      early = completion->Arm();
+    }
+  }
+  if (answer) return done(std::move(*answer));
+  if (early) completion->Finish(std::move(*early));
+}
+
+void JobManager::OnJobInserted(const std::string& job_id, const absl::Status& status,
+                               const SubmitDone& done) {
+  absl::StatusOr<SubmitResult> result;
+  {
+    absl::MutexLock lock(&mu_);
+    --completions_in_flight_;
+    if (!status.ok()) {
+      // Nothing was stored: forget the job entirely.
+      runtime_.erase(job_id);
+      jobs_.Remove(job_id);
+      result = absl::UnavailableError(absl::StrCat("could not store the job: ", status.message()));
+    } else {
+      Job* job = FindJob(job_id);
+      runtime_[job_id].persisted = true;
+      Log(job_id, " submitted",
+          job->submitted_by.empty() ? "" : absl::StrCat(" by ", QuotePrefix(job->submitted_by)),
+          ": ", job->spec.model, " ", job->spec.devices, " devices ",
+          PrecisionText(job->spec.precision), " bs ", job->spec.batch_size);
+      if (events_ != nullptr) events_->OnSubmitted(*job);
+      Schedule();
+      result = SubmitResult{job_id, false};
+    }
+  }
+  done(std::move(result));
+}
+
+absl::StatusOr<JobView> JobManager::Get(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  Job* job = FindJob(job_id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", QuotePrefix(job_id)));
+  return ViewOf(*job);
+}
+
+std::vector<JobView> JobManager::List() {
+  absl::MutexLock lock(&mu_);
+  std::vector<JobView> views;
+  for (const Job& job : jobs_) views.push_back(ViewOf(job));
+  return views;
+}
+
+JobManager::JobPage JobManager::ListNewestFirst(const std::function<bool(const Job&)>& keep,
+                                                int64_t before_seq, size_t limit) {
+  JobPage page;
+  absl::MutexLock lock(&mu_);
+  // The table is in submission order, so seqs ascend: start below before_seq.
+  auto end = before_seq > 0
+                 ? std::lower_bound(jobs_.begin(), jobs_.end(), before_seq,
+                                    [](const Job& job, int64_t seq) { return job.seq < seq; })
+                 : jobs_.end();
+  for (auto it = std::make_reverse_iterator(end); it != std::make_reverse_iterator(jobs_.begin());
+       ++it) {
+    if (!keep(*it)) continue;
+    if (page.views.size() == limit) {
+      page.more = true;
+      break;
+    }
+    page.views.push_back(ViewOf(*it));
+  }
+  return page;
+}
+
+std::vector<JobView> JobManager::Queue() {
+  absl::MutexLock lock(&mu_);
+  std::vector<JobView> views;
+  for (const Job& job : jobs_) {
+    if (job.state == JobState::kQueued) views.push_back(ViewOf(job));
+  }
+  std::stable_sort(views.begin(), views.end(), [](const JobView& a, const JobView& b) {
+    // Not yet considered (0) last.
+    return (a.queue_position == 0 ? INT32_MAX : a.queue_position) <
+           (b.queue_position == 0 ? INT32_MAX : b.queue_position);
+  });
+  return views;
+}
+
+JobManager::ReadSnapshot JobManager::Snapshot(const std::function<bool(const Job&)>& keep) {
+  ReadSnapshot snapshot;
+  absl::MutexLock lock(&mu_);
+  for (const Job& job : jobs_) {
+    if (keep(job)) snapshot.jobs.push_back(job);
+  }
+  snapshot.baselines = baselines_;
+  return snapshot;
+}
+
+Baselines JobManager::VisitJobs(const std::function<void(const Job&)>& visit) {
+  absl::MutexLock lock(&mu_);
+  for (const Job& job : jobs_) visit(job);
+  return baselines_;
+}
+
+absl::StatusOr<JobView> JobManager::Cancel(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  Job* job = FindJob(job_id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", QuotePrefix(job_id)));
+  if (IsTerminal(job->state)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(job_id, " has already ended (", JobStateText(job->state), ")"));
+  }
+  if (job->state == JobState::kQueued) {
+    Transition(*job, JobState::kCancelled, "cancelled by the user while queued");
+  } else {
+    EndRunningJob(*job, JobState::kCancelled, "cancelled by the user");
+  }
+  Schedule();  // the queue moved up
+  return ViewOf(*job);
+}
+
+absl::StatusOr<Baseline> JobManager::BaselineOf(const std::string& job_id,
+                                                double lower_tolerance_pct,
+                                                double upper_tolerance_pct) {
+  if (shut_down_) return absl::UnavailableError("benchd is shutting down");
+  Job* job = FindJob(job_id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", QuotePrefix(job_id)));
+  if (job->state != JobState::kSucceeded) {
+    return absl::FailedPreconditionError(absl::StrCat(job_id, " is ", JobStateText(job->state),
+                                                      "; only a SUCCEEDED job can be a baseline"));
+  }
+  std::optional<double> throughput = JobThroughput(job->summaries, job->spec.devices);
+  if (!throughput) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(job_id,
+                     " has no throughput (not every rank reported measured images over a "
+                     "measured window), so it cannot be a baseline"));
+  }
+  Baseline baseline;
+  baseline.configuration = ConfigurationOf(*job);
+  baseline.job_id = job_id;
+  baseline.images_per_second = *throughput;
+  baseline.lower_tolerance_pct = lower_tolerance_pct;
+  baseline.upper_tolerance_pct = upper_tolerance_pct;
+  baseline.set = clock_->Now();
+  return baseline;
+}
+
+void JobManager::SetBaseline(const std::string& job_id, double lower_tolerance_pct,
+                             double upper_tolerance_pct, BaselineDone done) {
+  absl::Status valid = NormalizeTolerances(lower_tolerance_pct, upper_tolerance_pct);
+  if (!valid.ok()) return done(valid);
+  absl::StatusOr<Baseline> baseline;
+  std::shared_ptr<StoreCompletion> completion;
+  std::optional<absl::Status> early;
+  {
+    absl::MutexLock lock(&mu_);
+    baseline = BaselineOf(job_id, lower_tolerance_pct, upper_tolerance_pct);
+    if (baseline.ok()) {
+      ++completions_in_flight_;
+      completion = std::make_shared<StoreCompletion>(
+          [this, stored = *baseline, done = std::move(done)](absl::Status status) {
+            OnBaselineStored(stored, status, done);
+          });
+      store_->PutBaselineAsync(*baseline, [completion](absl::Status status) {
+        completion->Complete(std::move(status));
+      });
+      early = completion->Arm();
+    }
+  }
+  if (!baseline.ok()) return done(baseline.status());
+  if (early) completion->Finish(std::move(*early));
+}
+
+void JobManager::OnBaselineStored(const Baseline& baseline, const absl::Status& status,
+                                  const BaselineDone& done) {
+  {
+    absl::MutexLock lock(&mu_);
+    --completions_in_flight_;
+    // Applied in the writer's commit order, so the latest stored baseline wins here too.
+    if (status.ok()) baselines_[baseline.configuration] = baseline;
+  }
+  if (!status.ok()) {
+    return done(
+        absl::UnavailableError(absl::StrCat("could not store the baseline: ", status.message())));
+  }
+  Log("baseline for ", baseline.configuration.model, " ", baseline.configuration.devices,
+      " devices ", PrecisionText(baseline.configuration.precision), " bs ",
+      baseline.configuration.batch_size, " is now ", baseline.job_id, " (",
+      baseline.images_per_second, " images/s)");
+  done(baseline);
+}
+
+absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id, WatchCallback on_update,
+                                          CloseCallback on_close) {
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return absl::UnavailableError("benchd is shutting down");
+  Job* job = FindJob(job_id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", QuotePrefix(job_id)));
+  bool final = IsTerminal(job->state);
+  on_update(ViewOf(*job), final);
+  int64_t handle = next_watch_handle_++;
+  if (!final) watchers_[handle] = Watcher{job_id, std::move(on_update), std::move(on_close)};
+  return handle;
+}
+
+void JobManager::Unwatch(int64_t handle) {
+  absl::MutexLock lock(&mu_);
+  watchers_.erase(handle);
+}
+
+absl::Duration JobManager::WallTimeLimit(const Job& job) const {
+  return job.spec.wall_time_limit_s > 0 ? absl::Seconds(job.spec.wall_time_limit_s)
+                                        : options_.default_wall_time;
+}
+
+absl::Duration JobManager::HangTimeout(const Job& job) const {
+  return job.spec.hang_timeout_s > 0 ? absl::Seconds(job.spec.hang_timeout_s)
+                                     : options_.default_hang_timeout;
+}
+
+void JobManager::CheckLimits(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  bool any_ended = false;
+  for (Job& job : jobs_) {
+    if (job.state != JobState::kRunning) continue;
+    const JobRuntime& runtime = runtime_[job.id];
+    absl::Duration wall = WallTimeLimit(job);
+    absl::Duration hang = HangTimeout(job);
+    if (!runtime.node_left.empty() && now - runtime.node_left_at > options_.allocation_grace) {
+      any_ended = true;
+      EndRunningJob(job, JobState::kFailed, runtime.node_left);
+    } else if (now - runtime.started > wall) {
+      any_ended = true;
+      EndRunningJob(job, JobState::kFailed,
+                    absl::StrCat("wall-time limit: attempt ", job.attempt, " ran longer than ",
+                                 absl::FormatDuration(wall), "; its ranks were stopped"));
+    } else if (now - runtime.last_progress > hang) {
+      any_ended = true;
+      EndRunningJob(job, JobState::kFailed,
+                    absl::StrCat("hung: no iteration stored for ",
+                                 absl::FormatDuration(absl::Trunc(now - runtime.last_progress,
+                                                                  absl::Seconds(1))),
+                                 " (hang timeout ", absl::FormatDuration(hang),
+                                 "); its ranks were stopped"));
+    }
+  }
+  if (any_ended) Schedule();
+}
+
+void JobManager::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  shut_down_ = true;
+  fleet_.CloseAll(absl::UnavailableError("benchd is shutting down"));
+  for (auto& [handle, watcher] : watchers_) {
+    if (watcher.on_close) watcher.on_close(absl::UnavailableError("benchd is shutting down"));
+  }
+  watchers_.clear();
+}
+
+}  // namespace bench

@@ -1,0 +1,73 @@
+#include "server/core/read_service.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace bench {
+
+std::vector<ResultCell> ReadService::Results(const ResultsFilter& filter) {
+  // Only each matching job's ResultRow is taken under the manager's lock, not a copy of it.
+  std::vector<ResultRow> rows;
+  const Baselines baselines = manager_->VisitJobs([&](const Job& job) {
+    if (job.state != JobState::kCancelled && Matches(job, filter)) {
+      rows.push_back(ResultRowOf(job));
+    }
+  });
+  return BuildResultCells(rows, baselines);
+}
+
+std::vector<Baseline> ReadService::ListBaselines() {
+  JobManager::ReadSnapshot snapshot = manager_->Snapshot([](const Job&) { return false; });
+  std::vector<Baseline> list;
+  for (const auto& [configuration, baseline] : snapshot.baselines) list.push_back(baseline);
+  return list;
+}
+
+absl::StatusOr<VariabilityReport> ReadService::Variability(double threshold_pct,
+                                                           const std::string& model) {
+  if (!(threshold_pct >= 0) || !std::isfinite(threshold_pct)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threshold_pct: ", threshold_pct, " must be >= 0 (0 means the default 5)"));
+  }
+  if (threshold_pct == 0) threshold_pct = 5;
+  ConfigurationFilter counted = VariabilityConfigurations();
+  if (!model.empty()) counted.model = model;
+  JobManager::ReadSnapshot snapshot = manager_->Snapshot([&counted](const Job& job) {
+    return job.state == JobState::kSucceeded && counted.Matches(ConfigurationOf(job));
+  });
+  VariabilityBuilder builder;
+  for (const Job& job : snapshot.jobs) {
+    absl::StatusOr<std::vector<IterationSample>> samples = store_->ReadSamples(job.id, job.attempt);
+    if (!samples.ok()) return samples.status();
+    absl::StatusOr<std::vector<GpuSample>> gpu_samples =
+        store_->ReadGpuSamples(job.id, job.attempt);
+    if (!gpu_samples.ok()) return gpu_samples.status();
+    builder.AddJob(job, *samples, *gpu_samples);
+  }
+  return VariabilityReport{threshold_pct, builder.Finish(threshold_pct)};
+}
+
+absl::StatusOr<SamplesView> ReadService::GetSamples(const std::string& job_id, int from_iteration,
+                                                    std::optional<int> rank) {
+  absl::StatusOr<JobView> view = manager_->Get(job_id);
+  if (!view.ok()) return view.status();
+  SamplesView result;
+  result.view = std::move(*view);
+  const Job& job = result.view.job;
+  if (job.attempt < 1) return result;  // never placed: nothing stored
+  absl::StatusOr<std::vector<IterationSample>> samples =
+      store_->ReadSamples(job.id, job.attempt, from_iteration);
+  if (!samples.ok()) return samples.status();
+  result.samples = std::move(*samples);
+  if (rank) {
+    result.samples.erase(std::remove_if(result.samples.begin(), result.samples.end(),
+                                        [&](const IterationSample& s) { return s.rank != *rank; }),
+                         result.samples.end());
+  }
+  return result;
+}
+
+}  // namespace bench

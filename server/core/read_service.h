@@ -1,0 +1,53 @@
+// The controller's read side: result grids, baselines, per-GPU variability and a job's
+// stored samples, answered in domain types (results.h, baseline.h, variability.h,
+// views.h) so that the gRPC adapter and the JSON API render the same answers.
+//
+// It copies what it needs from the manager (JobManager::Snapshot and Get, taken under
+// the manager's lock; for the results grid only each job's ResultRow, through
+// JobManager::VisitJobs) and then queries the store's reader holding no lock of the
+// manager, so a slow read never stalls scheduling or ingestion. Job list, get and
+// queue views stay on the manager: they are made of its live runtime state.
+//
+// Thread-safety: thread-safe; it holds no state of its own.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/core/job_manager.h"
+#include "server/core/views.h"
+#include "server/results/baseline.h"
+#include "server/results/results.h"
+#include "server/results/variability.h"
+#include "server/store/store.h"
+
+namespace bench {
+
+class ReadService {
+ public:
+  // Neither is owned; both must outlive the service.
+  ReadService(Store* store, JobManager* manager) : store_(store), manager_(manager) {}
+
+  // The grid of the jobs `filter` matches, each cell compared with its baseline.
+  std::vector<ResultCell> Results(const ResultsFilter& filter);
+  std::vector<Baseline> ListBaselines();  // sorted by configuration
+
+  // Per-GPU variability (variability.h) over the SUCCEEDED jobs of
+  // VariabilityConfigurations (of `model` if not empty); threshold 0 means 5, negative is
+  // INVALID_ARGUMENT. Reads every such job's samples from the store's reader.
+  absl::StatusOr<VariabilityReport> Variability(double threshold_pct, const std::string& model);
+
+  // The job's status and its current attempt's stored iterations >= from_iteration;
+  // NOT_FOUND for an unknown job.
+  // `rank`: only that rank's iterations (unset: every rank's).
+  absl::StatusOr<SamplesView> GetSamples(const std::string& job_id, int from_iteration,
+                                         std::optional<int> rank = std::nullopt);
+
+ private:
+  Store* const store_;
+  JobManager* const manager_;
+};
+
+}  // namespace bench

@@ -1,0 +1,272 @@
+#include "server/http/live_streams.h"
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "common/log.h"
+#include "report/json_output.h"
+#include "server/rpc/proto_convert.h"
+
+namespace bench {
+namespace {
+
+namespace v1 = benchfleet::v1;
+
+// One line of the proto's JSON mapping (report/json_output.h), without its newline.
+std::string ToJson(const google::protobuf::Message& message) {
+  std::string json = report::ToJson(message);
+  json.pop_back();
+  return json;
+}
+
+std::string JobJson(const JobView& view) {
+  v1::JobStatus proto;
+  ToProto(view, &proto);
+  return ToJson(proto);
+}
+
+// The latest view the manager's watch reported; the callbacks only record.
+struct WatchState {
+  absl::Mutex mu;
+  std::optional<JobView> latest ABSL_GUARDED_BY(mu);
+  bool final ABSL_GUARDED_BY(mu) = false;
+  bool closed ABSL_GUARDED_BY(mu) = false;  // benchd is shutting down
+  // Calls so far: the manager notifies after each commit that stored iterations of the
+  // job, so an unchanged count means no new iterations to read.
+  int64_t updates ABSL_GUARDED_BY(mu) = 0;
+};
+
+class JobStream {
+ public:
+  JobStream(JobManager* manager, Store* store, const LiveStreamOptions& options,
+            EventStream& stream)
+      : manager_(manager), store_(store), options_(options), stream_(stream) {}
+
+  absl::Status Run(const std::string& job_id) {
+    auto state = std::make_shared<WatchState>();
+    auto handle = manager_->Watch(
+        job_id,
+        [state](const JobView& view, bool final) {
+          absl::MutexLock lock(&state->mu);
+          state->latest = view;
+          state->final = final;
+          ++state->updates;
+        },
+        [state](const absl::Status&) {
+          absl::MutexLock lock(&state->mu);
+          state->closed = true;
+        });
+    if (!handle.ok()) return handle.status();  // NOT_FOUND before anything is sent
+    absl::Status status = Loop(*state);
+    manager_->Unwatch(*handle);
+    return status;
+  }
+
+ private:
+  absl::Status Loop(WatchState& state) {
+    std::optional<JobView> sent;  // the last view sent as a `job` event
+    absl::Time last_write = absl::Now();
+    while (true) {
+      std::optional<JobView> view;
+      bool final = false, closed = false;
+      int64_t updates = 0;
+      {
+        absl::MutexLock lock(&state.mu);
+        view = state.latest;
+        final = state.final;
+        closed = state.closed;
+        updates = state.updates;
+      }
+      if (!view) return absl::InternalError("watch gave no view");
+      const Job& job = view->job;
+      if (!sent) {
+        if (!stream_.Send("job", JobJson(*view))) return absl::OkStatus();
+        sent = view;
+        last_write = absl::Now();
+      }
+      if (job.attempt != attempt_) {  // a new attempt: its rows start over
+        attempt_ = job.attempt;
+        last_iteration_.clear();
+        last_seq_.clear();
+        updates_read_ = -1;
+        gpu_read_ = absl::InfinitePast();
+      }
+      // Rows stored before the view was taken go out before its `job` event.
+      // Iterations are read after a notification (or at the end); GPU readings, which
+      // come without one when no iteration does, at least every kGpuPeriod as well.
+      if (attempt_ > 0 && job.state != JobState::kQueued) {
+        const bool iterations = final || updates != updates_read_;
+        const bool gpu = iterations || absl::Now() - gpu_read_ >= kGpuPeriod;
+        bool wrote = false;
+        if ((iterations || gpu) && !SendRows(job, iterations, gpu, wrote)) {
+          return absl::OkStatus();
+        }
+        if (iterations) updates_read_ = updates;
+        if (gpu) gpu_read_ = absl::Now();
+        if (wrote) last_write = absl::Now();
+      }
+      if (job.state != sent->job.state || job.attempt != sent->job.attempt ||
+          job.reason != sent->job.reason || final) {
+        if (!stream_.Send("job", JobJson(*view))) return absl::OkStatus();
+        sent = view;
+        last_write = absl::Now();
+      }
+      if (final || closed) return absl::OkStatus();
+      if (absl::Now() - last_write >= options_.ping_period) {
+        if (!stream_.Ping()) return absl::OkStatus();
+        last_write = absl::Now();
+      }
+      if (!stream_.Wait(options_.poll_period)) return absl::OkStatus();
+    }
+  }
+
+  // Sends the current attempt's rows after the cursors; false once the client is gone.
+  bool SendRows(const Job& job, bool iterations, bool gpu_rows, bool& wrote) {
+    const int ranks = std::max(job.spec.devices, 1);
+    const int limit = std::max(options_.batch_rows, 1);
+    // Iterations: per rank, each read continuing where the last stopped.
+    std::vector<IterationSample> batch;
+    auto flush_samples = [&]() {
+      if (batch.empty()) return true;
+      std::string json = "[";
+      for (size_t i = 0; i < batch.size(); ++i) {
+        v1::IterationSample proto;
+        ToProto(batch[i], &proto);
+        absl::StrAppend(&json, i ? "," : "", ToJson(proto));
+      }
+      json += "]";
+      batch.clear();
+      wrote = true;
+      return stream_.Send("samples", json);
+    };
+    for (int rank = 0; iterations && rank < ranks; ++rank) {
+      while (true) {
+        const int left = limit - static_cast<int>(batch.size());
+        auto rows = store_->ReadSamplesPage(job.id, attempt_, 0, rank,
+                                            Store::SampleCursor{rank, last_iteration_[rank]},
+                                            left);
+        if (!rows.ok()) {
+          Log("job stream ", job.id, ": ", rows.status().ToString());
+          break;
+        }
+        for (IterationSample& s : *rows) {
+          last_iteration_[rank] = s.iteration;
+          batch.push_back(std::move(s));
+        }
+        if (static_cast<int>(batch.size()) >= limit && !flush_samples()) return false;
+        if (static_cast<int>(rows->size()) < left) break;
+      }
+    }
+    if (!flush_samples()) return false;
+
+    std::vector<GpuSample> gpu;
+    auto flush_gpu = [&]() {
+      if (gpu.empty()) return true;
+      std::string json = "[";
+      for (size_t i = 0; i < gpu.size(); ++i) {
+        v1::GpuSample proto;
+        ToProto(gpu[i], &proto);
+        absl::StrAppend(&json, i ? "," : "", ToJson(proto));
+      }
+      json += "]";
+      gpu.clear();
+      wrote = true;
+      return stream_.Send("gpu", json);
+    };
+    for (int rank = 0; gpu_rows && rank < ranks; ++rank) {
+      while (true) {
+        const int left = limit - static_cast<int>(gpu.size());
+        auto rows = store_->ReadGpuSamplesAfter(job.id, attempt_, rank, last_seq_[rank], left);
+        if (!rows.ok()) {
+          Log("job stream ", job.id, ": ", rows.status().ToString());
+          break;
+        }
+        for (GpuSample& s : *rows) {
+          last_seq_[rank] = s.seq;
+          gpu.push_back(std::move(s));
+        }
+        if (static_cast<int>(gpu.size()) >= limit && !flush_gpu()) return false;
+        if (static_cast<int>(rows->size()) < left) break;
+      }
+    }
+    return flush_gpu();
+  }
+
+  JobManager* const manager_;
+  Store* const store_;
+  const LiveStreamOptions options_;
+  EventStream& stream_;
+  static constexpr absl::Duration kGpuPeriod = absl::Seconds(1);
+  int attempt_ = 0;
+  int64_t updates_read_ = -1;         // `updates` when iterations were last read
+  absl::Time gpu_read_ = absl::InfinitePast();
+  std::map<int, int> last_iteration_;  // by rank, of attempt_
+  std::map<int, int64_t> last_seq_;    // by rank, of attempt_
+};
+
+void AppendNumber(std::string& out, const char* name, const std::optional<double>& value) {
+  if (!value || !std::isfinite(*value)) return;
+  absl::StrAppend(&out, ",\"", name, "\":", *value);
+}
+
+std::string FleetJson(JobManager* manager, LiveMetrics* live) {
+  v1::ListAgentsResponse agents;
+  for (const AgentView& view : manager->ListAgents()) ToProto(view, agents.add_agents());
+  std::string json = ToJson(agents);  // {"agents":[...]}
+  while (!json.empty() && json.back() != '}') json.pop_back();
+  if (!json.empty()) json.pop_back();
+  json += ",\"gpus\":[";
+  if (live != nullptr) {
+    bool first = true;
+    for (const auto& [job_id, job] : live->Take(absl::Now()).jobs) {
+      if (job.ended) continue;
+      for (const auto& [rank, state] : job.ranks) {
+        if (!state.gpu) continue;
+        const GpuSample& g = *state.gpu;
+        absl::StrAppend(&json, first ? "" : ",", "{\"job_id\":", report::JsonQuote(job_id),
+                        ",\"rank\":", rank, ",\"node\":", report::JsonQuote(state.node),
+                        ",\"gpu_index\":", g.gpu_index, ",\"gpu_uuid\":", report::JsonQuote(g.gpu_uuid),
+                        ",\"time_unix_ns\":\"", g.time_unix_ns, "\"");  // int64: a string
+        AppendNumber(json, "power_w", g.power_w);
+        AppendNumber(json, "sm_clock_mhz", g.sm_clock_mhz);
+        AppendNumber(json, "temperature_c", g.temperature_c);
+        AppendNumber(json, "gpu_utilization_pct", g.gpu_utilization_pct);
+        json += "}";
+        first = false;
+      }
+    }
+  }
+  return json + "]}";
+}
+
+}  // namespace
+
+void RegisterLiveStreams(HttpServer& http, JobManager* manager, Store* store,
+                         LiveMetrics* live, LiveStreamOptions options) {
+  http.HandleEvents("/api/v1/jobs/*/events",
+                    [manager, store, options](const HttpRequest& request, EventStream& stream) {
+                      std::vector<std::string> parts = absl::StrSplit(request.path, '/');
+                      // "", "api", "v1", "jobs", id, "events"
+                      const std::string job_id = parts.size() == 6 ? parts[4] : "";
+                      JobStream job_stream(manager, store, options, stream);
+                      return job_stream.Run(job_id);
+                    });
+  http.HandleEvents("/api/v1/fleet/events",
+                    [manager, live, options](const HttpRequest&, EventStream& stream) {
+                      // An event every fleet_period: no pings needed.
+                      while (stream.Send("fleet", FleetJson(manager, live)) &&
+                             stream.Wait(options.fleet_period)) {
+                      }
+                      return absl::OkStatus();
+                    });
+}
+
+}  // namespace bench

@@ -1,0 +1,215 @@
+#include "server/metrics/live_metrics.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/metrics/metrics_exporter.h"
+
+namespace bench {
+namespace {
+
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+IterationSample Iteration(int rank, int iteration, double elapsed, int images) {
+  IterationSample s;
+  s.job_id = "job-1";
+  s.attempt = 1;
+  s.rank = rank;
+  s.iteration = iteration;
+  s.elapsed_s = elapsed;
+  s.images = images;
+  return s;
+}
+
+GpuSample Reading(int rank, int64_t seq, double watts) {
+  GpuSample g;
+  g.job_id = "job-1";
+  g.attempt = 1;
+  g.rank = rank;
+  g.seq = seq;
+  g.gpu_index = rank;
+  g.gpu_uuid = "GPU-fake-" + std::to_string(rank);
+  g.power_w = watts;
+  g.sm_clock_mhz = 1980;
+  g.temperature_c = 61;
+  g.energy_j = 1234.5;
+  g.gpu_utilization_pct = 97;
+  return g;
+}
+
+TEST(LiveMetrics, RecordIterationsEqualsRecordingEachInTurn) {
+  LiveMetrics one_by_one;
+  LiveMetrics batched;
+  for (LiveMetrics* live : {&one_by_one, &batched}) {
+    live->JobStarted("job-1", {"resnet50", "amp", 256, 2});
+  }
+  std::vector<IterationSample> samples;
+  for (int i = 1; i <= 25; ++i) {
+    samples.push_back(Iteration(0, i, 0.5 * i, 100));
+    samples.push_back(Iteration(1, i, 0.25 * i + (i % 3), 100));
+  }
+  IterationSample unknown = Iteration(0, 3, 1, 1);
+  unknown.job_id = "job-unknown";
+  samples.push_back(unknown);
+  for (const IterationSample& s : samples) one_by_one.RecordIteration(s.job_id, "node-a", s);
+  batched.RecordIterations("node-a", samples);
+  LiveMetrics::Snapshot a = one_by_one.Take(absl::Now());
+  LiveMetrics::Snapshot b = batched.Take(absl::Now());
+  ASSERT_EQ(a.jobs.size(), 1u);
+  ASSERT_EQ(b.jobs.size(), 1u);
+  const LiveMetrics::JobState& ja = a.jobs.at("job-1");
+  const LiveMetrics::JobState& jb = b.jobs.at("job-1");
+  EXPECT_DOUBLE_EQ(*jb.images_per_second, *ja.images_per_second);
+  for (int rank : {0, 1}) {
+    EXPECT_EQ(jb.ranks.at(rank).node, "node-a");
+    EXPECT_DOUBLE_EQ(*jb.ranks.at(rank).images_per_second, *ja.ranks.at(rank).images_per_second);
+  }
+}
+
+TEST(LiveMetrics, RankRateIsImagesOverTheLastIterationsOwnTime) {
+  LiveMetrics live;
+  live.JobStarted("job-1", {"resnet50", "amp", 256, 2});
+  // Rank 0: iteration 1 takes 2 s (warm-up), then 0.5 s each, 100 images per step.
+  live.RecordIteration("job-1", "node-a", Iteration(0, 1, 2.0, 100));
+  LiveMetrics::Snapshot first = live.Take(absl::Now());
+  EXPECT_DOUBLE_EQ(*first.jobs.at("job-1").ranks.at(0).images_per_second, 50);
+  for (int i = 2; i <= 30; ++i) {
+    live.RecordIteration("job-1", "node-a", Iteration(0, i, 2.0 + 0.5 * (i - 1), 100));
+  }
+  // Rank 1 runs at 100 images per second.
+  for (int i = 1; i <= 30; ++i) {
+    live.RecordIteration("job-1", "node-b", Iteration(1, i, 1.0 * i, 100));
+  }
+  LiveMetrics::Snapshot snapshot = live.Take(absl::Now());
+  const LiveMetrics::JobState& job = snapshot.jobs.at("job-1");
+  EXPECT_DOUBLE_EQ(*job.ranks.at(0).images_per_second, 200) << "the warm-up left the window";
+  EXPECT_DOUBLE_EQ(*job.ranks.at(1).images_per_second, 100);
+  EXPECT_DOUBLE_EQ(*job.images_per_second, 300);
+  EXPECT_EQ(job.ranks.at(1).node, "node-b");
+}
+
+TEST(LiveMetrics, GpuSeriesEndWithTheRankAndJobsExpireAfterRetention) {
+  LiveMetrics live(absl::Minutes(5));
+  live.JobStarted("job-1", {"resnet50", "fp32", 128, 1});
+  live.RecordGpuSample("job-1", "node-a", Reading(0, 2, 300));
+  live.RecordGpuSample("job-1", "node-a", Reading(0, 1, 100));  // older: ignored
+  absl::Time now = absl::Now();
+  EXPECT_DOUBLE_EQ(*live.Take(now).jobs.at("job-1").ranks.at(0).gpu->power_w, 300);
+  live.RankEnded("job-1", 0);
+  EXPECT_FALSE(live.Take(now).jobs.at("job-1").ranks.at(0).gpu.has_value());
+
+  live.JobEnded("job-1", 812.5, now);
+  EXPECT_THAT(RenderMetrics({}, live.Take(now)),
+              HasSubstr("bench_job_measured_images_per_second{bench_job=\"job-1\""));
+  EXPECT_THAT(RenderMetrics({}, live.Take(now)),
+              Not(HasSubstr("bench_job_images_per_second{bench_job=\"job-1\"")))
+      << "the live series ends with the job";
+  live.SetEnergyPerImage("job-1", 0.75);
+  LiveMetrics::Snapshot kept = live.Take(now + absl::Minutes(4));
+  EXPECT_DOUBLE_EQ(*kept.jobs.at("job-1").images_per_second, 812.5);
+  EXPECT_DOUBLE_EQ(*kept.jobs.at("job-1").energy_per_image_j, 0.75);
+  EXPECT_TRUE(live.Take(now + absl::Minutes(6)).jobs.empty());
+  // A late sample of an ended job does not bring its series back.
+  live.RecordGpuSample("job-1", "node-a", Reading(0, 3, 300));
+  EXPECT_TRUE(live.Take(now + absl::Minutes(6)).jobs.empty());
+}
+
+// As the JobManager's JobEvents: a placement starts the job's series, screened samples
+// feed them and the counters, the end of the attempt ends them at its transition's time.
+TEST(LiveMetrics, TheManagersEventsBecomeTheFigures) {
+  LiveMetrics metrics(absl::Minutes(10));
+  JobEvents& events = metrics;
+  Job job;
+  job.id = "job-1";
+  job.attempt = 1;
+  job.spec.model = "resnet50";
+  job.spec.precision = Precision::kFp32;
+  job.spec.batch_size = 2;
+  job.spec.devices = 1;
+  const absl::Time placed = absl::FromUnixSeconds(1767225600);
+  job.state = JobState::kRunning;
+  job.history.push_back({JobState::kRunning, "placed", placed});
+  events.OnStateChanged(job);
+  ScreenedSamples screened;
+  screened.iterations = {Iteration(0, 1, 1.0, 2), Iteration(0, 2, 2.0, 2)};
+  screened.gpu_samples = {Reading(0, 1, 250)};
+  screened.rejected = {{"stale_attempt", 3}};
+  events.OnSamplesScreened("node-a", screened);
+  events.OnSamplesStored(2, 1, 1);
+  events.OnSamplesNotStored(4);
+  events.OnRankReportRefused("job-1", "bad_summary");
+  LiveMetrics::Snapshot running = metrics.Take(placed);
+  ASSERT_EQ(running.jobs.count("job-1"), 1u);
+  EXPECT_EQ(running.jobs["job-1"].labels.model, "resnet50");
+  EXPECT_EQ(running.jobs["job-1"].labels.precision, "fp32");
+  EXPECT_EQ(running.jobs["job-1"].ranks[0].node, "node-a");
+  EXPECT_DOUBLE_EQ(*running.jobs["job-1"].ranks[0].images_per_second, 2.0);
+  EXPECT_EQ(running.jobs["job-1"].ranks[0].gpu->seq, 1);
+  EXPECT_EQ(running.counters.samples_ingested, 2);
+  EXPECT_EQ(running.counters.gpu_samples_ingested, 1);
+  EXPECT_EQ(running.counters.duplicates, 1);
+  EXPECT_EQ(running.counters.ingest_errors["stale_attempt"], 3);
+  EXPECT_EQ(running.counters.ingest_errors["store_failed"], 4);
+  EXPECT_EQ(running.counters.rank_reports_rejected["bad_summary"], 1);
+
+  events.OnRankEnded(job, 0);
+  EXPECT_FALSE(metrics.Take(placed).jobs["job-1"].ranks[0].gpu.has_value());
+  job.state = JobState::kSucceeded;
+  job.summaries[0] = RankSummary{0, 4, 8, 2.0, 0.25};
+  job.history.push_back({JobState::kSucceeded, "done", placed + absl::Minutes(1)});
+  events.OnStateChanged(job);
+  LiveMetrics::Snapshot ended = metrics.Take(placed + absl::Minutes(11));
+  ASSERT_EQ(ended.jobs.count("job-1"), 1u);
+  EXPECT_TRUE(ended.jobs["job-1"].ended);
+  EXPECT_DOUBLE_EQ(*ended.jobs["job-1"].images_per_second, 4.0);  // 8 images in 2 s
+  // Retention counts from the transition's time, not from when the event was told.
+  EXPECT_EQ(metrics.Take(placed + absl::Minutes(11) + absl::Seconds(1)).jobs.count("job-1"), 0u);
+}
+
+TEST(MetricsExporter, NamesUnitsAndLabelsFollowPrometheusRules) {
+  LiveMetrics live;
+  live.JobStarted("job-7", {"resnet50", "amp", 256, 1});
+  live.RecordIteration("job-7", "dgx-1", Iteration(0, 1, 0.5, 256));
+  GpuSample g = Reading(0, 1, 350);
+  g.job_id = "job-7";
+  live.RecordGpuSample("job-7", "dgx-1", g);
+  live.CountStored(10, 4, 1);
+  live.CountIngestErrors("rank_not_on_agent", 3);
+  live.CountIngestErrors("bad_time", 2);
+  live.CountIngestErrors("bad_time", 1);
+  live.CountRankReportRejected("bad_summary");
+  live.CountRankReportRejected("bad_summary");
+  FleetCounts fleet;
+  fleet.queued = 2;
+  fleet.running = 1;
+  fleet.agents_connected = 1;
+  fleet.nodes.push_back({"dgx-1", "cuda", 8, 1});
+
+  std::string text = RenderMetrics(fleet, live.Take(absl::Now()));
+  EXPECT_THAT(text, HasSubstr("# TYPE bench_jobs gauge"));
+  EXPECT_THAT(text, HasSubstr("bench_jobs{state=\"queued\"} 2"));
+  EXPECT_THAT(text, HasSubstr("bench_queue_length 2"));
+  EXPECT_THAT(text, HasSubstr("bench_devices{node=\"dgx-1\",kind=\"cuda\"} 8"));
+  EXPECT_THAT(text, HasSubstr("# TYPE bench_samples_ingested_total counter"));
+  EXPECT_THAT(text, HasSubstr("bench_samples_ingested_total 10"));
+  EXPECT_THAT(text, HasSubstr("bench_ingest_errors_total{reason=\"rank_not_on_agent\"} 3"));
+  EXPECT_THAT(text, HasSubstr("bench_ingest_errors_total{reason=\"bad_time\"} 3"));
+  EXPECT_THAT(text, HasSubstr("# TYPE bench_rank_reports_rejected_total counter"));
+  EXPECT_THAT(text, HasSubstr("bench_rank_reports_rejected_total{reason=\"bad_summary\"} 2"));
+  EXPECT_THAT(text, HasSubstr("bench_job_images_per_second{bench_job=\"job-7\",model=\"resnet50\","
+                              "precision=\"amp\",batch_size=\"256\",devices=\"1\"} 512"));
+  EXPECT_THAT(text, HasSubstr("bench_gpu_power_watts{node=\"dgx-1\",gpu=\"0\",uuid=\"GPU-fake-0\","
+                              "bench_job=\"job-7\",rank=\"0\",model=\"resnet50\","
+                              "precision=\"amp\"} 350"));
+  EXPECT_THAT(text, HasSubstr("bench_gpu_sm_clock_hertz{"));
+  EXPECT_THAT(text, HasSubstr("} 1980000000"));
+  EXPECT_THAT(text, HasSubstr("bench_gpu_utilization_ratio{"));
+  EXPECT_THAT(text, HasSubstr("} 0.97"));
+  EXPECT_THAT(text, HasSubstr("# TYPE bench_gpu_energy_joules_total counter"));
+  EXPECT_THAT(text, Not(ContainsRegex("[{,]job=")));  // `job` belongs to Prometheus
+}
+
+}  // namespace
+}  // namespace bench

@@ -1,0 +1,177 @@
+#include "server/metrics/metrics_exporter.h"
+
+#include <deque>
+#include <iterator>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "prometheus/client_metric.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/text_serializer.h"
+
+namespace bench {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
+
+class Families {
+ public:
+  MetricFamily& Gauge(const std::string& name, const std::string& help) {
+    return Add(name, help, MetricType::Gauge);
+  }
+  MetricFamily& Counter(const std::string& name, const std::string& help) {
+    return Add(name, help, MetricType::Counter);
+  }
+  static void Set(MetricFamily& family, Labels labels, double value) {
+    ClientMetric metric;
+    metric.label = std::move(labels);
+    if (family.type == MetricType::Counter) {
+      metric.counter.value = value;
+    } else {
+      metric.gauge.value = value;
+    }
+    family.metric.push_back(std::move(metric));
+  }
+  std::vector<MetricFamily> Take() {
+    return {std::make_move_iterator(families_.begin()), std::make_move_iterator(families_.end())};
+  }
+
+ private:
+  MetricFamily& Add(const std::string& name, const std::string& help, MetricType type) {
+    families_.push_back(MetricFamily{name, help, type, {}});
+    return families_.back();
+  }
+  std::deque<MetricFamily> families_;  // stable references while families are filled
+};
+
+void AddFleet(const FleetCounts& fleet, Families& out) {
+  MetricFamily& jobs = out.Gauge("bench_jobs", "Jobs known to benchd, by state.");
+  for (const auto& [state, count] :
+       std::vector<std::pair<const char*, int>>{{"queued", fleet.queued},
+                                                {"running", fleet.running},
+                                                {"succeeded", fleet.succeeded},
+                                                {"failed", fleet.failed},
+                                                {"cancelled", fleet.cancelled}}) {
+    Families::Set(jobs, {{"state", state}}, count);
+  }
+  Families::Set(out.Gauge("bench_queue_length", "Jobs waiting to be placed."), {},
+                fleet.queued);
+  Families::Set(out.Gauge("bench_agents_connected", "Agents holding an assignment stream."),
+                {}, fleet.agents_connected);
+  MetricFamily& devices = out.Gauge("bench_devices", "Devices (GPUs or CPU slots) an agent offers.");
+  MetricFamily& busy = out.Gauge("bench_devices_busy", "Devices held by running jobs.");
+  for (const FleetCounts::Node& node : fleet.nodes) {
+    Families::Set(devices, {{"node", node.name}, {"kind", node.kind}}, node.devices);
+    Families::Set(busy, {{"node", node.name}, {"kind", node.kind}}, node.busy);
+  }
+}
+
+void AddCounters(const LiveMetrics::Counters& counters, Families& out) {
+  Families::Set(out.Counter("bench_samples_ingested_total",
+                            "Iteration samples newly stored in the database."),
+                {}, static_cast<double>(counters.samples_ingested));
+  Families::Set(out.Counter("bench_gpu_samples_ingested_total",
+                            "GPU (NVML) samples newly stored in the database."),
+                {}, static_cast<double>(counters.gpu_samples_ingested));
+  Families::Set(out.Counter("bench_sample_duplicates_total",
+                            "Samples received again and ignored (at-least-once delivery)."),
+                {}, static_cast<double>(counters.duplicates));
+  MetricFamily& errors = out.Counter(
+      "bench_ingest_errors_total", "Samples rejected or not stored, by reason.");
+  for (const auto& [reason, count] : counters.ingest_errors) {
+    Families::Set(errors, {{"reason", reason}}, static_cast<double>(count));
+  }
+  MetricFamily& reports = out.Counter(
+      "bench_rank_reports_rejected_total",
+      "Rank summaries refused as implausible for their job (the rank still ends), by reason.");
+  for (const auto& [reason, count] : counters.rank_reports_rejected) {
+    Families::Set(reports, {{"reason", reason}}, static_cast<double>(count));
+  }
+}
+
+void AddJobs(const LiveMetrics::Snapshot& live, Families& out) {
+  MetricFamily& job_rate = out.Gauge(
+      "bench_job_images_per_second",
+      "Live images per second of a running job (each rank's last iterations, summed).");
+  MetricFamily& measured_rate = out.Gauge(
+      "bench_job_measured_images_per_second",
+      "Measured throughput of a finished job: images after warm-up / the window's wall time.");
+  MetricFamily& rank_rate = out.Gauge("bench_job_rank_images_per_second",
+                                      "Live images per second of one rank of a running job.");
+  MetricFamily& energy = out.Gauge("bench_job_energy_per_image_joules",
+                                   "Energy per image of a finished job over its measured window.");
+  MetricFamily& power = out.Gauge("bench_gpu_power_watts",
+                                  "GPU power draw (instantaneous where NVML offers it).");
+  MetricFamily& sm_clock = out.Gauge("bench_gpu_sm_clock_hertz", "GPU SM clock.");
+  MetricFamily& memory_clock = out.Gauge("bench_gpu_memory_clock_hertz", "GPU memory clock.");
+  MetricFamily& temperature = out.Gauge("bench_gpu_temperature_celsius", "GPU temperature.");
+  MetricFamily& utilization =
+      out.Gauge("bench_gpu_utilization_ratio", "GPU busy fraction over NVML's sample period.");
+  MetricFamily& memory_used = out.Gauge("bench_gpu_memory_used_bytes", "GPU memory in use.");
+  MetricFamily& throttle = out.Gauge("bench_gpu_throttle_reasons",
+                                     "NVML clock throttle reasons (bit mask).");
+  MetricFamily& gpu_energy = out.Counter("bench_gpu_energy_joules_total",
+                                         "NVML total energy counter of the GPU.");
+  for (const auto& [job_id, job] : live.jobs) {
+    const std::string precision = job.labels.precision;
+    if (job.images_per_second) {
+      Families::Set(job.ended ? measured_rate : job_rate,
+                    {{"bench_job", job_id},
+                     {"model", job.labels.model},
+                     {"precision", precision},
+                     {"batch_size", absl::StrCat(job.labels.batch_size)},
+                     {"devices", absl::StrCat(job.labels.devices)}},
+                    *job.images_per_second);
+    }
+    if (job.energy_per_image_j) {
+      Families::Set(energy,
+                    {{"bench_job", job_id}, {"model", job.labels.model}, {"precision", precision}},
+                    *job.energy_per_image_j);
+    }
+    for (const auto& [rank, state] : job.ranks) {
+      if (state.images_per_second) {
+        Families::Set(rank_rate,
+                      {{"bench_job", job_id},
+                       {"rank", absl::StrCat(rank)},
+                       {"node", state.node},
+                       {"model", job.labels.model},
+                       {"precision", precision}},
+                      *state.images_per_second);
+      }
+      if (!state.gpu) continue;
+      const GpuSample& g = *state.gpu;
+      Labels labels = {{"node", state.node},           {"gpu", absl::StrCat(g.gpu_index)},
+                       {"uuid", g.gpu_uuid},           {"bench_job", job_id},
+                       {"rank", absl::StrCat(rank)},   {"model", job.labels.model},
+                       {"precision", precision}};
+      std::optional<double> watts = g.power_w ? g.power_w : g.power_average_w;
+      if (watts) Families::Set(power, labels, *watts);
+      if (g.sm_clock_mhz) Families::Set(sm_clock, labels, *g.sm_clock_mhz * 1e6);
+      if (g.memory_clock_mhz) Families::Set(memory_clock, labels, *g.memory_clock_mhz * 1e6);
+      if (g.temperature_c) Families::Set(temperature, labels, *g.temperature_c);
+      if (g.gpu_utilization_pct) Families::Set(utilization, labels, *g.gpu_utilization_pct / 100);
+      if (g.memory_used_bytes) {
+        Families::Set(memory_used, labels, static_cast<double>(*g.memory_used_bytes));
+      }
+      if (g.throttle_reasons) {
+        Families::Set(throttle, labels, static_cast<double>(*g.throttle_reasons));
+      }
+      if (g.energy_j) Families::Set(gpu_energy, labels, *g.energy_j);
+    }
+  }
+}
+
+}  // namespace
+
+std::string RenderMetrics(const FleetCounts& fleet, const LiveMetrics::Snapshot& live) {
+  Families families;
+  AddFleet(fleet, families);
+  AddCounters(live.counters, families);
+  AddJobs(live, families);
+  return prometheus::TextSerializer().Serialize(families.Take());
+}
+
+}  // namespace bench

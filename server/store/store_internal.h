@@ -1,0 +1,61 @@
+// Internal to the store's files (store*.cc), not part of the API: what one of them
+// defines and another uses. Each function runs on the connection it is given; the
+// caller holds that connection (the writer thread's, or the reader under its mutex).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/core/job.h"
+#include "server/store/store.h"
+
+namespace bench {
+
+class Database;
+class Statement;
+
+// The jobs table's spec columns: one row per JobSpec field stored there (labels and
+// placement constraints have tables of their own), written by the insert
+// (store_jobs.cc) and read by the load (store_jobs_load.cc) through this one table, so
+// that a new field is one row in SpecColumns() plus the migration adding its column
+// (store_schema.cc). `write` binds the field to parameter `index`; `read` sets it from
+// result column `column`.
+struct SpecColumn {
+  const char* name;
+  void (*write)(Statement& statement, int index, const JobSpec& spec);
+  void (*read)(const Statement& statement, int column, JobSpec& spec);
+};
+const std::vector<SpecColumn>& SpecColumns();  // store_jobs.cc
+
+// store_schema.cc: migrates the database to Store::kSchemaVersion; FAILED_PRECONDITION,
+// with nothing changed, when its schema is newer than this build.
+absl::Status MigrateSchema(Database& db);
+
+// Column codecs shared by the table families (times are stored as Unix milliseconds;
+// an unknown text reads as the unspecified value).
+inline int64_t ToMs(absl::Time t) { return absl::ToUnixMillis(t); }
+inline absl::Time FromMs(int64_t ms) { return absl::FromUnixMillis(ms); }
+Precision ParsePrecisionText(const std::string& text);  // store_jobs_load.cc
+DeviceKind ParseDeviceKind(const std::string& text);    // store_jobs_load.cc
+
+// store_samples.cc
+absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db, const std::string& job_id,
+                                                           int attempt, int from_iteration = 0);
+
+// store_telemetry.cc
+absl::StatusOr<std::vector<GpuSample>> SelectGpuSamples(Database& db, const std::string& job_id,
+                                                        int attempt);
+// INSERT OR IGNORE; counts into result->gpu_stored / gpu_duplicates.
+absl::Status InsertGpuSamples(Database& db, const std::vector<GpuSample>& samples,
+                              AppendResult* result);
+// The job's current-attempt gpu_telemetry rows, replaced by job.gpu_telemetry.
+absl::Status WriteGpuTelemetryRows(Database& db, const Job& job);
+// Fills each job's gpu_telemetry (current attempt); `index` maps job id → position.
+absl::Status LoadGpuTelemetry(Database& db, const std::map<std::string, size_t>& index,
+                              std::vector<Job>& jobs);
+
+}  // namespace bench

@@ -1,0 +1,476 @@
+// Store's migrations: a database written by an older schema (1, 2, 5, 6, 7), made here with
+// that schema's own SQL, opens, migrates to Store::kSchemaVersion and loses nothing.
+#include "server/store/store.h"
+
+#include <future>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include "server/store/store_test_fixture.h"
+
+namespace bench {
+namespace {
+
+// A database written by schema 1 (before GPU telemetry) opens, migrates, and keeps its
+// jobs and samples.
+// The jobs table as schemas 4 to 7 had it (empty): every database of those schemas has one.
+constexpr const char* kJobsTableOfSchemas4To7 = R"sql(
+CREATE TABLE jobs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, request_id TEXT UNIQUE,
+  model TEXT NOT NULL, devices INTEGER NOT NULL, precision TEXT NOT NULL,
+  batch_size INTEGER NOT NULL, iterations INTEGER NOT NULL, warmup_iterations INTEGER NOT NULL,
+  image_size INTEGER NOT NULL, data TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,
+  reason TEXT NOT NULL, attempt INTEGER NOT NULL, device_kind TEXT NOT NULL,
+  parameters INTEGER NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
+  telemetry_note TEXT NOT NULL DEFAULT '', nodes INTEGER NOT NULL DEFAULT 0,
+  devices_per_node INTEGER NOT NULL DEFAULT 0, allowed_nodes TEXT NOT NULL DEFAULT '',
+  node_labels TEXT NOT NULL DEFAULT '', wall_time_limit_s INTEGER NOT NULL DEFAULT 0,
+  hang_timeout_s INTEGER NOT NULL DEFAULT 0, requeues INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE job_labels (job_id TEXT NOT NULL REFERENCES jobs(id), key TEXT NOT NULL,
+  value TEXT NOT NULL, PRIMARY KEY (job_id, key)) WITHOUT ROWID;
+)sql";
+
+TEST_F(StoreTest, ASchemaOneDatabaseIsMigratedWithNothingLost) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* v1 = R"sql(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (1);
+CREATE TABLE jobs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, request_id TEXT UNIQUE,
+  model TEXT NOT NULL, devices INTEGER NOT NULL, precision TEXT NOT NULL,
+  batch_size INTEGER NOT NULL, iterations INTEGER NOT NULL,
+  warmup_iterations INTEGER NOT NULL, image_size INTEGER NOT NULL, data TEXT NOT NULL,
+  name TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL, attempt INTEGER NOT NULL,
+  device_kind TEXT NOT NULL, parameters INTEGER NOT NULL, created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL);
+CREATE TABLE job_labels (job_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+  PRIMARY KEY (job_id, key)) WITHOUT ROWID;
+CREATE TABLE job_history (job_id TEXT NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL,
+  reason TEXT NOT NULL, time_ms INTEGER NOT NULL, PRIMARY KEY (job_id, seq)) WITHOUT ROWID;
+CREATE TABLE job_ranks (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL,
+  agent TEXT NOT NULL, device_index INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+CREATE TABLE rank_summaries (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, measured_iterations INTEGER NOT NULL,
+  measured_images INTEGER NOT NULL, window_s REAL NOT NULL, step_time_median_s REAL NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+CREATE TABLE samples (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL,
+  iteration INTEGER NOT NULL, step_time_s REAL NOT NULL, images INTEGER NOT NULL,
+  loss REAL NOT NULL, data_time_s REAL NOT NULL, elapsed_s REAL NOT NULL,
+  warmup INTEGER NOT NULL, PRIMARY KEY (job_id, attempt, rank, iteration)) WITHOUT ROWID;
+INSERT INTO jobs VALUES ('job-000001', 1, NULL, 'resnet50', 1, 'fp32', 4, 3, 1, 64,
+  'synthetic', '', 'SUCCEEDED', 'all 1 ranks finished', 1, 'cpu', 25557032, 1700000000000,
+  1700000000000);
+INSERT INTO rank_summaries VALUES ('job-000001', 1, 0, 2, 8, 2.0, 1.0);
+INSERT INTO samples VALUES ('job-000001', 1, 0, 1, 1.0, 4, 6.9, 0, 1.0, 1);
+INSERT INTO samples VALUES ('job-000001', 1, 0, 2, 1.0, 4, 6.8, 0, 2.0, 0);
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].state, JobState::kSucceeded);
+  EXPECT_EQ((*jobs)[0].summaries.at(0).measured_images, 8);
+  EXPECT_EQ((*jobs)[0].telemetry_note, "");
+  auto samples = (*store)->ReadSamples("job-000001", 1);
+  ASSERT_TRUE(samples.ok());
+  ASSERT_EQ(samples->size(), 2u);
+  EXPECT_EQ((*samples)[1].received_unix_ns, 0) << "unknown in schema 1";
+  // And the migrated file takes new rows of both kinds.
+  Job job = MakeJob(2);
+  EXPECT_TRUE((*store)->InsertJob(job).ok());
+}
+
+// A database written by schema 2 (before rank devices, versions and baselines) opens,
+// migrates, and keeps its jobs: their ranks get devices with what schema 2 knew (agent
+// and device index), no UUIDs.
+TEST_F(StoreTest, ASchemaTwoDatabaseIsMigratedWithNothingLost) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* v2 = R"sql(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (1);
+INSERT INTO schema_version VALUES (2);
+CREATE TABLE jobs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, request_id TEXT UNIQUE,
+  model TEXT NOT NULL, devices INTEGER NOT NULL, precision TEXT NOT NULL,
+  batch_size INTEGER NOT NULL, iterations INTEGER NOT NULL,
+  warmup_iterations INTEGER NOT NULL, image_size INTEGER NOT NULL, data TEXT NOT NULL,
+  name TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL, attempt INTEGER NOT NULL,
+  device_kind TEXT NOT NULL, parameters INTEGER NOT NULL, created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL, telemetry_note TEXT NOT NULL DEFAULT '');
+CREATE TABLE job_labels (job_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+  PRIMARY KEY (job_id, key)) WITHOUT ROWID;
+CREATE TABLE job_history (job_id TEXT NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL,
+  reason TEXT NOT NULL, time_ms INTEGER NOT NULL, PRIMARY KEY (job_id, seq)) WITHOUT ROWID;
+CREATE TABLE job_ranks (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL,
+  agent TEXT NOT NULL, device_index INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+CREATE TABLE rank_summaries (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, measured_iterations INTEGER NOT NULL,
+  measured_images INTEGER NOT NULL, window_s REAL NOT NULL, step_time_median_s REAL NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+CREATE TABLE samples (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL,
+  iteration INTEGER NOT NULL, step_time_s REAL NOT NULL, images INTEGER NOT NULL,
+  loss REAL NOT NULL, data_time_s REAL NOT NULL, elapsed_s REAL NOT NULL,
+  warmup INTEGER NOT NULL, received_unix_ns INTEGER NOT NULL DEFAULT 0, power_w_mean REAL,
+  sm_clock_mhz_mean REAL, PRIMARY KEY (job_id, attempt, rank, iteration)) WITHOUT ROWID;
+CREATE TABLE gpu_samples (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, seq INTEGER NOT NULL, gpu_uuid TEXT NOT NULL,
+  gpu_index INTEGER NOT NULL, time_unix_ns INTEGER NOT NULL, power_w REAL,
+  power_average_w REAL, energy_j REAL, sm_clock_mhz REAL, memory_clock_mhz REAL,
+  temperature_c REAL, gpu_utilization_pct REAL, memory_utilization_pct REAL,
+  memory_used_bytes INTEGER, throttle_reasons INTEGER,
+  PRIMARY KEY (job_id, attempt, rank, seq)) WITHOUT ROWID;
+CREATE TABLE gpu_telemetry (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, agent TEXT NOT NULL, gpu_index INTEGER NOT NULL,
+  gpu_uuid TEXT NOT NULL, samples INTEGER NOT NULL, energy_j REAL, energy_per_image_j REAL,
+  images_per_second_per_watt REAL,
+  power_count INTEGER NOT NULL, power_p5 REAL, power_p50 REAL, power_p95 REAL,
+  sm_clock_count INTEGER NOT NULL, sm_clock_p5 REAL, sm_clock_p50 REAL, sm_clock_p95 REAL,
+  temperature_count INTEGER NOT NULL, temperature_p5 REAL, temperature_p50 REAL,
+  temperature_p95 REAL, throttle_reasons INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+INSERT INTO jobs VALUES ('job-000001', 1, NULL, 'resnet50', 1, 'amp', 4, 3, 1, 64,
+  'synthetic', '', 'SUCCEEDED', 'all 1 ranks finished', 1, 'cuda', 25557032, 1700000000000,
+  1700000000000, '');
+INSERT INTO job_ranks VALUES ('job-000001', 1, 0, 'dgx', 3);
+INSERT INTO rank_summaries VALUES ('job-000001', 1, 0, 2, 8, 2.0, 1.0);
+INSERT INTO samples (job_id, attempt, rank, iteration, step_time_s, images, loss,
+  data_time_s, elapsed_s, warmup, received_unix_ns) VALUES
+  ('job-000001', 1, 0, 1, 1.0, 4, 6.9, 0, 1.0, 1, 5);
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, v2, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  const Job& job = (*jobs)[0];
+  EXPECT_EQ(job.state, JobState::kSucceeded);
+  ASSERT_EQ(job.placements.size(), 1u);
+  ASSERT_EQ(job.rank_devices.size(), 1u);
+  EXPECT_EQ(job.rank_devices[0].agent, "dgx");
+  EXPECT_EQ(job.rank_devices[0].device_index, 3);
+  EXPECT_EQ(job.rank_devices[0].gpu_uuid, "") << "unknown before schema 3";
+  EXPECT_TRUE(job.rank_versions.empty());
+  EXPECT_EQ((*store)->ReadSamples("job-000001", 1)->size(), 1u);
+  EXPECT_TRUE((*store)->LoadBaselines()->empty());
+  // The migrated file takes baselines and new jobs.
+  Baseline baseline;
+  baseline.configuration = ConfigurationOf(job);
+  baseline.job_id = job.id;
+  baseline.images_per_second = 4;
+  std::promise<absl::Status> put;
+  (*store)->PutBaselineAsync(baseline, [&](absl::Status s) { put.set_value(s); });
+  EXPECT_TRUE(put.get_future().get().ok());
+  EXPECT_TRUE((*store)->InsertJob(MakeJob(2)).ok());
+}
+
+// A database of schema 5 (samples keyed by (job_id, attempt, rank, iteration)) is
+// migrated to integer-keyed samples: every row keeps its values, the readers and the
+// `samples` view see them as before, and identities stay exactly-once across the move.
+TEST_F(StoreTest, ASchemaFiveDatabaseKeepsItsSamplesInTheIntegerKeyedTable) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* v5 = R"sql(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (1), (2), (3), (4), (5);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+INSERT INTO meta VALUES ('database_id', 'feedfeedfeedfeedfeedfeedfeedfeed');
+CREATE TABLE job_ranks (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, agent TEXT NOT NULL, device_index INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+CREATE TABLE rank_summaries (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+CREATE TABLE samples (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL,
+  iteration INTEGER NOT NULL, step_time_s REAL NOT NULL, images INTEGER NOT NULL,
+  loss REAL NOT NULL, data_time_s REAL NOT NULL, elapsed_s REAL NOT NULL,
+  warmup INTEGER NOT NULL, received_unix_ns INTEGER NOT NULL DEFAULT 0, power_w_mean REAL,
+  sm_clock_mhz_mean REAL, PRIMARY KEY (job_id, attempt, rank, iteration)) WITHOUT ROWID;
+INSERT INTO samples VALUES
+  ('job-000001', 1, 1, 0, 0.5, 4, 6.9, 0.01, 0.5, 1, 11, NULL, NULL),
+  ('job-000001', 1, 0, 2147483647, 0.25, 4, 6.1, 0.0, 9.0, 0, 12, 250.0, 1410.0),
+  ('job-000001', 1, 0, 7, 1.5, 4, 6.7, 0.02, 3.0, 0, 13, 300.0, NULL),
+  ('job-000001', 2, 0, 1, 2.5, 8, 5.0, 0.0, 1.0, 0, 14, NULL, NULL),
+  ('job-000002', 1, 0, 1, 3.5, 2, 4.0, 0.0, 1.0, 1, 15, NULL, NULL);
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, kJobsTableOfSchemas4To7, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_exec(db, v5, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto opened = Store::Open(path_);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Store& store = **opened;
+  EXPECT_EQ(store.database_id(), "feedfeedfeedfeedfeedfeedfeedfeed");
+  EXPECT_EQ(*store.CountSamples("job-000001", 1), 3);
+  EXPECT_EQ(*store.CountSamples("job-000001", 2), 1);
+  EXPECT_EQ(*store.CountSamples("job-000002", 1), 1);
+  auto samples = store.ReadSamples("job-000001", 1);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), 3u);
+  EXPECT_EQ((*samples)[0].rank, 0);
+  EXPECT_EQ((*samples)[0].iteration, 7);
+  EXPECT_EQ((*samples)[0].step_time_s, 1.5);
+  EXPECT_EQ((*samples)[0].images, 4);
+  EXPECT_EQ((*samples)[0].loss, 6.7);
+  EXPECT_EQ((*samples)[0].data_time_s, 0.02);
+  EXPECT_EQ((*samples)[0].elapsed_s, 3.0);
+  EXPECT_FALSE((*samples)[0].warmup);
+  EXPECT_EQ((*samples)[0].received_unix_ns, 13);
+  EXPECT_EQ((*samples)[1].iteration, 2147483647);
+  EXPECT_EQ((*samples)[2].rank, 1);
+  EXPECT_EQ((*samples)[2].iteration, 0);
+  EXPECT_TRUE((*samples)[2].warmup);
+  EXPECT_EQ(store.ReadSamples("job-000001", 1, 8)->size(), 1u);
+  EXPECT_EQ(*store.IterationsByRank("job-000001", 1), (std::map<int, int>{{0, 2}, {1, 1}}));
+  auto means = store.ReadIterationMeans("job-000001", 1);
+  ASSERT_TRUE(means.ok()) << means.status();
+  EXPECT_EQ(means->at({0, 7}).power_w, 300.0);
+  EXPECT_FALSE(means->at({0, 7}).sm_clock_mhz.has_value());
+  EXPECT_EQ(means->at({0, 2147483647}).sm_clock_mhz, 1410.0);
+  EXPECT_FALSE(means->at({1, 0}).power_w.has_value());
+
+  // A migrated identity is a duplicate; a new one, in a migrated or a new series, is stored.
+  auto appended = store.AppendSamplesSync(
+      {Sample("job-000001", 0, 7), Sample("job-000001", 0, 8), Sample("job-000003", 2, 1)});
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  EXPECT_EQ(appended->stored, 2);
+  EXPECT_EQ(appended->duplicates, 1);
+  EXPECT_EQ(appended->stored_by_rank, (std::map<std::tuple<std::string, int, int>, int>{
+                                          {{"job-000001", 1, 0}, 1}, {{"job-000003", 1, 2}, 1}}));
+  EXPECT_EQ(*store.CountSamples("job-000001", 1), 4);
+
+  // Ad-hoc SQL against `samples` still works.
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT count(*), sum(iteration), sum(step_time_s) FROM samples "
+                               "WHERE job_id='job-000001' AND attempt=1 AND rank=0",
+                               -1, &stmt, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int64(stmt, 0), 3);
+  EXPECT_EQ(sqlite3_column_int64(stmt, 1), int64_t{2147483647} + 7 + 8);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+// Schema 6 had `loss REAL NOT NULL`: migrating to 7 rebuilds sample_rows with a nullable
+// loss and keeps every row, key and value; the `samples` view works over the new table;
+// rank summaries and rank devices gain their columns with defaults.
+TEST_F(StoreTest, ASchemaSixDatabaseKeepsItsSamplesAndTakesNaNLosses) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* v6 = R"sql(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (1), (2), (3), (4), (5), (6);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+INSERT INTO meta VALUES ('database_id', 'feedfeedfeedfeedfeedfeedfeedfeed');
+CREATE TABLE job_ranks (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, agent TEXT NOT NULL, device_index INTEGER NOT NULL,
+  hostname TEXT NOT NULL DEFAULT '', gpu_uuid TEXT NOT NULL DEFAULT '',
+  gpu_name TEXT NOT NULL DEFAULT '', PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+INSERT INTO job_ranks VALUES ('job-000001', 1, 0, 'a', 0, 'h', '', '');
+CREATE TABLE rank_summaries (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, measured_iterations INTEGER NOT NULL,
+  measured_images INTEGER NOT NULL, window_s REAL NOT NULL,
+  step_time_median_s REAL NOT NULL, PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+INSERT INTO rank_summaries VALUES ('job-000001', 1, 0, 4, 32, 1.5, 0.3);
+CREATE TABLE sample_series (id INTEGER PRIMARY KEY, job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL, rank INTEGER NOT NULL, UNIQUE (job_id, attempt, rank));
+CREATE TABLE sample_rows (key INTEGER PRIMARY KEY, step_time_s REAL NOT NULL,
+  images INTEGER NOT NULL, loss REAL NOT NULL, data_time_s REAL NOT NULL,
+  elapsed_s REAL NOT NULL, warmup INTEGER NOT NULL,
+  received_unix_ns INTEGER NOT NULL DEFAULT 0, power_w_mean REAL, sm_clock_mhz_mean REAL);
+INSERT INTO sample_series VALUES (1, 'job-000001', 1, 0), (2, 'job-000001', 1, 1);
+INSERT INTO sample_rows VALUES
+  ((1 << 32) + 1 + 2147483648, 0.5, 4, 6.9, 0.01, 0.5, 1, 11, NULL, NULL),
+  ((1 << 32) + 2 + 2147483648, 0.25, 4, 9e999, 0.0, 0.75, 0, 12, 250.0, 1410.0),
+  ((2 << 32) + 1 + 2147483648, 1.5, 4, 6.7, 0.02, 3.0, 0, 13, 300.0, NULL);
+CREATE VIEW samples AS
+  SELECT r.job_id, r.attempt, r.rank, (s.key & 4294967295) - 2147483648 AS iteration,
+         s.step_time_s, s.images, s.loss, s.data_time_s, s.elapsed_s, s.warmup,
+         s.received_unix_ns, s.power_w_mean, s.sm_clock_mhz_mean
+  FROM sample_series r JOIN sample_rows s
+    ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32;
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, kJobsTableOfSchemas4To7, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_exec(db, v6, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto opened = Store::Open(path_);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Store& store = **opened;
+  EXPECT_EQ(store.database_id(), "feedfeedfeedfeedfeedfeedfeedfeed");
+  auto samples = store.ReadSamples("job-000001", 1);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), 3u);
+  EXPECT_EQ((*samples)[0].iteration, 1);
+  EXPECT_EQ((*samples)[0].step_time_s, 0.5);
+  EXPECT_EQ((*samples)[0].loss, 6.9);
+  EXPECT_EQ((*samples)[0].data_time_s, 0.01);
+  EXPECT_TRUE((*samples)[0].warmup);
+  EXPECT_EQ((*samples)[0].received_unix_ns, 11);
+  EXPECT_EQ((*samples)[1].loss, std::numeric_limits<double>::infinity());
+  EXPECT_EQ((*samples)[2].rank, 1);
+  EXPECT_EQ((*samples)[2].loss, 6.7);
+  auto means = store.ReadIterationMeans("job-000001", 1);
+  ASSERT_TRUE(means.ok()) << means.status();
+  EXPECT_EQ(means->at({0, 2}).sm_clock_mhz, 1410.0);
+  EXPECT_EQ(means->at({1, 1}).power_w, 300.0);
+  EXPECT_EQ(*store.NonFiniteLossesByRank("job-000001", 1), (std::map<int, int64_t>{{0, 1}}));
+
+  // A NaN loss now goes in beside the migrated rows; a migrated identity stays a duplicate.
+  IterationSample nan = Sample("job-000001", 0, 3);
+  nan.loss = std::numeric_limits<double>::quiet_NaN();
+  auto appended = store.AppendSamplesSync({Sample("job-000001", 0, 1), nan});
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  EXPECT_EQ(appended->stored, 1);
+  EXPECT_EQ(appended->duplicates, 1);
+  EXPECT_EQ(appended->nonfinite_losses, 1);
+  EXPECT_EQ(*store.CountSamples("job-000001", 1), 4);
+
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT (SELECT count(*) FROM samples WHERE loss IS NULL), "
+                               "(SELECT skipped_steps + nonfinite_losses FROM rank_summaries), "
+                               "(SELECT precision FROM job_ranks), "
+                               "(SELECT max(version) FROM schema_version)",
+                               -1, &stmt, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int64(stmt, 0), 1);
+  EXPECT_EQ(sqlite3_column_int64(stmt, 1), 0);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 2))), "");
+  EXPECT_EQ(sqlite3_column_int64(stmt, 3), Store::kSchemaVersion);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+// Schema 7 kept allowed_nodes and node_labels in one TEXT column each, items joined with
+// 0x1f, a label as KEY=VALUE. Migrating to 8 splits them into rows as schema 7's reader
+// did (a label at its first '='), keeps an empty column empty, and leaves submitted_by ''.
+TEST_F(StoreTest, ASchemaSevenDatabaseKeepsItsConstraintsAsRows) {
+  Job constrained = MakeJob(1);
+  Job unconstrained = MakeJob(2);
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(constrained).ok());
+    ASSERT_TRUE((*store)->InsertJob(unconstrained).ok());
+  }
+  // The jobs table back in schema 7's shape, holding schema 7's encoding.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* to_v7 = R"sql(
+DROP TABLE join_tokens;
+ALTER TABLE jobs DROP COLUMN data_vs_compute;
+ALTER TABLE rank_summaries DROP COLUMN synthetic_images_per_second;
+ALTER TABLE jobs DROP COLUMN data_path;
+ALTER TABLE jobs DROP COLUMN loader_threads;
+DROP TABLE job_allocations;
+DROP TABLE job_allowed_nodes;
+DROP TABLE job_node_labels;
+ALTER TABLE jobs DROP COLUMN submitted_by;
+ALTER TABLE jobs ADD COLUMN allowed_nodes TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN node_labels TEXT NOT NULL DEFAULT '';
+UPDATE jobs SET allowed_nodes = 'dgx-01' || char(31) || 'dgx-02' || char(31) || 'n' || x'c3a9',
+                node_labels = 'rack=r2' || char(31) || 'fabric=ib=hdr' || char(31) || 'bare'
+  WHERE id = 'job-1';
+DELETE FROM schema_version WHERE version > 7;
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, to_v7, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u);
+  const Job& job = jobs->front();
+  EXPECT_EQ(job.spec.allowed_nodes, (std::vector<std::string>{"dgx-01", "dgx-02", "n\xc3\xa9"}));
+  EXPECT_EQ(job.spec.node_labels, (std::map<std::string, std::string>{
+                                      {"rack", "r2"}, {"fabric", "ib=hdr"}, {"bare", ""}}));
+  EXPECT_EQ(job.spec.labels, constrained.spec.labels);
+  EXPECT_EQ(job.submitted_by, "");
+  EXPECT_TRUE(jobs->back().spec.allowed_nodes.empty());
+  EXPECT_TRUE(jobs->back().spec.node_labels.empty());
+
+  // The old columns are gone; a new job's constraints go in beside the migrated ones.
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  EXPECT_NE(sqlite3_exec(db, "SELECT allowed_nodes FROM jobs", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  Job later = MakeJob(3);
+  later.spec.allowed_nodes = {"dgx-03"};
+  later.submitted_by = "alice";
+  ASSERT_TRUE((*store)->InsertJob(later).ok());
+  jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 3u);
+  EXPECT_EQ(jobs->back().spec.allowed_nodes, std::vector<std::string>{"dgx-03"});
+  EXPECT_EQ(jobs->back().submitted_by, "alice");
+}
+
+// Schema 9 had no data path or loader threads: its jobs come back synthetic with neither
+// (what they ran), and a job of schema 10 keeps both beside them.
+TEST_F(StoreTest, ASchemaNineDatabaseKeepsItsJobsAsSyntheticWithoutPath) {
+  Job old_job = MakeJob(1);
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(old_job).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* to_v9 = R"sql(
+DROP TABLE join_tokens;
+ALTER TABLE jobs DROP COLUMN data_vs_compute;
+ALTER TABLE rank_summaries DROP COLUMN synthetic_images_per_second;
+ALTER TABLE jobs DROP COLUMN data_path;
+ALTER TABLE jobs DROP COLUMN loader_threads;
+DELETE FROM schema_version WHERE version > 9;
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, to_v9, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ(jobs->front().spec, old_job.spec);
+  EXPECT_EQ(jobs->front().spec.data, "synthetic");
+  EXPECT_EQ(jobs->front().spec.data_path, "");
+  EXPECT_EQ(jobs->front().spec.loader_threads, 0);
+
+  Job real = MakeJob(2);
+  real.spec.data = "coco";
+  real.spec.data_path = "/data/coco2017";
+  real.spec.loader_threads = 12;
+  ASSERT_TRUE((*store)->InsertJob(real).ok());
+  jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ(jobs->back().spec, real.spec);
+  EXPECT_EQ(jobs->back().spec.data_path, "/data/coco2017");
+  EXPECT_EQ(jobs->back().spec.loader_threads, 12);
+}
+
+}  // namespace
+}  // namespace bench

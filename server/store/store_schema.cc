@@ -1,0 +1,374 @@
+// The on-disk schema of the store: the migrations that bring a database from any older
+// schema version to Store::kSchemaVersion, one transaction per migration. Migration i
+// is applied exactly once and never edited (a database written by an older benchd
+// depends on it); a change to the schema is a new migration at the end.
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/store/sqlite_db.h"
+#include "server/store/store.h"
+#include "server/store/store_internal.h"
+
+namespace bench {
+namespace {
+
+// Migration i (0-based) brings the schema from version i to i + 1.
+const char* const kMigrations[] = {
+    R"sql(
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  seq INTEGER NOT NULL UNIQUE,
+  request_id TEXT UNIQUE,
+  model TEXT NOT NULL,
+  devices INTEGER NOT NULL,
+  precision TEXT NOT NULL,
+  batch_size INTEGER NOT NULL,
+  iterations INTEGER NOT NULL,
+  warmup_iterations INTEGER NOT NULL,
+  image_size INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  name TEXT NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  device_kind TEXT NOT NULL,
+  parameters INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+);
+CREATE TABLE job_labels (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (job_id, key)
+) WITHOUT ROWID;
+CREATE TABLE job_history (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  seq INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  time_ms INTEGER NOT NULL,
+  PRIMARY KEY (job_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE job_ranks (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  agent TEXT NOT NULL,
+  device_index INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)
+) WITHOUT ROWID;
+CREATE TABLE rank_summaries (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  measured_iterations INTEGER NOT NULL,
+  measured_images INTEGER NOT NULL,
+  window_s REAL NOT NULL,
+  step_time_median_s REAL NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)
+) WITHOUT ROWID;
+CREATE TABLE samples (
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  iteration INTEGER NOT NULL,
+  step_time_s REAL NOT NULL,
+  images INTEGER NOT NULL,
+  loss REAL NOT NULL,
+  data_time_s REAL NOT NULL,
+  elapsed_s REAL NOT NULL,
+  warmup INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank, iteration)
+) WITHOUT ROWID;
+)sql",
+    // 2: GPU telemetry (docs/telemetry.md).
+    R"sql(
+ALTER TABLE samples ADD COLUMN received_unix_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE samples ADD COLUMN power_w_mean REAL;
+ALTER TABLE samples ADD COLUMN sm_clock_mhz_mean REAL;
+ALTER TABLE jobs ADD COLUMN telemetry_note TEXT NOT NULL DEFAULT '';
+CREATE TABLE gpu_samples (
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  gpu_uuid TEXT NOT NULL,
+  gpu_index INTEGER NOT NULL,
+  time_unix_ns INTEGER NOT NULL,
+  power_w REAL,
+  power_average_w REAL,
+  energy_j REAL,
+  sm_clock_mhz REAL,
+  memory_clock_mhz REAL,
+  temperature_c REAL,
+  gpu_utilization_pct REAL,
+  memory_utilization_pct REAL,
+  memory_used_bytes INTEGER,
+  throttle_reasons INTEGER,
+  PRIMARY KEY (job_id, attempt, rank, seq)
+) WITHOUT ROWID;
+CREATE TABLE gpu_telemetry (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  agent TEXT NOT NULL,
+  gpu_index INTEGER NOT NULL,
+  gpu_uuid TEXT NOT NULL,
+  samples INTEGER NOT NULL,
+  energy_j REAL,
+  energy_per_image_j REAL,
+  images_per_second_per_watt REAL,
+  power_count INTEGER NOT NULL, power_p5 REAL, power_p50 REAL, power_p95 REAL,
+  sm_clock_count INTEGER NOT NULL, sm_clock_p5 REAL, sm_clock_p50 REAL, sm_clock_p95 REAL,
+  temperature_count INTEGER NOT NULL, temperature_p5 REAL, temperature_p50 REAL,
+  temperature_p95 REAL,
+  throttle_reasons INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)
+) WITHOUT ROWID;
+)sql",
+    // 3: environment fingerprint, rank devices and baselines.
+    R"sql(
+ALTER TABLE job_ranks ADD COLUMN hostname TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_ranks ADD COLUMN gpu_uuid TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_ranks ADD COLUMN gpu_name TEXT NOT NULL DEFAULT '';
+CREATE TABLE job_versions (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  attempt INTEGER NOT NULL,
+  agent TEXT NOT NULL,     -- the reporting agent, or '' for a rank's versions
+  rank INTEGER NOT NULL,   -- the reporting rank, or -1 for an agent's versions
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (job_id, attempt, agent, rank, key)
+) WITHOUT ROWID;
+CREATE TABLE baselines (
+  model TEXT NOT NULL,
+  precision TEXT NOT NULL,
+  batch_size INTEGER NOT NULL,
+  devices INTEGER NOT NULL,
+  gpu_model TEXT NOT NULL,
+  device_kind TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  images_per_second REAL NOT NULL,
+  lower_tolerance_pct REAL NOT NULL,
+  upper_tolerance_pct REAL NOT NULL,
+  set_ms INTEGER NOT NULL,
+  image_size INTEGER NOT NULL,
+  PRIMARY KEY (model, precision, batch_size, devices, gpu_model, device_kind, image_size)
+) WITHOUT ROWID;
+)sql",
+    // 4: scheduling (docs/scheduling.md): placement shape, constraints, limits, requeues.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN nodes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN devices_per_node INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN allowed_nodes TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN node_labels TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN wall_time_limit_s INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN hang_timeout_s INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN requeues INTEGER NOT NULL DEFAULT 0;
+)sql",
+    // 5: the database's identity, which agents use to tell their spooled samples of
+    // another database (a wiped or replaced one) from samples of this one.
+    R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+INSERT INTO meta VALUES ('database_id', lower(hex(randomblob(16))));
+)sql",
+    // 6: samples keyed by one integer, so that an insert seeks an integer key instead of
+    // comparing (job_id, attempt, rank, iteration) records. A series is one rank of one
+    // attempt; a sample's key is (series << 32) + iteration + 2^31 (any 32-bit
+    // iteration, in iteration order). `samples` stays, as a view with the old columns.
+    R"sql(
+CREATE TABLE sample_series (
+  id INTEGER PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  UNIQUE (job_id, attempt, rank)
+);
+CREATE TABLE sample_rows (
+  key INTEGER PRIMARY KEY,
+  step_time_s REAL NOT NULL,
+  images INTEGER NOT NULL,
+  loss REAL NOT NULL,
+  data_time_s REAL NOT NULL,
+  elapsed_s REAL NOT NULL,
+  warmup INTEGER NOT NULL,
+  received_unix_ns INTEGER NOT NULL DEFAULT 0,
+  power_w_mean REAL,
+  sm_clock_mhz_mean REAL
+);
+INSERT INTO sample_series (job_id, attempt, rank)
+  SELECT DISTINCT job_id, attempt, rank FROM samples ORDER BY job_id, attempt, rank;
+INSERT INTO sample_rows
+  SELECT (r.id << 32) + s.iteration + 2147483648, s.step_time_s, s.images, s.loss,
+         s.data_time_s, s.elapsed_s, s.warmup, s.received_unix_ns, s.power_w_mean,
+         s.sm_clock_mhz_mean
+  FROM samples s JOIN sample_series r USING (job_id, attempt, rank)
+  ORDER BY 1;
+DROP TABLE samples;
+CREATE VIEW samples AS
+  SELECT r.job_id, r.attempt, r.rank, (s.key & 4294967295) - 2147483648 AS iteration,
+         s.step_time_s, s.images, s.loss, s.data_time_s, s.elapsed_s, s.warmup,
+         s.received_unix_ns, s.power_w_mean, s.sm_clock_mhz_mean
+  FROM sample_series r JOIN sample_rows s
+    ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32;
+)sql",
+    // 7: non-finite losses are data (docs/results.md). SQLite stores a NaN as NULL (and
+    // +/-Inf as REALs), so a NaN loss broke `loss REAL NOT NULL` and INSERT OR IGNORE
+    // dropped the row. `loss` becomes nullable, NULL meaning NaN: SQLite cannot drop a
+    // NOT NULL constraint in place, so sample_rows is rebuilt (same columns, same keys,
+    // every row kept) and the `samples` view made again over it. Rank summaries gain
+    // the trainer's skipped steps and non-finite losses; job_ranks the precision in
+    // effect.
+    R"sql(
+DROP VIEW samples;
+CREATE TABLE sample_rows_7 (
+  key INTEGER PRIMARY KEY,
+  step_time_s REAL NOT NULL,
+  images INTEGER NOT NULL,
+  loss REAL,
+  data_time_s REAL NOT NULL,
+  elapsed_s REAL NOT NULL,
+  warmup INTEGER NOT NULL,
+  received_unix_ns INTEGER NOT NULL DEFAULT 0,
+  power_w_mean REAL,
+  sm_clock_mhz_mean REAL
+);
+INSERT INTO sample_rows_7 (key, step_time_s, images, loss, data_time_s, elapsed_s, warmup,
+                           received_unix_ns, power_w_mean, sm_clock_mhz_mean)
+  SELECT key, step_time_s, images, loss, data_time_s, elapsed_s, warmup, received_unix_ns,
+         power_w_mean, sm_clock_mhz_mean
+  FROM sample_rows ORDER BY key;
+DROP TABLE sample_rows;
+ALTER TABLE sample_rows_7 RENAME TO sample_rows;
+CREATE VIEW samples AS
+  SELECT r.job_id, r.attempt, r.rank, (s.key & 4294967295) - 2147483648 AS iteration,
+         s.step_time_s, s.images, s.loss, s.data_time_s, s.elapsed_s, s.warmup,
+         s.received_unix_ns, s.power_w_mean, s.sm_clock_mhz_mean
+  FROM sample_series r JOIN sample_rows s
+    ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32;
+ALTER TABLE rank_summaries ADD COLUMN skipped_steps INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE rank_summaries ADD COLUMN nonfinite_losses INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE job_ranks ADD COLUMN precision TEXT NOT NULL DEFAULT '';
+)sql",
+    // 8: constraints stored so that any bytes round-trip (issue 15). Schema 4 kept
+    // allowed_nodes and node_labels in one TEXT column each, items joined with 0x1f and a
+    // label as KEY=VALUE, so a value holding 0x1f or '=' came back as another constraint.
+    // They move to rows of their own, like job_labels: existing rows are split here
+    // byte-wise (as BLOBs) exactly as schema 4's reader split them (a label at its first
+    // '='; the first of two equal keys wins), then the old columns are dropped. Jobs also
+    // record who submitted them (the principal's name, '' with security off).
+    R"sql(
+CREATE TABLE job_allowed_nodes (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  position INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  PRIMARY KEY (job_id, position)
+) WITHOUT ROWID;
+CREATE TABLE job_node_labels (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (job_id, key)
+) WITHOUT ROWID;
+INSERT INTO job_allowed_nodes (job_id, position, node)
+  WITH RECURSIVE split(job_id, position, item, rest) AS (
+    SELECT id, -1, NULL, CAST(allowed_nodes AS BLOB) FROM jobs WHERE allowed_nodes <> ''
+    UNION ALL
+    SELECT job_id, position + 1,
+           CASE WHEN instr(rest, x'1f') > 0 THEN substr(rest, 1, instr(rest, x'1f') - 1)
+                ELSE rest END,
+           CASE WHEN instr(rest, x'1f') > 0 THEN substr(rest, instr(rest, x'1f') + 1) END
+    FROM split WHERE rest IS NOT NULL)
+  SELECT job_id, position, CAST(item AS TEXT) FROM split WHERE position >= 0;
+INSERT OR IGNORE INTO job_node_labels (job_id, key, value)
+  WITH RECURSIVE split(job_id, position, item, rest) AS (
+    SELECT id, -1, NULL, CAST(node_labels AS BLOB) FROM jobs WHERE node_labels <> ''
+    UNION ALL
+    SELECT job_id, position + 1,
+           CASE WHEN instr(rest, x'1f') > 0 THEN substr(rest, 1, instr(rest, x'1f') - 1)
+                ELSE rest END,
+           CASE WHEN instr(rest, x'1f') > 0 THEN substr(rest, instr(rest, x'1f') + 1) END
+    FROM split WHERE rest IS NOT NULL)
+  SELECT job_id,
+         CAST(CASE WHEN instr(item, x'3d') > 0 THEN substr(item, 1, instr(item, x'3d') - 1)
+                   ELSE item END AS TEXT),
+         CAST(CASE WHEN instr(item, x'3d') > 0 THEN substr(item, instr(item, x'3d') + 1)
+                   ELSE x'' END AS TEXT)
+  FROM split WHERE position >= 0 ORDER BY job_id, position;
+ALTER TABLE jobs DROP COLUMN allowed_nodes;
+ALTER TABLE jobs DROP COLUMN node_labels;
+ALTER TABLE jobs ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';
+)sql",
+    // 9: where an external allocator (Slurm) got a job its nodes.
+    R"sql(
+CREATE TABLE job_allocations (
+  job_id TEXT PRIMARY KEY REFERENCES jobs(id),
+  system TEXT NOT NULL,
+  id TEXT NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  nodes TEXT NOT NULL,
+  ended INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql",
+    // 10: real data through the fleet (issue 17): an imagefolder or coco job's folder on
+    // the nodes and its decode threads per rank. Older jobs are synthetic: no path, and
+    // 0 threads (bench-train's default).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN data_path TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN loader_threads INTEGER NOT NULL DEFAULT 0;
+)sql",
+    // 11: data vs compute: the spec's switch, and each rank's synthetic throughput.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN data_vs_compute INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE rank_summaries ADD COLUMN synthetic_images_per_second REAL NOT NULL DEFAULT 0;
+)sql",
+    // 12: join tokens for the agents' certificate bootstrap (issue 24): the secret only as
+    // its SHA-256, the uses spent counted here so that a restart neither forgets nor refunds.
+    R"sql(
+CREATE TABLE join_tokens (
+  id TEXT PRIMARY KEY,
+  secret_hash TEXT NOT NULL,
+  description TEXT NOT NULL,
+  uses INTEGER NOT NULL,
+  used INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  allow_replace INTEGER NOT NULL,
+  revoked INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql",
+};
+constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
+static_assert(kMigrationCount == Store::kSchemaVersion);
+
+}  // namespace
+
+absl::Status MigrateSchema(Database& db) {
+  RETURN_IF_ERROR(db.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
+  ASSIGN_OR_RETURN(Statement * read, db.Prepare("SELECT max(version) FROM schema_version"));
+  ASSIGN_OR_RETURN(bool has_row, read->Step());
+  int version = has_row && !read->IsNull(0) ? static_cast<int>(read->Int(0)) : 0;
+  read->Reset();
+  if (version > Store::kSchemaVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("database ", db.path(), " has schema version ", version,
+                     ", newer than this benchd understands (", Store::kSchemaVersion, ")"));
+  }
+  for (int v = version; v < kMigrationCount; ++v) {
+    RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE"));
+    absl::Status status = db.Exec(kMigrations[v]);
+    if (status.ok()) {
+      status = db.Exec(absl::StrCat("INSERT INTO schema_version VALUES (", v + 1, ")"));
+    }
+    if (!status.ok()) {
+      db.Exec("ROLLBACK").IgnoreError();
+      return absl::Status(status.code(), absl::StrCat("migrating ", db.path(), " to schema ", v + 1,
+                                                      ": ", status.message()));
+    }
+    RETURN_IF_ERROR(db.Exec("COMMIT"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace bench

@@ -1,0 +1,269 @@
+// Store operations on GPU telemetry: raw NVML samples, per-GPU figures, iteration means.
+#include <sqlite3.h>
+
+#include <future>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/store/sqlite_db.h"
+#include "server/store/store.h"
+#include "server/store/store_internal.h"
+
+namespace bench {
+namespace {
+
+void BindOptional(Statement* statement, int index, const std::optional<double>& value) {
+  if (value) {
+    statement->Bind(index, *value);
+  } else {
+    statement->BindNull(index);
+  }
+}
+
+std::optional<double> OptionalDouble(const Statement* statement, int column) {
+  if (statement->IsNull(column)) return std::nullopt;
+  return statement->Double(column);
+}
+
+}  // namespace
+
+absl::Status InsertGpuSamples(Database& db, const std::vector<GpuSample>& samples,
+                              AppendResult* result) {
+  if (samples.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Statement * insert,
+                   db.Prepare("INSERT OR IGNORE INTO gpu_samples VALUES (?1, ?2, ?3, ?4, ?5, "
+                              "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"));
+  for (const GpuSample& s : samples) {
+    insert->Reset();
+    insert->Bind(1, s.job_id);
+    insert->Bind(2, int64_t{s.attempt});
+    insert->Bind(3, int64_t{s.rank});
+    insert->Bind(4, s.seq);
+    insert->Bind(5, s.gpu_uuid);
+    insert->Bind(6, int64_t{s.gpu_index});
+    insert->Bind(7, s.time_unix_ns);
+    BindOptional(insert, 8, s.power_w);
+    BindOptional(insert, 9, s.power_average_w);
+    BindOptional(insert, 10, s.energy_j);
+    BindOptional(insert, 11, s.sm_clock_mhz);
+    BindOptional(insert, 12, s.memory_clock_mhz);
+    BindOptional(insert, 13, s.temperature_c);
+    BindOptional(insert, 14, s.gpu_utilization_pct);
+    BindOptional(insert, 15, s.memory_utilization_pct);
+    if (s.memory_used_bytes) {
+      insert->Bind(16, *s.memory_used_bytes);
+    } else {
+      insert->BindNull(16);
+    }
+    if (s.throttle_reasons) {
+      insert->Bind(17, static_cast<int64_t>(*s.throttle_reasons));  // the bits, as stored
+    } else {
+      insert->BindNull(17);
+    }
+    RETURN_IF_ERROR(insert->Run());
+    if (insert->changes() == 1) {
+      ++result->gpu_stored;
+    } else {
+      ++result->gpu_duplicates;
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+constexpr char kGpuSampleColumns[] =
+    "SELECT rank, seq, gpu_uuid, gpu_index, time_unix_ns, power_w, power_average_w, "
+    "energy_j, sm_clock_mhz, memory_clock_mhz, temperature_c, gpu_utilization_pct, "
+    "memory_utilization_pct, memory_used_bytes, throttle_reasons FROM gpu_samples ";
+// The rows of `select` (kGpuSampleColumns, job and attempt bound) as samples.
+absl::StatusOr<std::vector<GpuSample>> GpuSampleRows(Statement* select, const std::string& job_id,
+                                                     int attempt);
+}  // namespace
+
+absl::StatusOr<std::vector<GpuSample>> SelectGpuSamples(Database& db, const std::string& job_id,
+                                                         int attempt) {
+  ASSIGN_OR_RETURN(Statement * select,
+                   db.Prepare(absl::StrCat(kGpuSampleColumns,
+                                           "WHERE job_id=?1 AND attempt=?2 ORDER BY rank, seq")));
+  select->Bind(1, job_id);
+  select->Bind(2, int64_t{attempt});
+  return GpuSampleRows(select, job_id, attempt);
+}
+
+namespace {
+absl::StatusOr<std::vector<GpuSample>> GpuSampleRows(Statement* select, const std::string& job_id,
+                                                     int attempt) {
+  std::vector<GpuSample> samples;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    GpuSample s;
+    s.job_id = job_id;
+    s.attempt = attempt;
+    s.rank = static_cast<int>(select->Int(0));
+    s.seq = select->Int(1);
+    s.gpu_uuid = select->Text(2);
+    s.gpu_index = static_cast<int>(select->Int(3));
+    s.time_unix_ns = select->Int(4);
+    s.power_w = OptionalDouble(select, 5);
+    s.power_average_w = OptionalDouble(select, 6);
+    s.energy_j = OptionalDouble(select, 7);
+    s.sm_clock_mhz = OptionalDouble(select, 8);
+    s.memory_clock_mhz = OptionalDouble(select, 9);
+    s.temperature_c = OptionalDouble(select, 10);
+    s.gpu_utilization_pct = OptionalDouble(select, 11);
+    s.memory_utilization_pct = OptionalDouble(select, 12);
+    if (!select->IsNull(13)) s.memory_used_bytes = select->Int(13);
+    if (!select->IsNull(14)) s.throttle_reasons = static_cast<uint64_t>(select->Int(14));
+    samples.push_back(std::move(s));
+  }
+  return samples;
+}
+}  // namespace
+
+absl::Status WriteGpuTelemetryRows(Database& db, const Job& job) {
+  if (job.gpu_telemetry.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Statement * insert,
+                   db.Prepare("INSERT OR REPLACE INTO gpu_telemetry VALUES (?1, ?2, ?3, ?4, "
+                              "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+                              "?18, ?19, ?20, ?21, ?22, ?23)"));
+  for (const GpuTelemetry& g : job.gpu_telemetry) {
+    insert->Reset();
+    insert->Bind(1, job.id);
+    insert->Bind(2, int64_t{job.attempt});
+    insert->Bind(3, int64_t{g.rank});
+    insert->Bind(4, g.agent);
+    insert->Bind(5, int64_t{g.gpu_index});
+    insert->Bind(6, g.gpu_uuid);
+    insert->Bind(7, g.samples);
+    BindOptional(insert, 8, g.energy_j);
+    BindOptional(insert, 9, g.energy_per_image_j);
+    BindOptional(insert, 10, g.images_per_second_per_watt);
+    int column = 11;
+    for (const Percentiles* p : {&g.power_w, &g.sm_clock_mhz, &g.temperature_c}) {
+      insert->Bind(column++, p->count);
+      for (double v : {p->p5, p->p50, p->p95}) {
+        if (p->count > 0) {
+          insert->Bind(column++, v);
+        } else {
+          insert->BindNull(column++);
+        }
+      }
+    }
+    insert->Bind(23, static_cast<int64_t>(g.throttle_reasons));
+    RETURN_IF_ERROR(insert->Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadGpuTelemetry(Database& db, const std::map<std::string, size_t>& index,
+                              std::vector<Job>& jobs) {
+  ASSIGN_OR_RETURN(Statement * select,
+                   db.Prepare("SELECT * FROM gpu_telemetry ORDER BY job_id, attempt, rank"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    auto it = index.find(select->Text(0));
+    if (it == index.end()) continue;
+    Job& job = jobs[it->second];
+    if (select->Int(1) != job.attempt) continue;
+    GpuTelemetry g;
+    g.rank = static_cast<int>(select->Int(2));
+    g.agent = select->Text(3);
+    g.gpu_index = static_cast<int>(select->Int(4));
+    g.gpu_uuid = select->Text(5);
+    g.samples = select->Int(6);
+    g.energy_j = OptionalDouble(select, 7);
+    g.energy_per_image_j = OptionalDouble(select, 8);
+    g.images_per_second_per_watt = OptionalDouble(select, 9);
+    int column = 10;
+    for (Percentiles* p : {&g.power_w, &g.sm_clock_mhz, &g.temperature_c}) {
+      p->count = select->Int(column++);
+      for (double* v : {&p->p5, &p->p50, &p->p95}) *v = select->Double(column++);
+    }
+    g.throttle_reasons = static_cast<uint64_t>(select->Int(22));
+    job.gpu_telemetry.push_back(std::move(g));
+  }
+  return absl::OkStatus();
+}
+
+bool Store::JoinTelemetryAsync(TelemetryRequest request, TelemetryDone done) {
+  auto result = std::make_shared<JoinedTelemetry>();
+  auto apply = [request = std::move(request), result](Database& db) -> absl::Status {
+    ASSIGN_OR_RETURN(auto samples, SelectSamples(db, request.job_id, request.attempt));
+    ASSIGN_OR_RETURN(auto gpu_samples, SelectGpuSamples(db, request.job_id, request.attempt));
+    *result = JoinTelemetry(samples, gpu_samples, request.summaries, request.agent_by_rank,
+                            request.expect_gpus);
+    ASSIGN_OR_RETURN(Statement * update,
+                     db.Prepare("UPDATE sample_rows SET power_w_mean=?5, "
+                                "sm_clock_mhz_mean=?6 WHERE key=(SELECT id FROM sample_series "
+                                "WHERE job_id=?1 AND attempt=?2 AND rank=?3) * 4294967296 + ?4 "
+                                "+ 2147483648"));
+    for (const IterationTelemetry& it : result->iterations) {
+      update->Reset();
+      update->Bind(1, request.job_id);
+      update->Bind(2, int64_t{request.attempt});
+      update->Bind(3, int64_t{it.rank});
+      update->Bind(4, int64_t{it.iteration});
+      BindOptional(update, 5, it.power_w_mean);
+      BindOptional(update, 6, it.sm_clock_mhz_mean);
+      RETURN_IF_ERROR(update->Run());
+    }
+    return absl::OkStatus();
+  };
+  return TryEnqueue({std::move(apply), [result, done = std::move(done)](absl::Status status) {
+                       if (status.ok()) {
+                         done(std::move(*result));
+                       } else {
+                         done(status);
+                       }
+                     }});
+}
+
+absl::StatusOr<std::vector<GpuSample>> Store::ReadGpuSamples(const std::string& job_id,
+                                                             int attempt) {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  return SelectGpuSamples(*reader_db_, job_id, attempt);
+}
+
+absl::StatusOr<std::vector<GpuSample>> Store::ReadGpuSamplesAfter(const std::string& job_id,
+                                                                  int attempt, int rank,
+                                                                  int64_t after_seq, int limit) {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  ASSIGN_OR_RETURN(Statement * select,
+                   reader_db_->Prepare(absl::StrCat(
+                       kGpuSampleColumns,
+                       "WHERE job_id=?1 AND attempt=?2 AND rank=?3 AND seq>?4 "
+                       "ORDER BY seq LIMIT ?5")));
+  select->Bind(1, job_id);
+  select->Bind(2, int64_t{attempt});
+  select->Bind(3, int64_t{rank});
+  select->Bind(4, after_seq);
+  select->Bind(5, int64_t{limit});
+  return GpuSampleRows(select, job_id, attempt);
+}
+
+absl::StatusOr<std::map<std::pair<int, int>, Store::IterationMeans>> Store::ReadIterationMeans(
+    const std::string& job_id, int attempt) {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  ASSIGN_OR_RETURN(Statement * select,
+                   reader_db_->Prepare("SELECT r.rank, (s.key & 4294967295) - 2147483648, "
+                                       "s.power_w_mean, s.sm_clock_mhz_mean FROM sample_series r "
+                                       "JOIN sample_rows s ON s.key >= r.id << 32 "
+                                       "AND s.key < (r.id + 1) << 32 "
+                                       "WHERE r.job_id=?1 AND r.attempt=?2"));
+  select->Bind(1, job_id);
+  select->Bind(2, int64_t{attempt});
+  std::map<std::pair<int, int>, IterationMeans> means;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    IterationMeans& m =
+        means[{static_cast<int>(select->Int(0)), static_cast<int>(select->Int(1))}];
+    m.power_w = OptionalDouble(select, 2);
+    m.sm_clock_mhz = OptionalDouble(select, 3);
+  }
+  return means;
+}
+
+}  // namespace bench
