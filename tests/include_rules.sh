@@ -2,16 +2,19 @@
 # The include rules of docs/ARCHITECTURE.md ("What may include what"), checked with grep.
 #
 #   (a)  server/: generated headers (*.pb.h, *.grpc.pb.h) and the protobuf runtime
-#        (google/protobuf/) only in the proto seam and the adapters: proto_convert*,
-#        agent_service*, controller_service* (the gRPC adapters and their service test),
-#        raw_rpc* (the adapters' raw bytes parsed and serialized), security_test.cc
-#        (the adapters' authorization over real TLS),
-#        web_api*, live_streams* (the HTTP adapters, which answer in the proto's JSON
-#        mapping), main.cc.
-#   (a2) server/: the gRPC runtime (grpc/, grpcpp/, common/grpc_status.h) only in the RPC
-#        layer: those files plus queued_writer.h, benchd.cc and grpc_auth*
-#        (a call's principal, benchd's TLS credentials). The domain
-#        (job manager, scheduler, store, results, ...) knows nothing of gRPC.
+#        (google/protobuf/) only in the rooms of the adapters: server/rpc/ (the gRPC
+#        adapters, the proto seam proto_convert*, the raw bytes' parser, their tests) and
+#        server/http/ (benchd's HTTP handlers, which answer in the proto's JSON mapping),
+#        and server/main.cc.
+#   (a2) server/: the gRPC runtime (grpc/, grpcpp/, common/grpc_status.h) only in
+#        server/rpc/ (with grpc_auth*: a call's principal, benchd's TLS credentials),
+#        server/benchd.cc and server/main.cc. The domain (job manager, scheduler, store,
+#        results, ...) knows nothing of gRPC.
+#   (a3) server/'s domain rooms (core/, store/, results/, metrics/, auth/, slurm/): nothing
+#        from the adapters' rooms server/rpc/, server/http/ or from server/benchd.h: the
+#        domain does not know who calls it.
+#   (h)  httpd/ (the web port's plumbing: HttpServer on civetweb, TlsFront): nothing from
+#        server/, ctl/, worker/, report/, the generated API or gRPC: it knows no benchd.
 #   (b)  worker/train/: nothing from gRPC, protobuf, Abseil, the generated API
 #        (benchfleet/, *.pb.h, proto/), server/, ctl/, worker/agent/ or common/ -- except
 #        common/'s standard-library-only headers (STD_ONLY_COMMON below: the names, the
@@ -38,7 +41,7 @@ set -uo pipefail
 
 ROOT=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 cd "$ROOT" 2>/dev/null || { echo "include_rules: cannot enter $ROOT" >&2; exit 2; }
-for dir in server worker/agent worker/train ctl common report; do
+for dir in server httpd worker/agent worker/train ctl common report; do
   if [ ! -d "$dir" ]; then
     echo "include_rules: $ROOT has no $dir/: not a benchfleet source tree" >&2
     exit 2
@@ -85,6 +88,9 @@ is_grpc() { [[ $1 == grpc/* || $1 == grpcpp/* || $1 == grpc++/* || $1 == common/
 STD_ONLY_COMMON=(common/names.h common/spec_defaults.h common/log.h common/build_info.h
   common/trainer_contract.h common/json_escape.h)
 is_std_only_common() { local h; for h in "${STD_ONLY_COMMON[@]}"; do [ "$1" = "$h" ] && return 0; done; return 1; }
+# server/'s domain rooms (rule a3).
+DOMAIN_ROOMS=(core store results metrics auth slurm)
+is_domain_room() { local r; for r in "${DOMAIN_ROOMS[@]}"; do [ "$1" = "$r" ] && return 0; done; return 1; }
 is_torch() { [[ $1 =~ ^(torch|ATen|c10|caffe2)/ ]]; }
 
 # --- worker/train: which headers are Torch-free, and which reach torch -----------------
@@ -139,16 +145,25 @@ while IFS=: read -r file n path open; do
   [ -z "$file" ] && continue
   case "$file" in
     server/*)
-      base=${file##*/}
-      seam=false
-      case "$base" in proto_convert* | agent_service* | controller_service* | raw_rpc* | security_test.cc | web_api* | live_streams* | main.cc) seam=true ;; esac
-      rpc_layer=$seam
-      case "$base" in queued_writer.h | benchd.cc | grpc_auth*) rpc_layer=true ;; esac
-      if ! $seam && is_generated "$path"; then
-        report "$file" "$n" a "in server/ only proto_convert*, the gRPC adapters (agent_service*, controller_service*, raw_rpc*), the HTTP adapters (web_api*, live_streams*) and main.cc include generated or protobuf headers" "$path"
+      room=${file#server/}
+      case "$room" in */*) room=${room%%/*} ;; *) room= ;; esac  # "" at server/'s top
+      if ! { [ "$room" = rpc ] || [ "$room" = http ] || [ "$file" = server/main.cc ]; } &&
+         is_generated "$path"; then
+        report "$file" "$n" a "in server/ only the adapters' rooms (server/rpc/, server/http/) and server/main.cc include generated or protobuf headers" "$path"
       fi
-      if ! $rpc_layer && is_grpc "$path"; then
-        report "$file" "$n" a2 "in server/ only the RPC layer (the adapters, proto_convert*, queued_writer.h, benchd.cc, grpc_auth*, main.cc) includes gRPC" "$path"
+      if ! { [ "$room" = rpc ] || [ "$file" = server/benchd.cc ] || [ "$file" = server/main.cc ]; } &&
+         is_grpc "$path"; then
+        report "$file" "$n" a2 "in server/ only the RPC layer (server/rpc/, server/benchd.cc, server/main.cc) includes gRPC" "$path"
+      fi
+      if is_domain_room "$room" &&
+         { in_folder "$path" server/rpc || in_folder "$path" server/http || [ "$path" = server/benchd.h ]; }; then
+        report "$file" "$n" a3 "server/$room/ is the domain: nothing from the adapters (server/rpc/, server/http/) or server/benchd.h" "$path"
+      fi
+      ;;
+    httpd/*)
+      if in_folder "$path" server || in_folder "$path" ctl || in_folder "$path" worker ||
+         in_folder "$path" report || is_generated "$path" || is_grpc "$path"; then
+        report "$file" "$n" h "httpd/ is the web port's plumbing, apart from benchd: nothing from server/, ctl/, worker/, report/, the generated API or gRPC" "$path"
       fi
       ;;
     worker/train/*)
@@ -197,9 +212,9 @@ while IFS=: read -r file n path open; do
       fi
       ;;
   esac
-done < <(include_lines server ctl common report worker/agent; printf '%s\n' "$TRAIN_INCLUDES")
+done < <(include_lines server httpd ctl common report worker/agent; printf '%s\n' "$TRAIN_INCLUDES")
 
-files_checked=$(find server worker/agent worker/train ctl common report -type f \( -name '*.h' -o -name '*.hh' \
+files_checked=$(find server httpd worker/agent worker/train ctl common report -type f \( -name '*.h' -o -name '*.hh' \
   -o -name '*.hpp' -o -name '*.cc' -o -name '*.cpp' -o -name '*.cxx' -o -name '*.cu' -o -name '*.cuh' \) |
   grep -c .)
 
@@ -208,6 +223,6 @@ if [ "$violations" -gt 0 ]; then
     "\"What may include what\"; the rules are listed at the top of tests/include_rules.sh)"
   exit 1
 fi
-echo "include_rules: OK: $files_checked files in server/, worker/, ctl/, common/, report/;" \
-  "${#torch_free[@]} Torch-free headers in worker/train (rules a, a2, b, b2, c, d, e, f, g)"
+echo "include_rules: OK: $files_checked files in server/, httpd/, worker/, ctl/, common/, report/;" \
+  "${#torch_free[@]} Torch-free headers in worker/train (rules a, a2, a3, b, b2, c, d, e, f, g, h)"
 exit 0
