@@ -4,10 +4,11 @@
 // assignments, folds the agents' rank reports and samples into job state, and
 // persists every change through the store. Read-side shapes are in views.h (the
 // queries that read the store are ReadService's, read_service.h), the agent protocol's
-// messages in agent_messages.h. One class over four files, one concern each:
+// messages in agent_messages.h. One class over five files, one concern each:
 // job_manager.cc (the job lifecycle API and shared state changes),
-// job_manager_placement.cc, job_manager_agents.cc and job_recovery.cc. Time comes from
-// JobManagerOptions::clock (common/clock.h), never from the process's clocks directly.
+// job_manager_placement.cc, job_manager_agents.cc, job_manager_allocation.cc and
+// job_recovery.cc. Time comes from JobManagerOptions::clock (common/clock.h), never from
+// the process's clocks directly.
 //
 // Thread-safety: every public method is thread-safe, under one mutex that guards the
 // fleet, the job table and the live runtime together. One mutex, deliberately: a
