@@ -5,7 +5,8 @@
 # terminal; otherwise stop).
 #
 # Tunables (environment): DEMO_GPUS ("1 2"), DEMO_PRECISIONS ("fp32 amp"),
-# DEMO_BS ("4 8" on CPU, "128 256" on GPU), DEMO_ITERS, DEMO_WARMUP, DEMO_IMAGE_SIZE,
+# DEMO_BS ("4 8" on CPU, "128 256" on GPU), DEMO_ITERS (8 on CPU, 100 on GPU), DEMO_WARMUP,
+# DEMO_IMAGE_SIZE (32 on CPU, where AMP's bf16 runs at a tenth of fp32's rate; 224 on GPU),
 # DEMO_SLOTS (CPU slots of the local agent), SKIP_BUILD=1, DEMO_KEEP=1|0 (keep benchd and
 # the agent serving the web page after the grid until Ctrl-C, or stop; default: 1 when
 # stdin is a terminal, else 0).
@@ -53,7 +54,7 @@ else
   "$BIN/bench-agent" --controller "$BENCH_SERVER" --name local --cpu-slots "$slots" \
     --state-dir "$RUN_DIR/agent-state" 2>"$RUN_DIR/agent.log" &
   default_gpus="1 $slots"; [ "$slots" = 1 ] && default_gpus=1
-  default_bs="4 8"; default_size=64; default_iters=12; default_warmup=2
+  default_bs="4 8"; default_size=32; default_iters=8; default_warmup=2
 fi
 pids+=($!)
 
