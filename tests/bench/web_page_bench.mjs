@@ -78,7 +78,7 @@ try {
     }
     return { times, bytes };
   };
-  const targets = ['/api/v1/results', '/api/v1/results?job_ids=false', '/api/v1/jobs', `/api/v1/jobs/${bigJob}/samples?points=1000`,
+  const targets = ['/api/v1/results', '/api/v1/results?job_ids=false', '/api/v1/results/grids', '/api/v1/jobs', `/api/v1/jobs/${bigJob}/samples?points=1000`,
     '/metrics', '/healthz'];
   console.log('\nover HTTP (fetch on loopback)');
   for (const target of targets) {
