@@ -1,5 +1,5 @@
 # The optional components whose absence drops tests, recorded where they are detected so
-# that CI can refuse to shrink silently (tests/ci/ci_checks.sh, docs/ARCHITECTURE.md).
+# that CI can refuse to shrink silently (tests/ci/checks.sh, docs/ARCHITECTURE.md).
 #
 #   bench_component(<name> <found> <what depends on it>)
 #     <found> is evaluated as a condition (a variable name or a value); a component

@@ -6,6 +6,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "report/grid_test_cells.h"
 
 namespace bench::report {
 namespace {
@@ -15,22 +16,6 @@ using benchfleet::v1::PRECISION_FP32;
 using benchfleet::v1::ResultCell;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-ResultCell Cell(const std::string& model, int devices, benchfleet::v1::Precision precision,
-                int bs, double median, const std::string& kind = "cuda") {
-  ResultCell cell;
-  cell.set_model(model);
-  cell.set_devices(devices);
-  cell.set_precision(precision);
-  cell.set_batch_size(bs);
-  cell.set_median_images_per_second(median);
-  cell.set_min_images_per_second(median - 1);
-  cell.set_max_images_per_second(median + 1);
-  cell.set_runs(3);
-  cell.add_job_ids("j-" + std::to_string(devices));
-  cell.set_device_kind(kind);
-  return cell;
-}
 
 // Deliberately shuffled: AMP before FP32, large batches first, 8 GPUs before 1.
 std::vector<ResultCell> Cells() {

@@ -12,6 +12,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "report/grid_test_cells.h"
 #include "report/text_table.h"
 
 namespace bench::report {
@@ -23,22 +24,6 @@ using benchfleet::v1::ResultCell;
 using google::protobuf::ListValue;
 using google::protobuf::Struct;
 using google::protobuf::Value;
-
-ResultCell Cell(const std::string& model, int devices, benchfleet::v1::Precision precision, int bs,
-                double median, const std::string& kind = "cuda") {
-  ResultCell cell;
-  cell.set_model(model);
-  cell.set_devices(devices);
-  cell.set_precision(precision);
-  cell.set_batch_size(bs);
-  cell.set_median_images_per_second(median);
-  cell.set_min_images_per_second(median - 1);
-  cell.set_max_images_per_second(median + 1);
-  cell.set_runs(3);
-  cell.add_job_ids("j-" + std::to_string(devices));
-  cell.set_device_kind(kind);
-  return cell;
-}
 
 // Every case the text table has: a missing cell, scaling, a baseline verdict, a cell
 // without a successful run, a grid without a 1-device row (its note), CPU slots.

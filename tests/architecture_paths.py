@@ -7,8 +7,11 @@ Checks two things in the document (or the ones given):
     the folder, or for a glob at least one match;
   - every file named in the first column of a "### folder/ — ..." (or "####") section's
     table (benchd.h/.cc, "test_pki.h, test_secure_benchd.h"), under that folder.
-Prints one line per missing path, "DOC:LINE: NAME does not exist", and exits 1; exit 0
-with a count when all exist. ctest: house.architecture_paths.
+and that every table row is whole and in its table: a line that starts with "|" ends with
+"|" (a row is one line) and follows a row or opens a table (its next line is "|---").
+Prints one line per missing path, "DOC:LINE: NAME does not exist", or per broken row,
+"DOC:LINE: ...", and exits 1; exit 0 with a count when all exist. ctest:
+house.architecture_paths.
 
 Usage: tests/architecture_paths.py [ROOT [DOC...]]   (ROOT default: this repository;
 DOC default: docs/ARCHITECTURE.md)
@@ -45,6 +48,14 @@ def check(root, doc):
     folder = None
     text = open(os.path.join(root, doc), encoding="utf-8").read().split("\n")
     for n, line in enumerate(text, 1):
+        if line.startswith("|"):
+            if not line.rstrip().endswith("|"):
+                missing.append(f"{doc}:{n}: a table row that does not end with '|' "
+                               "(a row is one line)")
+            opens = n < len(text) and text[n].startswith("|---")
+            if not opens and not (n > 1 and text[n - 2].startswith("|")):
+                missing.append(f"{doc}:{n}: a table row outside a table (after a line "
+                               "that is not a row)")
         heading = SECTION.match(line)
         if heading:
             folder = heading.group(1)
@@ -86,7 +97,7 @@ def main():
     for line in missing:
         print(line)
     if missing:
-        print(f"architecture_paths: {len(missing)} of {checked} named paths do not exist")
+        print(f"architecture_paths: {len(missing)} problems ({checked} named paths checked)")
         return 1
     print(f"architecture_paths: OK: {checked} named paths exist ({', '.join(docs)})")
     return 0

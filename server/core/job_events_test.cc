@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/fake_clock.h"
 #include "server/core/job_manager.h"
+#include "server/core/job_manager_test_support.h"
 
 namespace bench {
 namespace {
@@ -72,13 +72,6 @@ class RecordingEvents : public JobEvents {
   std::string awaited_ ABSL_GUARDED_BY(mu_);
 };
 
-class FakeChannel : public AgentChannel {
- public:
-  void SendAssignment(const AssignmentMessage&) override {}
-  void SendCancel(const CancelMessage&) override {}
-  void Close(const absl::Status&) override {}
-};
-
 class JobEventsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -96,34 +89,16 @@ class JobEventsTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   void AddCpuAgent(const std::string& name, int slots) {
-    AgentInventory inventory;
-    inventory.name = name;
-    inventory.address = "127.0.0.1";
-    inventory.cpu_slots = slots;
-    ASSERT_TRUE(manager_->RegisterAgent(inventory).ok());
-    ASSERT_TRUE(manager_->AttachChannel(name, &channel_).ok());
+    RegisterCpuAgent(*manager_, name, slots, &channel_);
   }
   std::string Submit(int devices) {
-    JobSpec spec;
-    spec.model = "resnet50";
-    spec.devices = devices;
-    spec.precision = Precision::kFp32;
-    spec.batch_size = 2;
-    spec.iterations = 5;
-    spec.warmup_iterations = 1;
-    spec.image_size = 64;
-    std::promise<absl::StatusOr<SubmitResult>> done;
-    manager_->Submit(spec, [&](absl::StatusOr<SubmitResult> r) { done.set_value(std::move(r)); });
-    absl::StatusOr<SubmitResult> result = done.get_future().get();
+    absl::StatusOr<SubmitResult> result = SubmitAndWait(*manager_, SmallJobSpec(devices));
     EXPECT_TRUE(result.ok()) << result.status();
     return result.ok() ? result->job_id : "";
   }
   absl::StatusOr<AppendResult> Upload(const std::string& agent,
                                       std::vector<IterationSample> samples) {
-    std::promise<absl::StatusOr<AppendResult>> done;
-    manager_->UploadSamples(agent, std::move(samples),
-                            [&](absl::StatusOr<AppendResult> r) { done.set_value(r); });
-    return done.get_future().get();
+    return UploadAndWait(*manager_, agent, std::move(samples));
   }
   static IterationSample Measured(const std::string& job_id, int rank, int iteration) {
     return {job_id, 1, rank, iteration, 0.25, 2, 1.0, 0, 0.25 * iteration, false};

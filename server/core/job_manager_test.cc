@@ -12,6 +12,7 @@
 
 #include "common/fake_clock.h"
 #include "common/status_macros.h"
+#include "server/core/job_manager_test_support.h"
 #include "server/core/read_service.h"
 #include "server/results/environment.h"
 
@@ -19,16 +20,6 @@ namespace bench {
 namespace {
 
 using ::testing::HasSubstr;
-
-class FakeChannel : public AgentChannel {
- public:
-  void SendAssignment(const AssignmentMessage& a) override { assignments.push_back(a); }
-  void SendCancel(const CancelMessage& c) override { cancels.push_back(c); }
-  void Close(const absl::Status& s) override { closed = s; }
-  std::vector<AssignmentMessage> assignments;
-  std::vector<CancelMessage> cancels;
-  absl::Status closed;
-};
 
 class JobManagerTest : public ::testing::Test {
  protected:
@@ -54,21 +45,13 @@ class JobManagerTest : public ::testing::Test {
     ASSERT_TRUE(manager_->Recover().ok());
   }
   void AddCpuAgent(const std::string& name, int slots, FakeChannel* channel) {
-    AgentInventory inventory;
-    inventory.name = name;
-    inventory.address = "127.0.0.1";
-    inventory.cpu_slots = slots;
-    ASSERT_TRUE(manager_->RegisterAgent(inventory).ok());
-    ASSERT_TRUE(manager_->AttachChannel(name, channel).ok());
+    RegisterCpuAgent(*manager_, name, slots, channel);
   }
   // Uploads `samples` (and `gpu_samples`) as `agent`; waits for the manager's answer.
   absl::StatusOr<AppendResult> Upload(const std::string& agent,
                                       std::vector<IterationSample> samples,
                                       std::vector<GpuSample> gpu_samples = {}) {
-    std::promise<absl::StatusOr<AppendResult>> done;
-    manager_->UploadSamples(agent, std::move(samples), std::move(gpu_samples),
-                            [&](absl::StatusOr<AppendResult> r) { done.set_value(r); });
-    return done.get_future().get();
+    return UploadAndWait(*manager_, agent, std::move(samples), std::move(gpu_samples));
   }
   // manager_->ReportStatus, after uploading for each report with measured images one
   // measured sample of its rank whose step fits the summary (an agent sends a rank's
@@ -89,17 +72,11 @@ class JobManagerTest : public ::testing::Test {
   }
   // Submits `spec`; waits for the manager's answer.
   absl::StatusOr<SubmitResult> Submit(JobSpec spec) {
-    std::promise<absl::StatusOr<SubmitResult>> done;
-    manager_->Submit(std::move(spec),
-                     [&](absl::StatusOr<SubmitResult> r) { done.set_value(std::move(r)); });
-    return done.get_future().get();
+    return SubmitAndWait(*manager_, std::move(spec));
   }
   // Submits `spec` as `submitted_by`; waits for the manager's answer.
   absl::StatusOr<SubmitResult> SubmitAs(const std::string& submitted_by, JobSpec spec) {
-    std::promise<absl::StatusOr<SubmitResult>> done;
-    manager_->Submit(std::move(spec), submitted_by,
-                     [&](absl::StatusOr<SubmitResult> r) { done.set_value(std::move(r)); });
-    return done.get_future().get();
+    return SubmitAndWait(*manager_, std::move(spec), submitted_by);
   }
   // Sets the baseline; waits for the manager's answer.
   absl::StatusOr<Baseline> SetBaseline(const std::string& job_id, double lower_tolerance_pct,
@@ -109,17 +86,7 @@ class JobManagerTest : public ::testing::Test {
                           [&](absl::StatusOr<Baseline> r) { done.set_value(std::move(r)); });
     return done.get_future().get();
   }
-  static JobSpec Spec(int devices) {
-    JobSpec spec;
-    spec.model = "resnet50";
-    spec.devices = devices;
-    spec.precision = Precision::kFp32;
-    spec.batch_size = 2;
-    spec.iterations = 5;
-    spec.warmup_iterations = 1;
-    spec.image_size = 64;
-    return spec;
-  }
+  static JobSpec Spec(int devices) { return SmallJobSpec(devices); }
   static RankReport Succeeded(int rank, double window) {
     RankReport report;
     report.rank = rank;

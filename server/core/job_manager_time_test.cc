@@ -2,7 +2,6 @@
 // restart, wall-time and hang limits, timestamps), driven by a FakeClock: time moves only
 // when a test advances it, so nothing sleeps and no bound depends on the machine's load.
 #include <filesystem>
-#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,21 +11,12 @@
 
 #include "common/fake_clock.h"
 #include "server/core/job_manager.h"
+#include "server/core/job_manager_test_support.h"
 
 namespace bench {
 namespace {
 
 using ::testing::HasSubstr;
-
-class FakeChannel : public AgentChannel {
- public:
-  void SendAssignment(const AssignmentMessage& a) override { assignments.push_back(a); }
-  void SendCancel(const CancelMessage& c) override { cancels.push_back(c); }
-  void Close(const absl::Status& s) override { closed = s; }
-  std::vector<AssignmentMessage> assignments;
-  std::vector<CancelMessage> cancels;
-  absl::Status closed;
-};
 
 class JobManagerTimeTest : public ::testing::Test {
  protected:
@@ -52,27 +42,16 @@ class JobManagerTimeTest : public ::testing::Test {
     ASSERT_TRUE(manager_->Recover().ok());
   }
   void AddCpuAgent(const std::string& name, int slots, FakeChannel* channel) {
-    AgentInventory inventory;
-    inventory.name = name;
-    inventory.address = "127.0.0.1";
-    inventory.cpu_slots = slots;
-    ASSERT_TRUE(manager_->RegisterAgent(inventory).ok());
-    ASSERT_TRUE(manager_->AttachChannel(name, channel).ok());
+    RegisterCpuAgent(*manager_, name, slots, channel);
   }
   std::string Submit(JobSpec spec) {
-    std::promise<absl::StatusOr<SubmitResult>> done;
-    manager_->Submit(std::move(spec),
-                     [&](absl::StatusOr<SubmitResult> r) { done.set_value(std::move(r)); });
-    absl::StatusOr<SubmitResult> result = done.get_future().get();
+    absl::StatusOr<SubmitResult> result = SubmitAndWait(*manager_, std::move(spec));
     EXPECT_TRUE(result.ok()) << result.status();
     return result.ok() ? result->job_id : "";
   }
   absl::StatusOr<AppendResult> Upload(const std::string& agent,
                                       std::vector<IterationSample> samples) {
-    std::promise<absl::StatusOr<AppendResult>> done;
-    manager_->UploadSamples(agent, std::move(samples),
-                            [&](absl::StatusOr<AppendResult> r) { done.set_value(r); });
-    return done.get_future().get();
+    return UploadAndWait(*manager_, agent, std::move(samples));
   }
   static IterationSample Iteration(const std::string& job_id, int attempt, int rank,
                                    int iteration) {
@@ -84,17 +63,7 @@ class JobManagerTimeTest : public ::testing::Test {
     report.outcome = outcome;
     return report;
   }
-  static JobSpec Spec(int devices) {
-    JobSpec spec;
-    spec.model = "resnet50";
-    spec.devices = devices;
-    spec.precision = Precision::kFp32;
-    spec.batch_size = 2;
-    spec.iterations = 50;
-    spec.warmup_iterations = 1;
-    spec.image_size = 64;
-    return spec;
-  }
+  static JobSpec Spec(int devices) { return SmallJobSpec(devices, /*iterations=*/50); }
   JobView View(const std::string& id) { return *manager_->Get(id); }
   void Advance(absl::Duration by) { clock_.Advance(by); }
   void CheckAgents() { manager_->CheckAgents(clock_.SteadyNow()); }

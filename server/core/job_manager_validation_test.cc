@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <future>
 #include <limits>
 
 #include <gmock/gmock.h>
@@ -13,22 +12,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/core/job_manager.h"
+#include "server/core/job_manager_test_support.h"
 #include "server/metrics/metrics_exporter.h"
 
 namespace bench {
 namespace {
 
 using ::testing::HasSubstr;
-
-class FakeChannel : public AgentChannel {
- public:
-  void SendAssignment(const AssignmentMessage& a) override { assignments.push_back(a); }
-  void SendCancel(const CancelMessage& c) override { cancels.push_back(c); }
-  void Close(const absl::Status& s) override { closed = s; }
-  std::vector<AssignmentMessage> assignments;
-  std::vector<CancelMessage> cancels;
-  absl::Status closed;
-};
 
 class JobManagerValidationTest : public ::testing::Test {
  protected:
@@ -47,23 +37,10 @@ class JobManagerValidationTest : public ::testing::Test {
   absl::StatusOr<AppendResult> Upload(const std::string& agent,
                                       std::vector<IterationSample> samples,
                                       std::vector<GpuSample> gpu_samples = {}) {
-    std::promise<absl::StatusOr<AppendResult>> done;
-    manager_->UploadSamples(agent, std::move(samples), std::move(gpu_samples),
-                            [&](absl::StatusOr<AppendResult> r) { done.set_value(r); });
-    return done.get_future().get();
+    return UploadAndWait(*manager_, agent, std::move(samples), std::move(gpu_samples));
   }
   std::string SubmitOne(int devices = 1) {
-    JobSpec spec;
-    spec.model = "resnet50";
-    spec.devices = devices;
-    spec.precision = Precision::kFp32;
-    spec.batch_size = 2;
-    spec.iterations = 5;
-    spec.warmup_iterations = 1;
-    spec.image_size = 64;
-    std::promise<absl::StatusOr<SubmitResult>> done;
-    manager_->Submit(spec, [&](absl::StatusOr<SubmitResult> r) { done.set_value(std::move(r)); });
-    absl::StatusOr<SubmitResult> result = done.get_future().get();
+    absl::StatusOr<SubmitResult> result = SubmitAndWait(*manager_, SmallJobSpec(devices));
     EXPECT_TRUE(result.ok()) << result.status();
     return result.ok() ? result->job_id : "";
   }

@@ -11,6 +11,14 @@
 namespace bench::web_api_test {
 namespace {
 
+// benchctl results' request for the query the page sends (its model and its team=a label).
+v1::ResultsRequest ResultsRequestOf(const std::multimap<std::string, std::string>& query) {
+  v1::ResultsRequest request;
+  if (query.count("model")) request.set_model(query.find("model")->second);
+  if (query.count("label")) (*request.mutable_labels())["team"] = "a";
+  return request;
+}
+
 TEST_F(WebApiTest, JobsAreNewestFirstAndTheTokensWalkEveryJobOnce) {
   std::vector<std::string> expected;
   for (int seq = 1; seq <= 25; ++seq) {
@@ -102,23 +110,13 @@ TEST_F(WebApiTest, UnknownJobsAndPathsAre404Json) {
 }
 
 TEST_F(WebApiTest, ResultsAreTheBytesBenchctlPrints) {
-  Job fast = StoreJob(1, "resnet50", JobState::kSucceeded, 1, 2.0);
-  StoreJob(2, "resnet50", JobState::kSucceeded, 1, 4.0, {{"team", "a"}});
-  StoreJob(3, "resnet50", JobState::kSucceeded, 2, 4.0);
-  StoreJob(4, "resnet18", JobState::kFailed);
-  StoreBaseline(fast, 4);
+  StoreResultsJobs();
   StartManager();
   for (const std::multimap<std::string, std::string>& query :
        std::vector<std::multimap<std::string, std::string>>{
            {}, {{"model", "resnet50"}}, {{"label", "team=a"}}, {{"model", "vgg"}}}) {
     // benchctl: ResultsRequest → the Results RPC's cells → RenderCellsJson of the matches.
-    v1::ResultsRequest request;
-    if (query.count("model")) request.set_model(query.find("model")->second);
-    if (query.count("label")) (*request.mutable_labels())["team"] = "a";
-    v1::ResultsResponse response;
-    for (const ResultCell& cell : reads_->Results(FromProto(request))) {
-      ToProto(cell, response.add_cells());
-    }
+    const v1::ResultsResponse response = ResultsRpc(ResultsRequestOf(query));
     std::vector<v1::ResultCell> cells(response.cells().begin(), response.cells().end());
     HttpResponse got = Get("/api/v1/results", query);
     EXPECT_EQ(got.status, 200);
@@ -131,10 +129,7 @@ TEST_F(WebApiTest, ResultsWithoutJobIdsDifferOnlyInTheEmptiedIds) {
   StoreJob(1, "resnet50", JobState::kSucceeded, 1, 2.0);
   StoreJob(2, "resnet50", JobState::kSucceeded, 1, 4.0);
   StartManager();
-  v1::ResultsResponse response;
-  for (const ResultCell& cell : reads_->Results(FromProto(v1::ResultsRequest()))) {
-    ToProto(cell, response.add_cells());
-  }
+  const v1::ResultsResponse response = ResultsRpc(v1::ResultsRequest());
   ASSERT_EQ(response.cells_size(), 1);
   ASSERT_EQ(response.cells(0).job_ids_size(), 2);
   std::vector<v1::ResultCell> cells(response.cells().begin(), response.cells().end());
@@ -151,27 +146,17 @@ TEST_F(WebApiTest, ResultsWithoutJobIdsDifferOnlyInTheEmptiedIds) {
 }
 
 TEST_F(WebApiTest, ResultsGridsAreTheGridsBenchctlPrintsWithTheirFigures) {
-  Job fast = StoreJob(1, "resnet50", JobState::kSucceeded, 1, 2.0);
-  StoreJob(2, "resnet50", JobState::kSucceeded, 1, 4.0, {{"team", "a"}});
-  StoreJob(3, "resnet50", JobState::kSucceeded, 2, 4.0);
-  StoreJob(4, "resnet18", JobState::kFailed);
-  StoreBaseline(fast, 4);
+  StoreResultsJobs();
   StartManager();
   for (const std::multimap<std::string, std::string>& query :
        std::vector<std::multimap<std::string, std::string>>{
            {}, {{"model", "resnet50"}}, {{"label", "team=a"}}, {{"metric", "power"}}}) {
     // benchctl results [--metric M]: the Results RPC's cells → BuildGrids of the matches.
-    v1::ResultsRequest request;
-    if (query.count("model")) request.set_model(query.find("model")->second);
-    if (query.count("label")) (*request.mutable_labels())["team"] = "a";
+    const v1::ResultsRequest request = ResultsRequestOf(query);
     const report::GridMetric metric =
         query.count("metric") ? report::GridMetric::kPower : report::GridMetric::kImagesPerSecond;
-    v1::ResultsResponse response;
-    for (const ResultCell& cell : reads_->Results(FromProto(request))) {
-      v1::ResultCell* out = response.add_cells();
-      ToProto(cell, out);
-      out->clear_job_ids();
-    }
+    v1::ResultsResponse response = ResultsRpc(request);
+    for (v1::ResultCell& cell : *response.mutable_cells()) cell.clear_job_ids();
     HttpResponse got = Get("/api/v1/results/grids", query);
     EXPECT_EQ(got.status, 200);
     EXPECT_EQ(got.content_type, "application/json");
@@ -195,10 +180,7 @@ TEST_F(WebApiTest, ResultsGridsAreTheGridsBenchctlPrintsWithTheirFigures) {
                            .struct_value();
   const std::string text = cell.fields().at("text").string_value();
   EXPECT_THAT(text, HasSubstr("n=2"));
-  v1::ResultsResponse all;
-  for (const ResultCell& c : reads_->Results(FromProto(v1::ResultsRequest()))) {
-    ToProto(c, all.add_cells());
-  }
+  const v1::ResultsResponse all = ResultsRpc(v1::ResultsRequest());
   EXPECT_THAT(report::RenderGridsTable(
                   report::BuildGrids(report::CellsMatching(v1::ResultsRequest(), all))),
               HasSubstr(text));

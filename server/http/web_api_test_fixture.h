@@ -132,6 +132,23 @@ class WebApiTest : public ::testing::Test {
     store_->PutBaselineAsync(baseline, [&](absl::Status s) { stored.set_value(s); });
     ASSERT_TRUE(stored.get_future().get().ok());
   }
+  // The results tests' jobs: resnet50 on 1 device twice (job 1, which has a baseline, and
+  // job 2, labelled team=a), resnet50 on 2 devices (job 3) and a failed resnet18 (job 4).
+  void StoreResultsJobs() {
+    Job fast = StoreJob(1, "resnet50", JobState::kSucceeded, 1, 2.0);
+    StoreJob(2, "resnet50", JobState::kSucceeded, 1, 4.0, {{"team", "a"}});
+    StoreJob(3, "resnet50", JobState::kSucceeded, 2, 4.0);
+    StoreJob(4, "resnet18", JobState::kFailed);
+    StoreBaseline(fast, 4);
+  }
+  // What benchctl receives for `request`: the Results RPC's answer.
+  v1::ResultsResponse ResultsRpc(const v1::ResultsRequest& request) {
+    v1::ResultsResponse response;
+    for (const ResultCell& cell : reads_->Results(FromProto(request))) {
+      ToProto(cell, response.add_cells());
+    }
+    return response;
+  }
   HttpResponse Get(const std::string& path,
                    std::multimap<std::string, std::string> query = {}) {
     HttpRequest request;
