@@ -1,4 +1,4 @@
-// An error as benchd's web port answers it (the JSON API, its gates, its event streams):
+// An error as the web port answers it (a handler's status, a gate's, an event stream's):
 // {"error":{"code":"NOT_FOUND","message":"..."}}, the message escaped by
 // common/json_escape.h, with the HTTP status of the code. Pure.
 #pragma once

@@ -1,4 +1,4 @@
-// Server-sent events on benchd's web port: EventStream, one client's open stream as a
+// Server-sent events on the web port: EventStream, one client's open stream as a
 // stream handler sees it, and ServeEventStream, how HttpServer (httpd/http_server.h)
 // serves a stream route on a civetweb connection — capped in number (past the cap 503,
 // so that the plain routes always have workers left), the handler's error before its

@@ -1,4 +1,4 @@
-// benchd's web port: an HTTP/1.1 server on civetweb (Debian's libcivetweb-dev, the
+// The web port: an HTTP/1.1 server on civetweb (Debian's libcivetweb-dev, the
 // library prometheus-cpp's own exposer is built on, so no new dependency). civetweb
 // gives a pool of worker threads, keep-alive, a bounded request head (431 past it) and
 // per-request timeouts; this class adds routing (httpd/http_routes.h), gates, GET/HEAD
