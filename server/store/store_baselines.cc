@@ -43,11 +43,12 @@ absl::StatusOr<std::vector<Baseline>> Store::LoadBaselines() {
     if (!row) break;
     Baseline b;
     b.configuration.model = select->Text(0);
-    b.configuration.precision = ParsePrecisionText(select->Text(1));
+    b.configuration.precision =
+        PrecisionFromText(select->Text(1)).value_or(Precision::kUnspecified);
     b.configuration.batch_size = static_cast<int>(select->Int(2));
     b.configuration.devices = static_cast<int>(select->Int(3));
     b.configuration.gpu_model = select->Text(4);
-    b.configuration.device_kind = ParseDeviceKind(select->Text(5));
+    b.configuration.device_kind = DeviceKindFromText(select->Text(5));
     b.job_id = select->Text(6);
     b.images_per_second = select->Double(7);
     b.lower_tolerance_pct = select->Double(8);

@@ -39,8 +39,6 @@ absl::Status MigrateSchema(Database& db);
 // an unknown text reads as the unspecified value).
 inline int64_t ToMs(absl::Time t) { return absl::ToUnixMillis(t); }
 inline absl::Time FromMs(int64_t ms) { return absl::FromUnixMillis(ms); }
-Precision ParsePrecisionText(const std::string& text);  // store_jobs_load.cc
-DeviceKind ParseDeviceKind(const std::string& text);    // store_jobs_load.cc
 
 // store_samples.cc
 absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db, const std::string& job_id,

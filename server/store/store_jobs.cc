@@ -74,7 +74,8 @@ const std::vector<SpecColumn>& SpecColumns() {
          statement.Bind(index, PrecisionText(spec.precision));
        },
        [](const Statement& statement, int column, JobSpec& spec) {
-         spec.precision = ParsePrecisionText(statement.Text(column));
+         spec.precision =
+             PrecisionFromText(statement.Text(column)).value_or(Precision::kUnspecified);
        }},
       IntColumn<&JobSpec::batch_size>("batch_size"),
       IntColumn<&JobSpec::iterations>("iterations"),

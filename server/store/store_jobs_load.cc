@@ -16,20 +16,6 @@
 
 namespace bench {
 
-Precision ParsePrecisionText(const std::string& text) {
-  for (Precision precision :
-       {Precision::kFp32, Precision::kAmp, Precision::kTf32, Precision::kBf16}) {
-    if (text == PrecisionText(precision)) return precision;
-  }
-  return Precision::kUnspecified;
-}
-
-DeviceKind ParseDeviceKind(const std::string& text) {
-  if (text == "cuda") return DeviceKind::kCuda;
-  if (text == "cpu") return DeviceKind::kCpu;
-  return DeviceKind::kNone;
-}
-
 namespace {
 
 JobState ParseState(const std::string& text) {
@@ -73,7 +59,7 @@ absl::Status LoadJobRows(Database& db, LoadedJobs& loaded) {
     job.state = ParseState(select->Text(2));
     job.reason = select->Text(3);
     job.attempt = static_cast<int>(select->Int(4));
-    job.device_kind = ParseDeviceKind(select->Text(5));
+    job.device_kind = DeviceKindFromText(select->Text(5));
     job.parameters = select->Int(6);
     job.created = FromMs(select->Int(7));
     job.telemetry_note = select->Text(8);
