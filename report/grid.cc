@@ -235,21 +235,30 @@ std::string Fixed(const char* format, const std::optional<double>& value) {
 
 }  // namespace
 
+// Each metric's name, for ParseGridMetric and GridMetricName alike.
+constexpr std::pair<const char*, GridMetric> kGridMetricNames[] = {
+    {"images_per_second", GridMetric::kImagesPerSecond},
+    {"energy_per_image", GridMetric::kEnergyPerImage},
+    {"images_per_watt", GridMetric::kImagesPerWatt},
+    {"power", GridMetric::kPower},
+    {"sm_clock", GridMetric::kSmClock},
+    {"temperature", GridMetric::kTemperature}};
+
 absl::StatusOr<GridMetric> ParseGridMetric(absl::string_view name) {
-  static const std::pair<const char*, GridMetric> kNames[] = {
-      {"images_per_second", GridMetric::kImagesPerSecond},
-      {"energy_per_image", GridMetric::kEnergyPerImage},
-      {"images_per_watt", GridMetric::kImagesPerWatt},
-      {"power", GridMetric::kPower},
-      {"sm_clock", GridMetric::kSmClock},
-      {"temperature", GridMetric::kTemperature}};
-  for (const auto& [text, metric] : kNames) {
+  for (const auto& [text, metric] : kGridMetricNames) {
     if (name == text) return metric;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--metric: unknown metric \"", name,
       "\" (expected images_per_second, energy_per_image, images_per_watt, power, sm_clock "
       "or temperature)"));
+}
+
+std::string GridMetricName(GridMetric metric) {
+  for (const auto& [text, named] : kGridMetricNames) {
+    if (named == metric) return text;
+  }
+  return "";
 }
 
 std::optional<double> CellValue(const ResultCell& cell, GridMetric metric) {

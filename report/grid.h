@@ -26,6 +26,8 @@ enum class GridMetric {
 };
 // INVALID_ARGUMENT naming the accepted names for anything else.
 absl::StatusOr<GridMetric> ParseGridMetric(absl::string_view name);
+// The name ParseGridMetric reads for `metric`: "images_per_second", "energy_per_image", ….
+std::string GridMetricName(GridMetric metric);
 // The cell's figure for `metric`; nullopt: no data.
 std::optional<double> CellValue(const benchfleet::v1::ResultCell& cell, GridMetric metric);
 // As shown in tables: images/s one decimal, J and images/W three, W and °C one, MHz none.

@@ -122,18 +122,6 @@ std::string GridJson(const Grid& grid) {
 
 }  // namespace
 
-std::string GridMetricName(GridMetric metric) {
-  switch (metric) {
-    case GridMetric::kImagesPerSecond: return "images_per_second";
-    case GridMetric::kEnergyPerImage: return "energy_per_image";
-    case GridMetric::kImagesPerWatt: return "images_per_watt";
-    case GridMetric::kPower: return "power";
-    case GridMetric::kSmClock: return "sm_clock";
-    case GridMetric::kTemperature: return "temperature";
-  }
-  return "";
-}
-
 std::string RenderGridsViewJson(const std::vector<Grid>& grids, GridMetric metric) {
   std::vector<std::string> items;
   items.reserve(grids.size());

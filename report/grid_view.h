@@ -13,9 +13,6 @@
 
 namespace bench::report {
 
-// "images_per_second", "energy_per_image", … (the names ParseGridMetric reads).
-std::string GridMetricName(GridMetric metric);
-
 // One JSON object and '\n', the web API's convention (report/json_output.h):
 //   {"metric":"images_per_second","grids":[{"model","device_kind","gpu_model","image_size",
 //    "name" (the titles' common part: "resnet50 224px (cuda, NVIDIA H100 80GB HBM3)"),
