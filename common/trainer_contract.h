@@ -25,6 +25,10 @@ inline constexpr char kFlagLoaderThreads[] = "--loader-threads";  // decode thre
 inline constexpr char kFlagDataVsCompute[] = "--data-vs-compute";  // no value
 inline constexpr char kFlagDevice[] = "--device";                  // cpu, cuda:N
 inline constexpr char kFlagThreads[] = "--threads";                // intra-op CPU threads
+// Fault injection for tests and demonstrations (docs/diagnosis.md): a scenario file
+// (common/fault_scenario.h) whose rank rules slow this rank's compute or stall its data.
+// Never passed by the agent unless its own --fault-scenario is set; never on by default.
+inline constexpr char kFlagFaultScenario[] = "--fault-scenario";
 
 // Every flag the agent may pass, in the order it passes them. bench-train accepts each
 // (worker/train/flags_test.cc); the agent passes no other (worker/agent/rank_launch_test.cc).
@@ -90,6 +94,8 @@ inline constexpr char kFieldZeroInitResidual[] = "zero_init_residual";
 inline constexpr char kFieldAllreduceBuckets[] = "allreduce_buckets";
 inline constexpr char kFieldBroadcastBuffers[] = "broadcast_buffers";
 inline constexpr char kFieldModelKind[] = "model_kind";
+// true only from a simulated trainer (bench-sim-train): every figure of the run is simulated.
+inline constexpr char kFieldSimulated[] = "simulated";
 
 // `iter`'s fields (and kFieldLr).
 inline constexpr char kFieldIteration[] = "iteration";  // 1-based
@@ -101,6 +107,11 @@ inline constexpr char kFieldElapsed[] = "elapsed_s";
 inline constexpr char kFieldWarmup[] = "warmup";
 inline constexpr char kFieldComputeTime[] = "compute_time_s";
 inline constexpr char kFieldLossScale[] = "loss_scale";
+// The step split (docs/trainer-events.md): forward and backward, the time blocked on the
+// gradient all-reduce beyond what overlapped with backward, the optimizer step.
+inline constexpr char kFieldForwardBackwardTime[] = "forward_backward_time_s";
+inline constexpr char kFieldAllreduceWaitTime[] = "allreduce_wait_time_s";
+inline constexpr char kFieldOptimizerTime[] = "optimizer_time_s";
 
 // `summary`'s fields.
 inline constexpr char kFieldMeasuredIterations[] = "measured_iterations";
