@@ -182,8 +182,18 @@ std::optional<FaultScenario> FaultScenario::Parse(const std::string& text, std::
       scenario.seed_ = static_cast<uint64_t>(*seed);
       continue;
     }
+    if (kind == "epoch") {
+      std::string value;
+      std::optional<double> epoch;
+      if (!(in >> value) || !(epoch = ParseDouble(value)) || *epoch < 0) {
+        *error = at.Error("epoch takes a Unix time in seconds");
+        return std::nullopt;
+      }
+      scenario.epoch_unix_s_ = epoch;
+      continue;
+    }
     if (kind != "gpu" && kind != "rank") {
-      *error = at.Error("unknown rule '" + kind + "' (gpu, rank or seed)");
+      *error = at.Error("unknown rule '" + kind + "' (gpu, rank, seed or epoch)");
       return std::nullopt;
     }
     std::map<std::string, std::string> tokens;

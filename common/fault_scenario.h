@@ -5,14 +5,18 @@
 //
 //   benchfleet-scenario 1              first non-comment line: the format and its version
 //   seed 42                            the seed of every random draw (default 1)
+//   epoch 1795000000.5                 optional: GPU rule times count from this Unix time
 //   gpu node=n1 gpu=2 from=30 to=end throttle=hw_thermal sm_clock_mhz=1200
 //   gpu node=* gpu=* speed_spread=8%
 //   rank rank=5 iterations=200-300 extra_compute=8%
 //   rank rank=* iterations=50-60 data_stall_s=0.2
 //
 // `#` starts a comment; blank lines are ignored; a rule is its kind and `key=value` tokens.
-// GPU rules select node (name or *) and gpu (index or *), and a time range in seconds since
-// the GPU's first reading (from=, default 0; to=, a number or `end`, the default). Rank
+// GPU rules select node (name or *) and gpu (index or *), and a time range in seconds
+// (from=, default 0; to=, a number or `end`, the default) since the scenario's epoch, or,
+// without one, since the reader first read the file (the fake NVML: its nvmlInit). A test
+// that must place a fault inside a running job rewrites the file with an epoch; readers
+// that run long re-read the file when it changes. Rank
 // rules select rank (global rank or *) and iterations (A-B inclusive, A, or *). Where
 // several rules set a field, the later one wins. Standard library only: bench-train and the
 // fake NVML (a shared library of its own) link it.
@@ -70,6 +74,8 @@ class FaultScenario {
   static std::optional<FaultScenario> Load(const std::string& path, std::string* error);
 
   uint64_t seed() const { return seed_; }
+  // The `epoch` line's Unix time in seconds; unset without one.
+  std::optional<double> epoch_unix_s() const { return epoch_unix_s_; }
   bool has_gpu_rules() const { return !gpu_rules_.empty(); }
   bool has_rank_rules() const { return !rank_rules_.empty(); }
 
@@ -97,6 +103,7 @@ class FaultScenario {
     std::optional<double> extra_compute_fraction, data_stall_s;
   };
   uint64_t seed_ = 1;
+  std::optional<double> epoch_unix_s_;
   std::vector<GpuRule> gpu_rules_;
   std::vector<RankRule> rank_rules_;
 };

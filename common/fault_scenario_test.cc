@@ -32,6 +32,8 @@ gpu node=n2 gpu=0 pcie_gen=3 pcie_gen_max=5 pcie_width=16 pcie_width_max=16
 gpu node=n4 gpu=* xid_errors=3 ecc_uncorrected=2
 )");
   EXPECT_EQ(s.seed(), 7u);
+  EXPECT_FALSE(s.epoch_unix_s().has_value());
+  EXPECT_EQ(ParseOk("benchfleet-scenario 1\nepoch 1795000000.5\n").epoch_unix_s(), 1795000000.5);
   GpuState before = s.GpuAt("n1", 2, 29.9);
   EXPECT_EQ(before.sm_clock_mhz, 1980);
   EXPECT_EQ(before.throttle_reasons, 0u);
@@ -130,7 +132,9 @@ TEST(FaultScenarioTest, MalformedScenariosAreRefusedNamingTheLine) {
             "line 2: rank rule: unknown key 'color'");
   EXPECT_EQ(ParseError("benchfleet-scenario 1\nrank rank=1 rank=2\n"), "line 2: 'rank' given twice");
   EXPECT_EQ(ParseError("benchfleet-scenario 1\nnode n1\n"),
-            "line 2: unknown rule 'node' (gpu, rank or seed)");
+            "line 2: unknown rule 'node' (gpu, rank, seed or epoch)");
+  EXPECT_EQ(ParseError("benchfleet-scenario 1\nepoch soon\n"),
+            "line 2: epoch takes a Unix time in seconds");
   EXPECT_EQ(ParseError("benchfleet-scenario 1\nseed -3\n"), "line 2: seed takes a non-negative integer");
 }
 
