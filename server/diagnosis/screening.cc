@@ -140,7 +140,7 @@ ScreeningReport Screen(const std::vector<ScreenedGpu>& gpus) {
   std::stable_sort(order.begin(), order.end(), [](const ScreenedGpu* a, const ScreenedGpu* b) {
     return std::tie(a->node, a->gpu_index, a->job_id) < std::tie(b->node, b->gpu_index, b->job_id);
   });
-  std::vector<std::vector<GpuReading>> readings;
+  std::vector<const std::vector<GpuReading>*> readings;
   for (const ScreenedGpu* g : order) {
     GpuVerdict v;
     v.job_id = g->job_id;
@@ -162,11 +162,8 @@ ScreeningReport Screen(const std::vector<ScreenedGpu>& gpus) {
     } else {
       v.median_step_s = MedianOf(std::move(steps));
     }
-    std::vector<GpuReading> sorted = g->readings;
-    std::stable_sort(sorted.begin(), sorted.end(), [](const GpuReading& a, const GpuReading& b) {
-      return a.time_unix_ns < b.time_unix_ns;
-    });
-    readings.push_back(std::move(sorted));
+    // Every figure taken from the readings (maxima, shares, medians) ignores their order.
+    readings.push_back(&g->readings);
     report.gpus.push_back(std::move(v));
   }
 
@@ -195,9 +192,9 @@ ScreeningReport Screen(const std::vector<ScreenedGpu>& gpus) {
         v.slow = v.slow_pct > summary.threshold_pct;
       }
       std::vector<std::string> evidence;
-      FaultCauses(readings[i], &v.causes, &evidence);
+      FaultCauses(*readings[i], &v.causes, &evidence);
       v.fault = !v.causes.empty();
-      if (v.slow) SlowCauses(readings[i], &v.causes, &evidence);
+      if (v.slow) SlowCauses(*readings[i], &v.causes, &evidence);
       if (v.failed) evidence.insert(evidence.begin(), v.failure_reason);
       v.flagged = v.slow || v.fault || v.failed;
       v.evidence = absl::StrJoin(evidence, "; ");
