@@ -75,6 +75,10 @@ Config ReadConfig() {
     }
   }
   if (const char* prefix = Env("FAKE_NVML_UUID_PREFIX")) c.uuid_prefix = prefix;
+  if (const char* path = Env("FAKE_NVML_SCENARIO")) {
+    const char* node = Env("FAKE_NVML_NODE");
+    c.scenario = ScenarioFile::Open(path, node != nullptr ? node : "", &c.error);
+  }
   c.fail_init =
       Env("FAKE_NVML_FAIL_INIT") != nullptr && std::strcmp(Env("FAKE_NVML_FAIL_INIT"), "0") != 0;
   return c;
@@ -102,6 +106,26 @@ GpuValues Values(const Config& config, int index) {
   v.ecc_corrected = PerGpu(config.ecc_corrected, index);
   v.ecc_uncorrected = PerGpu(config.ecc_uncorrected, index);
   v.xid_errors = PerGpu(config.xid_errors, index);
+  if (config.scenario == nullptr) return v;
+  const bench::GpuState s = config.scenario->Now(index);
+  auto set = [](double* out, const auto& value) {
+    if (value) *out = static_cast<double>(*value);
+  };
+  set(&v.power_w, s.power_w);
+  set(&v.sm_clock_mhz, s.sm_clock_mhz);
+  set(&v.max_sm_clock_mhz, s.max_sm_clock_mhz);
+  set(&v.mem_clock_mhz, s.memory_clock_mhz);
+  set(&v.max_mem_clock_mhz, s.max_memory_clock_mhz);
+  set(&v.temp_c, s.temperature_c);
+  set(&v.power_limit_w, s.power_limit_w);
+  if (s.throttle_reasons) v.throttle = *s.throttle_reasons;
+  set(&v.pcie_gen, s.pcie_gen);
+  set(&v.pcie_gen_max, s.pcie_gen_max);
+  set(&v.pcie_width, s.pcie_width);
+  set(&v.pcie_width_max, s.pcie_width_max);
+  set(&v.ecc_corrected, s.ecc_corrected);
+  set(&v.ecc_uncorrected, s.ecc_uncorrected);
+  set(&v.xid_errors, s.xid_errors);
   return v;
 }
 

@@ -1,11 +1,15 @@
 // What the fake NVML's GPUs show (tests/fake_nvml/fake_nvml.cc's header comment lists the
-// variables): the environment's values, read at each nvmlInit_v2. Not thread-safe: the
+// variables): the environment's values, read at each nvmlInit_v2, and over them the GPU
+// rules of a scenario file for this node over time (fake_scenario.h). Not thread-safe: the
 // caller (fake_nvml.cc) holds its lock.
 #pragma once
 
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
+
+#include "tests/fake_nvml/fake_scenario.h"
 
 namespace fake_nvml {
 
@@ -38,6 +42,9 @@ struct Config {
   std::set<std::string> unsupported;  // NVML function names answering NOT_SUPPORTED
   bool fail_init = false;
   std::string uuid_prefix = "GPU-fake";
+  // FAKE_NVML_SCENARIO's rules for FAKE_NVML_NODE; null without a scenario.
+  std::shared_ptr<ScenarioFile> scenario;
+  std::string error;  // why the environment cannot be used (nvmlInit_v2 fails); "" if it can
 
   bool Unsupported(const char* function) const { return unsupported.count(function) > 0; }
 };
@@ -57,7 +64,8 @@ struct GpuValues {
   double ecc_corrected = 0, ecc_uncorrected = 0, xid_errors = 0;
 };
 
-// GPU `index` now.
+// GPU `index` now: the environment's values, where the scenario's active rules set a
+// field, theirs.
 GpuValues Values(const Config& config, int index);
 
 }  // namespace fake_nvml

@@ -42,6 +42,25 @@
 //                               temperature and throttle ones
 //   FAKE_NVML_FAIL_INIT         "1": nvmlInit_v2 fails with NVML_ERROR_DRIVER_NOT_LOADED
 //
+//   FAKE_NVML_SCENARIO          a scenario file (common/fault_scenario.h; format in
+//                               docs/diagnosis.md): its GPU rules for this node override
+//                               the values above over time, field by field: sm_clock_mhz,
+//                               max_sm_clock_mhz, memory_clock_mhz, max_memory_clock_mhz,
+//                               power_w (instantaneous and average), power_limit_w,
+//                               temperature_c, throttle, pcie_gen, pcie_gen_max,
+//                               pcie_width, pcie_width_max, ecc_corrected, ecc_uncorrected,
+//                               xid_errors (XIDs a rule adds arrive as events, as above);
+//                               speed and speed_spread are for simulated trainers, not
+//                               NVML. Times are seconds since the file's `epoch` line or,
+//                               without one, since this process first read the file (its
+//                               first nvmlInit_v2 with it). The file is re-read when it
+//                               changes (tests rewrite it whole, by rename); a file that
+//                               cannot be read or parsed fails nvmlInit_v2 with
+//                               NVML_ERROR_UNKNOWN, whose nvmlErrorString is the parser's
+//                               error ("FAKE_NVML_SCENARIO: PATH: line N: ...").
+//   FAKE_NVML_NODE              this node's name, as the rules' node= selects it (default
+//                               "": only node=* rules apply)
+//
 //   FAKE_NVML_UUID_PREFIX       UUIDs are "<prefix>-<index>" (default "GPU-fake"), so
 //                               that several fake nodes can have distinct GPUs
 //
@@ -58,6 +77,7 @@
 #include <cstdio>
 #include <list>
 #include <mutex>
+#include <string>
 
 #include "tests/fake_nvml/fake_gpu_state.h"
 
@@ -104,6 +124,9 @@ std::mutex mu;
 int init_count = 0;  // guarded by mu
 fake_nvml::Config config;        // guarded by mu
 std::list<EventSet> event_sets;  // guarded by mu
+// Why the last nvmlInit_v2 that failed with NVML_ERROR_UNKNOWN did (nvmlErrorString's
+// text for that code; it lives until the next such failure).
+std::string init_error = "Unknown Error (fake)";  // guarded by mu
 // Each GPU's energy counter: the power integrated up to `last` (guarded by mu).
 struct EnergyCounter {
   double mj = 0;
@@ -166,6 +189,10 @@ FAKE_NVML_EXPORT int nvmlInit_v2() {
   std::lock_guard<std::mutex> lock(mu);
   fake_nvml::Config c = fake_nvml::ReadConfig();
   if (c.fail_init) return kErrorDriverNotLoaded;
+  if (!c.error.empty()) {
+    init_error = c.error;
+    return kErrorUnknown;
+  }
   config = c;
   for (int i = 0; i < kMaxGpus; ++i) devices[i].index = i;
   ++init_count;
@@ -190,6 +217,10 @@ FAKE_NVML_EXPORT const char* nvmlErrorString(int code) {
     case kErrorInsufficientSize: return "Insufficient Size";
     case kErrorDriverNotLoaded: return "Driver Not Loaded (fake)";
     case kErrorTimeout: return "Timeout";
+    case kErrorUnknown: {
+      std::lock_guard<std::mutex> lock(mu);
+      return init_error.c_str();
+    }
     default: return "Unknown Error (fake)";
   }
 }
