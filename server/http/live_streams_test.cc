@@ -236,7 +236,13 @@ TEST_F(LiveStreamsTest, AJobStreamSendsTheJobThenEachSampleOnceThenTheFinalState
   EXPECT_THAT(events[0].second, HasSubstr("\"state\":\"JOB_STATE_RUNNING\""));
   EXPECT_THAT(events[0].second, HasSubstr("\"id\":\"" + id + "\""));
 
-  Upload(id, 1, 1, 3, {Gpu(id, 1, 1), Gpu(id, 1, 2)});
+  // The second reading carries the screening fields: the stream sends them as stored.
+  GpuSample screened = Gpu(id, 1, 2);
+  screened.pcie_gen = 3;
+  screened.pcie_gen_max = 5;
+  screened.power_limit_w = 700;
+  screened.xid_errors = 2;
+  Upload(id, 1, 1, 3, {Gpu(id, 1, 1), screened});
   Upload(id, 0, 3, 4);
   ASSERT_TRUE(client.ReadUntil("\"rank\":0,\"iteration\":4"));
   ASSERT_TRUE(client.ReadUntil("event: gpu"));
@@ -250,8 +256,10 @@ TEST_F(LiveStreamsTest, AJobStreamSendsTheJobThenEachSampleOnceThenTheFinalState
   EXPECT_EQ(rank0, (std::vector<std::pair<int, int>>{{0, 1}, {0, 2}, {0, 3}, {0, 4}}));
   EXPECT_EQ(rank1, (std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {1, 3}}));
   int gpu_rows = 0;
+  std::string gpu_json;
   for (const auto& [event, data] : events) {
     if (event != "gpu") continue;
+    gpu_json += data;
     EXPECT_THAT(data, HasSubstr("\"gpu_uuid\":\"GPU-fake-1\""));
     EXPECT_THAT(data, HasSubstr("\"power_w\":250"));
     for (size_t at = data.find("\"seq\""); at != std::string::npos;
@@ -260,6 +268,9 @@ TEST_F(LiveStreamsTest, AJobStreamSendsTheJobThenEachSampleOnceThenTheFinalState
     }
   }
   EXPECT_EQ(gpu_rows, 2);
+  EXPECT_THAT(gpu_json, HasSubstr("\"pcie_gen\":3,\"pcie_gen_max\":5"));
+  EXPECT_THAT(gpu_json, HasSubstr("\"power_limit_w\":700"));
+  EXPECT_THAT(gpu_json, HasSubstr("\"xid_errors\":\"2\""));  // int64: a string in JSON
   ASSERT_GE(events.size(), 2u);
   EXPECT_EQ(events.back().first, "job");
   EXPECT_THAT(events.back().second, HasSubstr("\"state\":\"JOB_STATE_SUCCEEDED\""));
