@@ -338,8 +338,7 @@ CREATE TABLE join_tokens (
   revoked INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql",
-    // 13: what fleet screening needs of each GPU reading (issue 26; spec26's migration 14,
-    // after the samples' columns at merge): PCIe link generation and width, current and
+    // 13: what fleet screening needs of each GPU reading (issue 26): PCIe link generation and width, current and
     // maximum; the maximum clocks; the enforced power limit; ECC and XID error counts.
     // NULL: not read (an older agent, or NVML cannot give it).
     R"sql(
@@ -353,6 +352,23 @@ ALTER TABLE gpu_samples ADD COLUMN power_limit_w REAL;
 ALTER TABLE gpu_samples ADD COLUMN ecc_corrected INTEGER;
 ALTER TABLE gpu_samples ADD COLUMN ecc_uncorrected INTEGER;
 ALTER TABLE gpu_samples ADD COLUMN xid_errors INTEGER;
+)sql",
+    // 14: the step split per iteration (issue 26, docs/trainer-events.md): nullable REAL
+    // columns, NULL meaning the trainer did not write the figure (no data, never 0); rows
+    // stored before have NULL in each. The `samples` view is made again with them.
+    R"sql(
+ALTER TABLE sample_rows ADD COLUMN compute_time_s REAL;
+ALTER TABLE sample_rows ADD COLUMN forward_backward_time_s REAL;
+ALTER TABLE sample_rows ADD COLUMN allreduce_wait_time_s REAL;
+ALTER TABLE sample_rows ADD COLUMN optimizer_time_s REAL;
+DROP VIEW samples;
+CREATE VIEW samples AS
+  SELECT r.job_id, r.attempt, r.rank, (s.key & 4294967295) - 2147483648 AS iteration,
+         s.step_time_s, s.images, s.loss, s.data_time_s, s.elapsed_s, s.warmup,
+         s.received_unix_ns, s.power_w_mean, s.sm_clock_mhz_mean, s.compute_time_s,
+         s.forward_backward_time_s, s.allreduce_wait_time_s, s.optimizer_time_s
+  FROM sample_series r JOIN sample_rows s
+    ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32;
 )sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
