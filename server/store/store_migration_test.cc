@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include "absl/strings/str_cat.h"
 #include "server/store/store_test_fixture.h"
 
 namespace bench {
@@ -378,6 +379,7 @@ TEST_F(StoreTest, ASchemaSevenDatabaseKeepsItsConstraintsAsRows) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const char* to_v7 = R"sql(
+ALTER TABLE jobs DROP COLUMN simulated;
 DROP TABLE join_tokens;
 ALTER TABLE jobs DROP COLUMN data_vs_compute;
 ALTER TABLE rank_summaries DROP COLUMN synthetic_images_per_second;
@@ -439,6 +441,7 @@ TEST_F(StoreTest, ASchemaNineDatabaseKeepsItsJobsAsSyntheticWithoutPath) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const char* to_v9 = R"sql(
+ALTER TABLE jobs DROP COLUMN simulated;
 DROP TABLE join_tokens;
 ALTER TABLE jobs DROP COLUMN data_vs_compute;
 ALTER TABLE rank_summaries DROP COLUMN synthetic_images_per_second;
@@ -470,6 +473,37 @@ DELETE FROM schema_version WHERE version > 9;
   EXPECT_EQ(jobs->back().spec, real.spec);
   EXPECT_EQ(jobs->back().spec.data_path, "/data/coco2017");
   EXPECT_EQ(jobs->back().spec.loader_threads, 12);
+}
+
+// Issue 26's migration (the jobs' simulated mark): jobs stored before it are real.
+TEST_F(StoreTest, JobsStoredBeforeTheSimulatedMarkAreReal) {
+  Job old_job = MakeJob(1);
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(old_job).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const std::string back = absl::StrCat(
+      "ALTER TABLE jobs DROP COLUMN simulated; DELETE FROM schema_version WHERE version > ",
+      Store::kSchemaVersion - 1, ";");
+  ASSERT_EQ(sqlite3_exec(db, back.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_FALSE(jobs->front().simulated);
+  Job simulated = jobs->front();
+  simulated.simulated = true;
+  ASSERT_TRUE((*store)->UpdateJob(simulated).ok());
+  jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_TRUE(jobs->front().simulated);
 }
 
 }  // namespace

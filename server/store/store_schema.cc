@@ -338,6 +338,12 @@ CREATE TABLE join_tokens (
   revoked INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql",
+    // 13 on this branch; issue 26's migration 16 (spec26: after the samples', telemetry's and
+    // the diagnoses' at merge). A job whose trainer said "simulated": true (bench-sim-train):
+    // its figures are simulated and never enter real results. Older jobs are real.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);
