@@ -56,8 +56,8 @@ std::string ConfigurationKey::ToString() const {
 }
 
 ConfigurationFilter ConfigurationFilter::Exactly(const ConfigurationKey& key) {
-  return ConfigurationFilter{key.model,       key.devices,   key.precision, key.batch_size,
-                             key.device_kind, key.gpu_model, key.image_size};
+  return ConfigurationFilter{key.model,       key.devices,   key.precision,  key.batch_size,
+                             key.device_kind, key.gpu_model, key.image_size, key.simulated};
 }
 
 bool ConfigurationFilter::Matches(const ConfigurationKey& key) const {
@@ -66,7 +66,7 @@ bool ConfigurationFilter::Matches(const ConfigurationKey& key) const {
          (!batch_size || *batch_size == key.batch_size) &&
          (!device_kind || *device_kind == key.device_kind) &&
          (!gpu_model || *gpu_model == key.gpu_model) &&
-         (!image_size || *image_size == key.image_size);
+         (!image_size || *image_size == key.image_size) && simulated == key.simulated;
 }
 
 bool ConfigurationFilter::empty() const {
@@ -86,6 +86,7 @@ std::string ConfigurationFilter::ToString() const {
   }
   if (gpu_model) fields.push_back(absl::StrCat("gpu_model=", Quoted(*gpu_model)));
   if (image_size) fields.push_back(absl::StrCat("image_size=", *image_size));
+  if (simulated) fields.push_back("simulated");
   if (fields.empty()) return "any configuration";
   return absl::StrJoin(fields, " ");
 }

@@ -1,9 +1,11 @@
 // What results are comparable across, defined once: a ConfigurationKey is (model, devices,
-// precision, batch size, device kind, GPU model, image size). benchd groups its results
+// precision, batch size, device kind, GPU model, image size, simulated). benchd groups its results
 // grid, its baselines (the baselines table's primary key) and its per-GPU variability by
 // it; report/ groups the grids and finds the 1-device cell of a scaling figure by it. A
 // ConfigurationFilter is a key with some fields unset: "model=resnet50 devices=8" matches
-// every configuration with that model and device count.
+// every configuration with that model and device count. Simulated figures (bench-sim-train,
+// issue 26) are never comparable with real ones: `simulated` is part of the key, and a
+// filter always selects one kind (real unless it says simulated).
 //
 // Ordering: by the fields in the order above (precision and device kind by their enum
 // order below), the order of benchd's results cells and baselines lists.
@@ -38,9 +40,11 @@ struct ConfigurationKey {
   DeviceKind device_kind = DeviceKind::kNone;  // kNone: not placed yet
   std::string gpu_model;                       // "" on CPU slots or when unknown
   int image_size = 0;
+  bool simulated = false;  // its jobs ran on bench-sim-train
 
   auto Tie() const {
-    return std::tie(model, devices, precision, batch_size, device_kind, gpu_model, image_size);
+    return std::tie(model, devices, precision, batch_size, device_kind, gpu_model, image_size,
+                    simulated);
   }
   bool operator<(const ConfigurationKey& o) const { return Tie() < o.Tie(); }
   bool operator==(const ConfigurationKey& o) const { return Tie() == o.Tie(); }
@@ -48,7 +52,7 @@ struct ConfigurationKey {
 
   // For messages and test failures: every field, e.g. `model="resnet50" devices=8
   // precision=fp32 batch_size=256 device_kind=cuda gpu_model="NVIDIA A100" image_size=224`
-  // (device_kind="" when kNone).
+  // (device_kind="" when kNone), then `simulated` for a simulated one.
   std::string ToString() const;
 };
 
@@ -61,12 +65,14 @@ struct ConfigurationFilter {
   std::optional<DeviceKind> device_kind;
   std::optional<std::string> gpu_model;  // "" is a value: only keys without a GPU model
   std::optional<int> image_size;
+  // Not optional: a filter matches real keys only, or (true) simulated keys only.
+  bool simulated = false;
 
   // Every field of `key` set.
   static ConfigurationFilter Exactly(const ConfigurationKey& key);
 
   bool Matches(const ConfigurationKey& key) const;
-  bool empty() const;  // no field set: matches every key
+  bool empty() const;  // no optional field set: matches every key of its kind (simulated)
   // The set fields as ToString writes them, in the key's order; "any configuration" when
   // empty.
   std::string ToString() const;

@@ -19,7 +19,7 @@ ConfigurationKey Resnet50(int devices) {
 TEST(ConfigurationKeyTest, EqualOnlyWhenEveryFieldIs) {
   const ConfigurationKey key = Resnet50(8);
   EXPECT_EQ(key, Resnet50(8));
-  std::vector<ConfigurationKey> others(7, key);
+  std::vector<ConfigurationKey> others(8, key);
   others[0].model = "resnet18";
   others[1].devices = 4;
   others[2].precision = Precision::kAmp;
@@ -27,6 +27,7 @@ TEST(ConfigurationKeyTest, EqualOnlyWhenEveryFieldIs) {
   others[4].device_kind = DeviceKind::kCpu;
   others[5].gpu_model = "NVIDIA H100";
   others[6].image_size = 160;
+  others[7].simulated = true;
   for (const ConfigurationKey& other : others) {
     EXPECT_NE(key, other) << other.ToString();
     EXPECT_TRUE(key < other || other < key) << other.ToString();
@@ -86,6 +87,27 @@ TEST(ConfigurationFilterTest, AnEmptyFilterMatchesEverything) {
   EXPECT_TRUE(any.Matches(Resnet50(8)));
   EXPECT_TRUE(any.Matches(ConfigurationKey{}));
   EXPECT_EQ(any.ToString(), "any configuration");
+}
+
+// Simulated figures (issue 26) are never mixed with real ones: every filter, the empty one
+// included, selects one kind.
+TEST(ConfigurationFilterTest, RealAndSimulatedNeverMatchEachOther) {
+  ConfigurationKey simulated = Resnet50(8);
+  simulated.simulated = true;
+  const ConfigurationFilter real_only;
+  EXPECT_FALSE(real_only.Matches(simulated));
+  EXPECT_TRUE(real_only.Matches(Resnet50(8)));
+  ConfigurationFilter simulated_only;
+  simulated_only.simulated = true;
+  EXPECT_TRUE(simulated_only.empty());
+  EXPECT_TRUE(simulated_only.Matches(simulated));
+  EXPECT_FALSE(simulated_only.Matches(Resnet50(8)));
+  EXPECT_TRUE(ConfigurationFilter::Exactly(simulated).Matches(simulated));
+  EXPECT_FALSE(ConfigurationFilter::Exactly(simulated).Matches(Resnet50(8)));
+  EXPECT_EQ(simulated.ToString(),
+            "model=\"resnet50\" devices=8 precision=fp32 batch_size=256 device_kind=cuda "
+            "gpu_model=\"NVIDIA A100\" image_size=224 simulated");
+  EXPECT_EQ(simulated_only.ToString(), "simulated");
 }
 
 TEST(ConfigurationFilterTest, SetFieldsMustAllMatch) {

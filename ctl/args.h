@@ -76,6 +76,7 @@ struct ResultsFilter {
   TimeBound since;        // --since
   TimeBound until;        // --until
   std::map<std::string, std::string> labels;  // --label k=v (repeatable)
+  bool simulated = false;  // --simulated: simulated jobs' cells instead of real ones
 };
 
 // `join-token create|list|revoke` (issue 24's agent bootstrap; ctl/join_token_command.h).

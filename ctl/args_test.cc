@@ -193,6 +193,9 @@ TEST(ArgsTest, OtherCommands) {
   EXPECT_EQ(results->format, OutputFormat::kMarkdown);
   EXPECT_EQ(Parse({"results", "--format", "csv"})->format, OutputFormat::kCsv);
   EXPECT_EQ(Parse({"results", "--format", "json"})->format, OutputFormat::kJson);
+  // Real results unless --simulated asks for the simulated jobs' cells (issue 26).
+  EXPECT_FALSE(Parse({"results"})->filter.simulated);
+  EXPECT_TRUE(Parse({"results", "--simulated"})->filter.simulated);
 }
 
 TEST(ArgsTest, SweepLists) {

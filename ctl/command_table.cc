@@ -296,6 +296,10 @@ std::vector<FlagSpec> ResultsFlags() {
     state.options.filter.labels[kv.first] = kv.second;
     return absl::OkStatus();
   })));
+  flags.push_back(Bool("--simulated", "simulated", [](ParseState& state, bool on) {
+    state.options.filter.simulated = on;
+    return absl::OkStatus();
+  }));
   flags.push_back(Format({{"table", OutputFormat::kTable},
                           {"markdown", OutputFormat::kMarkdown},
                           {"csv", OutputFormat::kCsv},
@@ -411,7 +415,9 @@ std::vector<CommandSpec> BuildTable() {
                    "speedup and scaling efficiency vs 1 device and baseline verdicts;\n"
                    "T is RFC3339 (2026-11-21T10:00:00Z) or a time ago (24h, 7d);\n"
                    "--metric energy_per_image|images_per_watt|power|sm_clock|temperature\n"
-                   "fills the grid with GPU telemetry instead (csv/json carry all)",
+                   "fills the grid with GPU telemetry instead (csv/json carry all);\n"
+                   "--simulated shows simulated jobs' cells (bench-sim-train) instead\n"
+                   "of real ones, titled \"simulated\": the two never mix",
                    nullptr,
                    [](const CliOptions& o, const CommandContext& c) {
                      return RunResults(o.model, o.filter, o.format, o.metric, c);

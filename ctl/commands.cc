@@ -226,6 +226,7 @@ absl::StatusOr<int> RunResults(const std::string& model, const ResultsFilter& fi
   request.set_since_unix_ms(ResolveTimeBound(filter.since, now));
   request.set_until_unix_ms(ResolveTimeBound(filter.until, now));
   for (const auto& [key, value] : filter.labels) (*request.mutable_labels())[key] = value;
+  request.set_simulated(filter.simulated);
   ASSIGN_OR_RETURN(v1::ResultsResponse response, context.client->Call(&Stub::Results, request));
   if (format == OutputFormat::kJson) {  // the same bytes as GET /api/v1/results
     *context.out << report::RenderResultsJson(request, response);

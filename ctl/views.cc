@@ -276,10 +276,18 @@ std::string FormatJobText(const JobStatus& job, const std::string& data_wait) {
     label.resize(std::max<size_t>(label.size() + 1, 12), ' ');
     absl::StrAppend(&out, label, value, "\n");
   };
+  // A figure's heading: "images/s (simulated)" for a simulated job (issue 26), so that no
+  // simulated figure is read as a real one.
+  auto figure = [&job](absl::string_view heading) {
+    return job.simulated() ? absl::StrCat(heading, " (simulated)") : std::string(heading);
+  };
   line("id", job.id());
   line("name", spec.name().empty() ? "-" : spec.name());
   if (!job.submitted_by().empty()) line("submitted by", job.submitted_by());
   line("state", StateWithReason(job));
+  if (job.simulated()) {
+    line("simulated", "yes: every figure below comes from bench-sim-train, not from a GPU");
+  }
   if (job.state() == benchfleet::v1::JOB_STATE_QUEUED && job.queue_position() > 0) {
     line("queue", absl::StrCat("position ", job.queue_position(),
                                job.queue_position() == 1 ? " (next)" : ""));
@@ -320,17 +328,17 @@ std::string FormatJobText(const JobStatus& job, const std::string& data_wait) {
   line("progress", absl::StrCat(job.iterations_done(), "/", spec.iterations(), " it"));
   line("samples", absl::StrCat(job.samples_stored(), " stored"));
   if (job.attempt() > 0) {
-    line("precision", PrecisionText(job));
-    line("non-finite", NonFiniteText(job));
-    line("skipped", SkippedText(job));
+    line(figure("precision"), PrecisionText(job));
+    line(figure("non-finite"), NonFiniteText(job));
+    line(figure("skipped"), SkippedText(job));
   }
   line("parameters", job.parameters() > 0 ? absl::StrCat(job.parameters()) : "unknown");
-  line("images/s", Throughput(job));
-  if (!data_wait.empty()) line("data wait", data_wait);
-  if (spec.data_vs_compute()) line("vs compute", DataVsComputeText(job));
-  line("energy", EnergyText(job));
+  line(figure("images/s"), Throughput(job));
+  if (!data_wait.empty()) line(figure("data wait"), data_wait);
+  if (spec.data_vs_compute()) line(figure("vs compute"), DataVsComputeText(job));
+  line(figure("energy"), EnergyText(job));
   if (std::string verdict = FormatBaselineVerdict(job.baseline()); !verdict.empty()) {
-    line("baseline", verdict);
+    line(figure("baseline"), verdict);
   }
   if (!job.environment().versions().empty()) line("versions", FormatVersions(job.environment()));
   if (!job.environment().hostnames().empty()) {
@@ -343,7 +351,7 @@ std::string FormatJobText(const JobStatus& job, const std::string& data_wait) {
     out += Indent(FormatRankDevicesTable(job));
   }
   if (job.gpu_telemetry_size() > 0) {
-    out += "gpus (measured window):\n";
+    out += job.simulated() ? "gpus (measured window, simulated):\n" : "gpus (measured window):\n";
     out += Indent(FormatGpuTelemetryTable(job));
   }
   out += "history:\n";
@@ -386,11 +394,13 @@ std::string FormatJobsTable(const std::vector<JobStatus>& jobs) {
   table.align = {Align::kLeft,  Align::kLeft,  Align::kLeft,  Align::kRight, Align::kLeft,
                  Align::kRight, Align::kRight, Align::kRight, Align::kLeft};
   for (const JobStatus& job : jobs) {
-    table.rows.push_back({job.id(), JobStateName(job.state()), job.spec().model(),
-                          absl::StrCat(job.spec().devices()), PrecisionName(job.spec().precision()),
-                          absl::StrCat(job.spec().batch_size()),
-                          absl::StrCat(job.iterations_done(), "/", job.spec().iterations()),
-                          Throughput(job), FormatTime(job.created_unix_ms())});
+    table.rows.push_back(
+        {job.id(), JobStateName(job.state()), job.spec().model(),
+         absl::StrCat(job.spec().devices()), PrecisionName(job.spec().precision()),
+         absl::StrCat(job.spec().batch_size()),
+         absl::StrCat(job.iterations_done(), "/", job.spec().iterations()),
+         job.simulated() ? absl::StrCat(Throughput(job), " (simulated)") : Throughput(job),
+         FormatTime(job.created_unix_ms())});
   }
   return RenderPlainTable(table);
 }

@@ -1,8 +1,9 @@
 #include "ctl/views.h"
 
-#include "report/json_output.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "report/json_output.h"
 
 namespace bench::ctl {
 namespace {
@@ -234,6 +235,30 @@ TEST(ViewsTest, JobTextShowsGpuTelemetryOrSaysThereIsNone) {
   EXPECT_THAT(text, HasSubstr("GPU-fake-0"));
   EXPECT_THAT(text, HasSubstr("0x4"));
   EXPECT_THAT(FormatGpuTelemetryTable(job), HasSubstr("no data"));  // no clock readings
+}
+
+// A simulated job (bench-sim-train, issue 26): "simulated" next to every figure's heading,
+// in the status text and in the jobs table; a real job's text never says it.
+TEST(ViewsTest, ASimulatedJobSaysSoNextToEveryFigure) {
+  JobStatus job = RunningJob();
+  job.set_has_throughput(true);
+  job.set_images_per_second(812.5);
+  job.set_energy_per_image_j(0.25);
+  job.mutable_spec()->set_data_vs_compute(true);
+  job.mutable_baseline()->set_verdict(benchfleet::v1::BASELINE_VERDICT_WITHIN);
+  job.mutable_baseline()->set_ratio(1);
+  job.add_gpu_telemetry()->set_gpu_uuid("GPU-sim-0");
+  EXPECT_THAT(FormatJobText(job, "0.1 s"), Not(HasSubstr("simulated")));
+  job.set_simulated(true);
+  const std::string text = FormatJobText(job, "0.1 s");
+  EXPECT_THAT(text, HasSubstr("simulated:  yes: every figure below comes from bench-sim-train"));
+  for (const char* heading :
+       {"precision", "non-finite", "skipped", "images/s", "data wait", "vs compute", "energy"}) {
+    EXPECT_THAT(text, HasSubstr(absl::StrCat("\n", heading, " (simulated): "))) << heading;
+    EXPECT_THAT(text, Not(HasSubstr(absl::StrCat("\n", heading, ": ")))) << heading;
+  }
+  EXPECT_THAT(text, HasSubstr("gpus (measured window, simulated):"));
+  EXPECT_THAT(FormatJobsTable({job}), HasSubstr("812.5 (simulated)"));
 }
 
 TEST(ViewsTest, JobTextShowsEnvironmentRankDevicesAndBaseline) {

@@ -33,6 +33,7 @@ ConfigurationKey KeyOf(const ResultCell& cell) {
   key.device_kind = DeviceKindFromText(cell.device_kind());
   key.gpu_model = cell.gpu_model();
   key.image_size = cell.image_size();
+  key.simulated = cell.simulated();
   return key;
 }
 
@@ -68,9 +69,9 @@ std::string PrecisionHeader(bench::Precision precision) {
 struct GridOrder {
   bool operator()(const ConfigurationKey& a, const ConfigurationKey& b) const {
     return std::forward_as_tuple(a.model, std::string_view(DeviceKindText(a.device_kind)),
-                                 a.gpu_model, a.image_size) <
+                                 a.gpu_model, a.image_size, a.simulated) <
            std::forward_as_tuple(b.model, std::string_view(DeviceKindText(b.device_kind)),
-                                 b.gpu_model, b.image_size);
+                                 b.gpu_model, b.image_size, b.simulated);
   }
 };
 bool ListedBefore(const ConfigurationKey& a, const ConfigurationKey& b) {
@@ -112,6 +113,7 @@ std::string GridName(const Grid& grid) {
   std::vector<std::string> where;
   if (!grid.device_kind.empty()) where.push_back(grid.device_kind);
   if (!grid.gpu_model.empty()) where.push_back(grid.gpu_model);
+  if (grid.simulated) where.push_back("simulated");
   if (!where.empty()) absl::StrAppend(&title, " (", absl::StrJoin(where, ", "), ")");
   return title;
 }
@@ -425,6 +427,7 @@ std::vector<Grid> BuildGrids(const std::vector<ResultCell>& cells, GridMetric me
     grid.device_kind = DeviceKindText(grid_key.device_kind);
     grid.gpu_model = grid_key.gpu_model;
     grid.image_size = grid_key.image_size;
+    grid.simulated = grid_key.simulated;
     for (const auto& [key, column] : building.columns) {
       grid.columns.push_back({column.wire, key.second,
                               absl::StrCat(PrecisionHeader(column.precision), " bs", key.second)});
@@ -585,6 +588,7 @@ std::vector<ResultCell> CellsMatching(const benchfleet::v1::ResultsRequest& requ
   for (const ResultCell& cell : response.cells()) {
     if (!request.model().empty() && cell.model() != request.model()) continue;
     if (!request.gpu_model().empty() && cell.gpu_model() != request.gpu_model()) continue;
+    if (cell.simulated() != request.simulated()) continue;  // never real and simulated mixed
     cells.push_back(cell);
   }
   return cells;

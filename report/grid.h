@@ -67,6 +67,7 @@ struct Grid {
   std::string device_kind;  // "cuda", "cpu" or "" (unknown)
   std::string gpu_model;    // "" on CPU slots or when unknown
   int image_size = 0;       // pixels; 0 when unknown
+  bool simulated = false;   // its cells are simulated (bench-sim-train): "simulated" in the title
   std::vector<GridColumn> columns;  // FP32 before AMP (then others), each by batch ascending
   std::vector<GridRow> rows;        // devices ascending
 };

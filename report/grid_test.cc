@@ -163,6 +163,34 @@ TEST(GridTest, OneGridPerModel) {
   EXPECT_THAT(RenderGridsMarkdown(grids), HasSubstr("### ssd (cuda)"));
 }
 
+// Simulated cells (bench-sim-train, issue 26) get grids of their own, titled "simulated",
+// and the JSON says so of each cell; a request selects one kind, never both.
+TEST(GridTest, SimulatedCellsAreAGridOfTheirOwnTitledSimulated) {
+  std::vector<ResultCell> cells = {Cell("resnet50", 1, PRECISION_FP32, 256, 384.72),
+                                   Cell("resnet50", 1, PRECISION_FP32, 256, 999.0)};
+  cells[1].set_simulated(true);
+  const auto grids = BuildGrids(cells);
+  ASSERT_EQ(grids.size(), 2u);
+  EXPECT_FALSE(grids[0].simulated);
+  EXPECT_TRUE(grids[1].simulated);
+  const std::string table = RenderGridsTable(grids);
+  EXPECT_THAT(table, HasSubstr("resnet50 (cuda): median images/s\n"));
+  EXPECT_THAT(table, HasSubstr("resnet50 (cuda, simulated): median images/s\n"));
+  EXPECT_THAT(RenderGridsMarkdown(grids), HasSubstr("### resnet50 (cuda, simulated)"));
+  EXPECT_THAT(RenderCellsJson({cells[1]}), HasSubstr("\"simulated\":true"));
+
+  benchfleet::v1::ResultsResponse response;
+  *response.add_cells() = cells[0];
+  *response.add_cells() = cells[1];
+  benchfleet::v1::ResultsRequest real;
+  ASSERT_EQ(CellsMatching(real, response).size(), 1u);
+  EXPECT_FALSE(CellsMatching(real, response)[0].simulated());
+  benchfleet::v1::ResultsRequest simulated;
+  simulated.set_simulated(true);
+  ASSERT_EQ(CellsMatching(simulated, response).size(), 1u);
+  EXPECT_TRUE(CellsMatching(simulated, response)[0].simulated());
+}
+
 TEST(GridTest, NoResults) {
   EXPECT_EQ(RenderGridsTable({}), "no results yet\n");
   EXPECT_EQ(RenderGridsMarkdown({}), "no results yet\n");

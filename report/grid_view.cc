@@ -114,6 +114,7 @@ std::string GridJson(const Grid& grid) {
       .Add("device_kind", grid.device_kind)
       .Add("gpu_model", grid.gpu_model)
       .Add("image_size", grid.image_size)
+      .Add("simulated", grid.simulated)
       .Add("name", title.substr(0, title.rfind(": ")))
       .AddRaw("columns", absl::StrCat("[", absl::StrJoin(columns, ","), "]"))
       .AddRaw("tables", absl::StrCat("[", absl::StrJoin(tables, ","), "]"))

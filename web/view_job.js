@@ -40,8 +40,11 @@ function summary(job, figures) {
   const spec = job.spec || {};
   const s = stateName(job.state);
   const ips = job.has_throughput && has(job.images_per_second) ? `${formatRate(num(job.images_per_second))} images/s` : noData();
+  // A simulated job's figures (bench-sim-train, issue 26) say so next to their heading.
+  const fig = (heading) => (job.simulated ? `${heading} (simulated)` : heading);
   return kv([
     ['state', [stateBadge(job.state), job.reason ? ` ${job.reason}` : '']],
+    job.simulated ? ['simulated', h('span', { class: 'badge simulated', id: 'simulated' }, 'every figure of this job comes from bench-sim-train, not from a GPU')] : null,
     s === 'QUEUED' ? ['queue position', String(num(job.queue_position) || '-')] : null,
     ['name', spec.name || noData('-')],
     ['model', `${spec.model || ''}, ${num(spec.image_size) || 0}px images, ${num(job.parameters) ? `${num(job.parameters)} parameters` : 'parameters not known yet'}`],
@@ -50,11 +53,11 @@ function summary(job, figures) {
     ['precision', [precisionName(spec.precision), job.effective_precision ? ` (in effect: ${job.effective_precision})` : '']],
     ['batch size', `${num(spec.batch_size) || 0} per device`],
     ['iterations', `${num(job.iterations_done) || 0} of ${num(spec.iterations) || 0} done, ${num(spec.warmup_iterations) || 0} warm-up`],
-    ['images/s', ips],
-    spec.data_vs_compute ? ['vs compute', figures && figures.vs_compute ? figures.vs_compute : noData()] : null,
-    ['energy per image', has(job.energy_per_image_j) ? `${general(num(job.energy_per_image_j), 4)} J` : noData()],
-    ['images/s per watt', has(job.images_per_second_per_watt) ? general(num(job.images_per_second_per_watt), 4) : noData()],
-    ['baseline', formatBaselineVerdict(job.baseline) || noData('no baseline for this configuration')],
+    [fig('images/s'), ips],
+    spec.data_vs_compute ? [fig('vs compute'), figures && figures.vs_compute ? figures.vs_compute : noData()] : null,
+    [fig('energy per image'), has(job.energy_per_image_j) ? `${general(num(job.energy_per_image_j), 4)} J` : noData()],
+    [fig('images/s per watt'), has(job.images_per_second_per_watt) ? general(num(job.images_per_second_per_watt), 4) : noData()],
+    [fig('baseline'), formatBaselineVerdict(job.baseline) || noData('no baseline for this configuration')],
     ['labels', chips(spec.labels)],
     (spec.allowed_nodes || []).length || Object.keys(spec.node_labels || {}).length
       ? ['constraints', [(spec.allowed_nodes || []).map((n) => h('span', { class: 'chip' }, `node ${n}`)),
@@ -337,7 +340,8 @@ export async function render(main, route, ctx) {
   };
 
   const drawStatus = () => {
-    replace(title, 'Job ', h('span', { class: 'mono' }, job.id), ' ', job.spec?.name ? h('span', { class: 'job-name' }, job.spec.name) : '');
+    replace(title, 'Job ', h('span', { class: 'mono' }, job.id), ' ', job.spec?.name ? h('span', { class: 'job-name' }, job.spec.name) : '',
+      job.simulated ? [' ', h('span', { class: 'badge simulated' }, 'simulated')] : '');
     replace(summaryBox, summary(job, figures));
     replace(problemsBox, problems(job));
     replace(devicesBox, devicesTable(job));

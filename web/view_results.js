@@ -1,10 +1,11 @@
-// #/results?model=&gpu_model=&label=k=v&metric=: the results grids as `benchctl results
+// #/results?model=&gpu_model=&label=k=v&metric=&simulated=true: the results grids as `benchctl results
 // [--metric M]` prints them. benchd renders them (GET /api/v1/results/grids, report/grid_view.h:
 // every title, header and cell's text is benchctl's); this view only lays them out: per
 // (model, device kind, GPU model, image size) the metric's grid, the speedup and scaling
 // efficiency table (or its "no 1-device cell" note), the vs-baseline table, and for images/s
 // a scaling plot per precision × batch from the cells' figures. Each cell links to its runs
-// in the jobs view.
+// in the jobs view. simulated=true shows the simulated jobs' grids (bench-sim-train, issue
+// 26) instead of the real ones, titled "simulated" and marked; the two never mix.
 import { getJson } from './api.js';
 import { h, replace, noData, errorBox, hashHref } from './dom.js';
 import { num, precisionName } from './format.js';
@@ -90,14 +91,17 @@ function filterForm(params, ctx) {
   const label = h('input', { name: 'label', value: params.getAll('label').join(' '), placeholder: 'k=v', size: 14 });
   const chosen = params.get('metric') || METRICS[0];
   const metric = h('select', { name: 'metric' }, METRICS.map((name) => h('option', { value: name, selected: name === chosen }, name)));
+  const simulated = h('input', { type: 'checkbox', name: 'simulated', checked: params.get('simulated') === 'true' });
   const form = h('form', { class: 'filters' }, h('label', null, 'model', model), h('label', null, 'GPU model', gpu),
-    h('label', null, 'labels', label), h('label', null, 'metric', metric), h('button', { type: 'submit' }, 'Apply'),
+    h('label', null, 'labels', label), h('label', null, 'metric', metric),
+    h('label', { title: 'the simulated jobs\' results (bench-sim-train) instead of the real ones' }, 'simulated', simulated),
+    h('button', { type: 'submit' }, 'Apply'),
     h('a', { href: '#/results' }, 'clear'));
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     ctx.navigate('#/results', {
       model: model.value.trim(), gpu_model: gpu.value.trim(), label: label.value.split(/\s+/).filter(Boolean),
-      metric: metric.value === METRICS[0] ? '' : metric.value,
+      metric: metric.value === METRICS[0] ? '' : metric.value, simulated: simulated.checked ? 'true' : '',
     });
   });
   return form;
@@ -112,6 +116,7 @@ export async function render(main, route, ctx) {
     view = await getJson('/api/v1/results/grids', {
       model: params.get('model') || '', gpu_model: params.get('gpu_model') || '', label: params.getAll('label'),
       since: params.get('since') || '', until: params.get('until') || '', metric: params.get('metric') || '',
+      simulated: params.get('simulated') === 'true' ? 'true' : '',
     });
   } catch (error) {
     replace(body, errorBox('could not load the results', error));
@@ -128,7 +133,10 @@ export async function render(main, route, ctx) {
   const charts = [];
   const parts = [];
   for (const grid of grids) {
-    const section = h('section', { class: 'grid-section', 'data-grid': grid.name });
+    const section = h('section', { class: grid.simulated ? 'grid-section simulated' : 'grid-section', 'data-grid': grid.name });
+    if (grid.simulated) {
+      section.append(h('p', { class: 'badge simulated' }, 'simulated: every figure below comes from bench-sim-train, not from a GPU'));
+    }
     for (const table of grid.tables) {
       if (table.note) {
         section.append(h('p', { class: 'note grid-note' }, table.note));

@@ -58,6 +58,7 @@ struct RankReport {
   std::string telemetry_note;  // why the agent cannot sample this rank's GPU, or ""
   Versions versions;           // the trainer's start-event versions; empty if unknown
   std::string precision;       // the trainer's start event: precision in effect; "" if unknown
+  bool simulated = false;      // the trainer's start event said "simulated": true
 };
 
 // What an agent's heartbeat says it runs: one (job, attempt) and its live ranks.

@@ -63,7 +63,7 @@ std::string GpuModelOf(const Job& job) {
 ConfigurationKey ConfigurationOf(const Job& job) {
   return ConfigurationKey{job.spec.model,      job.spec.devices, job.spec.precision,
                           job.spec.batch_size, job.device_kind,  GpuModelOf(job),
-                          job.spec.image_size};
+                          job.spec.image_size, job.simulated};
 }
 
 }  // namespace bench

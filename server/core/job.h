@@ -163,6 +163,10 @@ struct Job {
   std::map<int, std::string> rank_precisions;
   int requeues = 0;  // times it went back to the queue after losing a node
   Allocation allocation;
+  // A rank's trainer said "simulated": true (bench-sim-train, issue 26): every figure of
+  // the job is simulated. Set once and kept (across attempts): a simulated job never
+  // enters real results (ConfigurationKey::simulated).
+  bool simulated = false;
 };
 
 // The GPU model of a job's ranks: their GPU name, or the distinct names sorted and

@@ -41,6 +41,8 @@ class JobEvents {
   virtual void OnSamplesNotStored(int64_t /*count*/) {}
   // The ended attempt's GPU telemetry was joined (job.gpu_telemetry, job.telemetry_note).
   virtual void OnTelemetryJoined(const Job& /*job*/) {}
+  // A rank's trainer said "simulated": true: job.simulated has just been set (issue 26).
+  virtual void OnSimulated(const Job& /*job*/) {}
 };
 
 }  // namespace bench

@@ -405,6 +405,10 @@ absl::StatusOr<Baseline> JobManager::BaselineOf(const std::string& job_id,
     return absl::FailedPreconditionError(absl::StrCat(job_id, " is ", JobStateText(job->state),
                                                       "; only a SUCCEEDED job can be a baseline"));
   }
+  if (job->simulated) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(job_id, " is simulated (bench-sim-train); only a real job can be a baseline"));
+  }
   std::optional<double> throughput = JobThroughput(job->summaries, job->spec.devices);
   if (!throughput) {
     return absl::FailedPreconditionError(

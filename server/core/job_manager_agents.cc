@@ -176,6 +176,11 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
       job->rank_versions[report.rank] = report.versions;
       changed = true;
     }
+    if (report.simulated && !job->simulated) {
+      job->simulated = true;  // kept: one simulated rank makes every figure simulated
+      changed = true;
+      if (events_ != nullptr) events_->OnSimulated(*job);
+    }
     if (!report.precision.empty()) {
       auto [it, added] = job->rank_precisions.try_emplace(report.rank, report.precision);
       if (added || it->second != report.precision) {

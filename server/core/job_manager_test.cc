@@ -1293,6 +1293,49 @@ TEST_F(JobManagerTest, PrecisionInEffectAndSkippedStepsReachTheJob) {
   EXPECT_EQ(MergePrecision(job).in_effect, "amp_bf16 | fp32");
 }
 
+// A rank whose trainer said "simulated": true (bench-sim-train, issue 26) makes the job
+// simulated, for good and across a restart; its figures never enter a real results cell,
+// only the simulated ones, and it cannot be a baseline.
+TEST_F(JobManagerTest, ASimulatedRankMakesTheJobSimulatedAndKeepsItOutOfRealResults) {
+  FakeChannel a;
+  AddCpuAgent("a", 2, &a);
+  auto real = Submit(Spec(1));
+  ASSERT_TRUE(real.ok()) << real.status();
+  ASSERT_TRUE(ReportStatus("a", real->job_id, 1, 0, {Succeeded(0, 2.0)}).ok());
+  auto simulated = Submit(Spec(1));
+  ASSERT_TRUE(simulated.ok()) << simulated.status();
+  const std::string id = simulated->job_id;
+  RankReport started;
+  started.rank = 0;
+  started.outcome = RankOutcome::kStarted;
+  started.precision = "fp32";
+  started.simulated = true;
+  ASSERT_TRUE(ReportStatus("a", id, 1, 29500, {started}).ok());
+  EXPECT_TRUE(manager_->Get(id)->job.simulated);
+  RankReport done = Succeeded(0, 1.0);  // twice the real job's throughput
+  done.simulated = false;               // a later report without the mark does not clear it
+  ASSERT_TRUE(ReportStatus("a", id, 1, 0, {done}).ok());
+  Reopen();
+  EXPECT_TRUE(manager_->Get(id)->job.simulated);
+  EXPECT_FALSE(manager_->Get(real->job_id)->job.simulated);
+
+  std::vector<ResultCell> cells = reads_->Results(ResultsFilter{});
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_FALSE(cells[0].key.simulated);
+  EXPECT_EQ(cells[0].job_ids, std::vector<std::string>{real->job_id});
+  ResultsFilter simulated_only;
+  simulated_only.configuration.simulated = true;
+  cells = reads_->Results(simulated_only);
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_TRUE(cells[0].key.simulated);
+  EXPECT_EQ(cells[0].job_ids, std::vector<std::string>{id});
+
+  auto baseline = SetBaseline(id, 5, 5);
+  ASSERT_FALSE(baseline.ok());
+  EXPECT_EQ(baseline.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(baseline.status().message()), HasSubstr("is simulated"));
+}
+
 }  // namespace
 }  // namespace bench
 

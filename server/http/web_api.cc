@@ -202,6 +202,14 @@ absl::StatusOr<v1::ResultsRequest> ResultsRequestOf(const HttpRequest& request) 
   absl::StatusOr<std::map<std::string, std::string>> labels = LabelParams(request);
   if (!labels.ok()) return labels.status();
   for (const auto& [key, value] : *labels) (*proto.mutable_labels())[key] = value;
+  // simulated=true: the simulated jobs' cells (bench-sim-train, issue 26) instead of the
+  // real ones; the two are never mixed.
+  const std::string simulated = request.Query("simulated").value_or("false");
+  if (simulated != "true" && simulated != "false") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("simulated: expected true or false, got \"", simulated.substr(0, 32), "\""));
+  }
+  proto.set_simulated(simulated == "true");
   return proto;
 }
 
@@ -313,8 +321,8 @@ HttpResponse WebApi::JobText(const HttpRequest& request, const std::string& job_
 }
 
 HttpResponse WebApi::Results(const HttpRequest& request) const {
-  if (absl::Status s =
-          CheckParams(request, {"model", "gpu_model", "node", "since", "until", "label", "job_ids"});
+  if (absl::Status s = CheckParams(request, {"model", "gpu_model", "node", "since", "until",
+                                             "label", "job_ids", "simulated"});
       !s.ok()) {
     return JsonError(s);
   }
@@ -333,8 +341,8 @@ HttpResponse WebApi::Results(const HttpRequest& request) const {
 }
 
 HttpResponse WebApi::ResultsGrids(const HttpRequest& request) const {
-  if (absl::Status s =
-          CheckParams(request, {"model", "gpu_model", "node", "since", "until", "label", "metric"});
+  if (absl::Status s = CheckParams(request, {"model", "gpu_model", "node", "since", "until",
+                                             "label", "metric", "simulated"});
       !s.ok()) {
     return JsonError(s);
   }

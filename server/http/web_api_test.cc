@@ -11,6 +11,8 @@
 namespace bench::web_api_test {
 namespace {
 
+using ::testing::Not;
+
 // benchctl results' request for the query the page sends (its model and its team=a label).
 v1::ResultsRequest ResultsRequestOf(const std::multimap<std::string, std::string>& query) {
   v1::ResultsRequest request;
@@ -123,6 +125,33 @@ TEST_F(WebApiTest, ResultsAreTheBytesBenchctlPrints) {
     EXPECT_EQ(got.body, report::RenderCellsJson(cells));
   }
   EXPECT_EQ(Get("/api/v1/results", {{"model", "vgg"}}).body, "[]\n");
+}
+
+// A simulated job (bench-sim-train, issue 26): its JSON says "simulated": true; it stays out
+// of the real results and has cells of its own with simulated=true; a bad value is refused.
+TEST_F(WebApiTest, SimulatedJobsAreMarkedAndNeverInRealResults) {
+  StoreJob(1, "resnet50", JobState::kSucceeded, 1, 2.0);
+  Job simulated = StoreJob(2, "resnet50", JobState::kSucceeded, 1, 1.0);
+  simulated.simulated = true;
+  ASSERT_TRUE(store_->UpdateJob(simulated).ok());
+  StartManager();
+
+  Struct job = Parse(Get("/api/v1/jobs/" + simulated.id).body);
+  EXPECT_TRUE(job.fields().at("simulated").bool_value());
+  EXPECT_FALSE(Parse(Get("/api/v1/jobs/job-100001").body).fields().at("simulated").bool_value());
+
+  const std::string real = Get("/api/v1/results").body;
+  EXPECT_THAT(real, HasSubstr("\"job_ids\":[\"job-100001\"]"));
+  EXPECT_THAT(real, Not(HasSubstr(simulated.id)));
+  EXPECT_THAT(real, Not(HasSubstr("\"simulated\":true")));
+  const std::string sim = Get("/api/v1/results", {{"simulated", "true"}}).body;
+  EXPECT_THAT(sim, HasSubstr(absl::StrCat("\"job_ids\":[\"", simulated.id, "\"]")));
+  EXPECT_THAT(sim, HasSubstr("\"simulated\":true"));
+  EXPECT_THAT(sim, Not(HasSubstr("job-100001")));
+  EXPECT_THAT(Get("/api/v1/results/grids", {{"simulated", "true"}}).body, HasSubstr("simulated"));
+  HttpResponse bad = Get("/api/v1/results", {{"simulated", "yes"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.body, HasSubstr("simulated: expected true or false"));
 }
 
 TEST_F(WebApiTest, ResultsWithoutJobIdsDifferOnlyInTheEmptiedIds) {

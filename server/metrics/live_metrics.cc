@@ -153,7 +153,7 @@ void LiveMetrics::CountRankReportRejected(const std::string& reason) {
 void LiveMetrics::OnStateChanged(const Job& job) {
   if (job.state == bench::JobState::kRunning) {
     JobStarted(job.id, {job.spec.model, PrecisionText(job.spec.precision), job.spec.batch_size,
-                        job.spec.devices});
+                        job.spec.devices, job.simulated});
   } else if (IsTerminal(job.state) && job.attempt > 0) {
     std::optional<double> throughput;
     if (job.state == bench::JobState::kSucceeded) {
@@ -164,6 +164,14 @@ void LiveMetrics::OnStateChanged(const Job& job) {
 }
 
 void LiveMetrics::OnRankEnded(const Job& job, int rank) { RankEnded(job.id, rank); }
+
+void LiveMetrics::MarkSimulated(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it != jobs_.end()) it->second.state.labels.simulated = true;
+}
+
+void LiveMetrics::OnSimulated(const Job& job) { MarkSimulated(job.id); }
 
 void LiveMetrics::OnRankReportRefused(const std::string& /*job_id*/, std::string_view reason) {
   CountRankReportRejected(std::string(reason));

@@ -39,6 +39,7 @@ class LiveMetrics : public JobEvents {
     std::string precision;
     int batch_size = 0;
     int devices = 0;
+    bool simulated = false;  // every per-job series gets simulated="true" (issue 26)
   };
   struct RankState {
     std::string node;
@@ -77,6 +78,8 @@ class LiveMetrics : public JobEvents {
   // `images_per_second`: the measured throughput, if any.
   void JobEnded(const std::string& job_id, std::optional<double> images_per_second, absl::Time now);
   void SetEnergyPerImage(const std::string& job_id, double joules);
+  // The job's figures are simulated (bench-sim-train): its series are labelled so.
+  void MarkSimulated(const std::string& job_id);
 
   void CountStored(int64_t samples, int64_t gpu_samples, int64_t duplicates);
   // `reason`: one of a bounded set (sample_validation.h), never free text.
@@ -95,6 +98,7 @@ class LiveMetrics : public JobEvents {
   void OnSamplesStored(int64_t samples, int64_t gpu_samples, int64_t duplicates) override;
   void OnSamplesNotStored(int64_t count) override;
   void OnTelemetryJoined(const Job& job) override;
+  void OnSimulated(const Job& job) override;
 
  private:
   struct RankWindow {

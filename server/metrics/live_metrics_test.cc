@@ -211,5 +211,33 @@ TEST(MetricsExporter, NamesUnitsAndLabelsFollowPrometheusRules) {
   EXPECT_THAT(text, Not(ContainsRegex("[{,]job=")));  // `job` belongs to Prometheus
 }
 
+// A simulated job's series (issue 26) carry simulated="true", from the moment the manager
+// says so; a real job's series never carry the label.
+TEST(MetricsExporter, ASimulatedJobsSeriesSaySimulated) {
+  LiveMetrics live;
+  live.JobStarted("job-7", {"resnet50", "amp", 256, 1});
+  live.JobStarted("job-8", {"resnet50", "amp", 256, 1});
+  for (const char* id : {"job-7", "job-8"}) {
+    live.RecordIteration(id, "dgx-1", Iteration(0, 1, 0.5, 256));
+    GpuSample g = Reading(0, 1, 350);
+    g.job_id = id;
+    live.RecordGpuSample(id, "dgx-1", g);
+  }
+  Job job;
+  job.id = "job-8";
+  job.simulated = true;
+  live.OnSimulated(job);
+  std::string text = RenderMetrics({}, live.Take(absl::Now()));
+  EXPECT_THAT(text, HasSubstr("bench_job_images_per_second{bench_job=\"job-7\",model=\"resnet50\","
+                              "precision=\"amp\",batch_size=\"256\",devices=\"1\"} 512"));
+  EXPECT_THAT(text, HasSubstr("bench_job_images_per_second{bench_job=\"job-8\",model=\"resnet50\","
+                              "precision=\"amp\",batch_size=\"256\",devices=\"1\","
+                              "simulated=\"true\"} 512"));
+  EXPECT_THAT(text, HasSubstr("bench_gpu_power_watts{node=\"dgx-1\",gpu=\"0\",uuid=\"GPU-fake-0\","
+                              "bench_job=\"job-8\",rank=\"0\",model=\"resnet50\","
+                              "precision=\"amp\",simulated=\"true\"} 350"));
+  EXPECT_THAT(text, Not(ContainsRegex("bench_job=\"job-7\"[^}]*simulated")));
+}
+
 }  // namespace
 }  // namespace bench

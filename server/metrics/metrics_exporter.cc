@@ -117,29 +117,34 @@ void AddJobs(const LiveMetrics::Snapshot& live, Families& out) {
                                          "NVML total energy counter of the GPU.");
   for (const auto& [job_id, job] : live.jobs) {
     const std::string precision = job.labels.precision;
+    // A simulated job's every series says so (issue 26): simulated="true"; a real job's
+    // series are as they were, without the label.
+    auto set = [&job](MetricFamily& family, Labels labels, double value) {
+      if (job.labels.simulated) labels.push_back({"simulated", "true"});
+      Families::Set(family, std::move(labels), value);
+    };
     if (job.images_per_second) {
-      Families::Set(job.ended ? measured_rate : job_rate,
-                    {{"bench_job", job_id},
-                     {"model", job.labels.model},
-                     {"precision", precision},
-                     {"batch_size", absl::StrCat(job.labels.batch_size)},
-                     {"devices", absl::StrCat(job.labels.devices)}},
-                    *job.images_per_second);
+      set(job.ended ? measured_rate : job_rate,
+          {{"bench_job", job_id},
+           {"model", job.labels.model},
+           {"precision", precision},
+           {"batch_size", absl::StrCat(job.labels.batch_size)},
+           {"devices", absl::StrCat(job.labels.devices)}},
+          *job.images_per_second);
     }
     if (job.energy_per_image_j) {
-      Families::Set(energy,
-                    {{"bench_job", job_id}, {"model", job.labels.model}, {"precision", precision}},
-                    *job.energy_per_image_j);
+      set(energy, {{"bench_job", job_id}, {"model", job.labels.model}, {"precision", precision}},
+          *job.energy_per_image_j);
     }
     for (const auto& [rank, state] : job.ranks) {
       if (state.images_per_second) {
-        Families::Set(rank_rate,
-                      {{"bench_job", job_id},
-                       {"rank", absl::StrCat(rank)},
-                       {"node", state.node},
-                       {"model", job.labels.model},
-                       {"precision", precision}},
-                      *state.images_per_second);
+        set(rank_rate,
+            {{"bench_job", job_id},
+             {"rank", absl::StrCat(rank)},
+             {"node", state.node},
+             {"model", job.labels.model},
+             {"precision", precision}},
+            *state.images_per_second);
       }
       if (!state.gpu) continue;
       const GpuSample& g = *state.gpu;
@@ -148,18 +153,18 @@ void AddJobs(const LiveMetrics::Snapshot& live, Families& out) {
                        {"rank", absl::StrCat(rank)},   {"model", job.labels.model},
                        {"precision", precision}};
       std::optional<double> watts = g.power_w ? g.power_w : g.power_average_w;
-      if (watts) Families::Set(power, labels, *watts);
-      if (g.sm_clock_mhz) Families::Set(sm_clock, labels, *g.sm_clock_mhz * 1e6);
-      if (g.memory_clock_mhz) Families::Set(memory_clock, labels, *g.memory_clock_mhz * 1e6);
-      if (g.temperature_c) Families::Set(temperature, labels, *g.temperature_c);
-      if (g.gpu_utilization_pct) Families::Set(utilization, labels, *g.gpu_utilization_pct / 100);
+      if (watts) set(power, labels, *watts);
+      if (g.sm_clock_mhz) set(sm_clock, labels, *g.sm_clock_mhz * 1e6);
+      if (g.memory_clock_mhz) set(memory_clock, labels, *g.memory_clock_mhz * 1e6);
+      if (g.temperature_c) set(temperature, labels, *g.temperature_c);
+      if (g.gpu_utilization_pct) set(utilization, labels, *g.gpu_utilization_pct / 100);
       if (g.memory_used_bytes) {
-        Families::Set(memory_used, labels, static_cast<double>(*g.memory_used_bytes));
+        set(memory_used, labels, static_cast<double>(*g.memory_used_bytes));
       }
       if (g.throttle_reasons) {
-        Families::Set(throttle, labels, static_cast<double>(*g.throttle_reasons));
+        set(throttle, labels, static_cast<double>(*g.throttle_reasons));
       }
-      if (g.energy_j) Families::Set(gpu_energy, labels, *g.energy_j);
+      if (g.energy_j) set(gpu_energy, labels, *g.energy_j);
     }
   }
 }

@@ -78,7 +78,8 @@ std::optional<double> MedianOrNone(const std::vector<double>& values) {
 }  // namespace
 
 bool Matches(const Job& job, const ResultsFilter& filter) {
-  if (!filter.configuration.empty() && !filter.configuration.Matches(ConfigurationOf(job))) {
+  // Always asked, even of an empty filter: it tells real jobs from simulated ones.
+  if (!filter.configuration.Matches(ConfigurationOf(job))) {
     return false;
   }
   if (!filter.node.empty() &&

@@ -30,7 +30,9 @@ std::optional<double> SyntheticThroughput(const Job& job);
 
 // Which jobs the grid is built from; every filter given must match.
 struct ResultsFilter {
-  ConfigurationFilter configuration;  // against ConfigurationOf(job); empty: any
+  // Against ConfigurationOf(job); empty: any configuration of its kind (real jobs, or with
+  // configuration.simulated simulated ones: never both).
+  ConfigurationFilter configuration;
   std::string node;       // at least one rank placed on this agent; "" any
   absl::Time since = absl::InfinitePast();   // created at or after
   absl::Time until = absl::InfiniteFuture();  // created before

@@ -387,9 +387,14 @@ TEST_F(ControllerServiceTest, BaselinesVariabilitySamplesAndEnvironmentOverGrpc)
   EXPECT_FALSE(cell.has_ci95_low_images_per_second());
   EXPECT_EQ(cell.baseline().verdict(), v1::BASELINE_VERDICT_WITHIN);
   EXPECT_DOUBLE_EQ(cell.baseline().ratio(), 1);
+  EXPECT_FALSE(cell.simulated());
   v1::ResultsRequest other_node;
   other_node.set_node("elsewhere");
   EXPECT_EQ(results(other_node).cells_size(), 0);
+  // The same filter over simulated jobs (issue 26): this real job is not one of them.
+  v1::ResultsRequest simulated_only = by_gpu;
+  simulated_only.set_simulated(true);
+  EXPECT_EQ(results(simulated_only).cells_size(), 0);
 
   {
     grpc::ClientContext context;

@@ -179,6 +179,7 @@ ResultsFilter FromProto(const v1::ResultsRequest& proto) {
   if (proto.since_unix_ms() != 0) filter.since = absl::FromUnixMillis(proto.since_unix_ms());
   if (proto.until_unix_ms() != 0) filter.until = absl::FromUnixMillis(proto.until_unix_ms());
   filter.labels.insert(proto.labels().begin(), proto.labels().end());
+  filter.configuration.simulated = proto.simulated();
   return filter;
 }
 
@@ -198,6 +199,7 @@ RankReport FromProto(const v1::RankReport& proto) {
   report.telemetry_note = proto.telemetry_note();
   report.versions.insert(proto.versions().begin(), proto.versions().end());
   report.precision = proto.precision();
+  report.simulated = proto.simulated();
   if (proto.has_summary()) {
     RankSummary summary;
     summary.rank = proto.rank();
@@ -269,6 +271,7 @@ void ToProto(const JobView& view, v1::JobStatus* proto) {
     proto->set_data_vs_compute(*view.images_per_second / *synthetic);
   }
   proto->set_parameters(job.parameters);
+  proto->set_simulated(job.simulated);
   proto->set_device_kind(DeviceKindText(job.device_kind));
   for (const GpuTelemetry& gpu : job.gpu_telemetry) ToProto(gpu, proto->add_gpu_telemetry());
   proto->set_telemetry_note(job.telemetry_note);
@@ -372,6 +375,7 @@ void ToProto(const ResultCell& cell, v1::ResultCell* proto) {
   for (const std::string& id : cell.job_ids) proto->add_job_ids(id);
   proto->set_device_kind(DeviceKindText(cell.key.device_kind));
   proto->set_gpu_model(cell.key.gpu_model);
+  proto->set_simulated(cell.key.simulated);
   // The wire has no field for finished jobs without a figure: they are failed
   // measurements (results.h).
   proto->set_failed_runs(cell.failed_runs + cell.unmeasured_runs);

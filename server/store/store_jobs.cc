@@ -101,7 +101,7 @@ absl::Status UpdateJobRow(Database& db, const Job& job) {
   ASSIGN_OR_RETURN(Statement * update,
                    db.Prepare("UPDATE jobs SET state=?2, reason=?3, attempt=?4, "
                               "device_kind=?5, parameters=?6, updated_ms=?7, "
-                              "telemetry_note=?8, requeues=?9 WHERE id=?1"));
+                              "telemetry_note=?8, requeues=?9, simulated=?10 WHERE id=?1"));
   update->Bind(1, job.id);
   update->Bind(2, JobStateText(job.state));
   update->Bind(3, job.reason);
@@ -111,6 +111,7 @@ absl::Status UpdateJobRow(Database& db, const Job& job) {
   update->Bind(7, ToMs(absl::Now()));
   update->Bind(8, job.telemetry_note);
   update->Bind(9, int64_t{job.requeues});
+  update->Bind(10, int64_t{job.simulated ? 1 : 0});
   RETURN_IF_ERROR(update->Run());
   if (update->changes() != 1) return absl::NotFoundError(absl::StrCat("job ", job.id));
   return absl::OkStatus();

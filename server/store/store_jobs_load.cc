@@ -39,16 +39,16 @@ struct LoadedJobs {
 };
 
 // `jobs`: one Job per row, ordered by submission, with its mutable columns and its spec
-// (SpecColumns(), from column 11 on).
+// (SpecColumns(), from column 12 on).
 absl::Status LoadJobRows(Database& db, LoadedJobs& loaded) {
   static const std::string* const kSelect = [] {
     std::string columns =
         "id, seq, state, reason, attempt, device_kind, parameters, created_ms, telemetry_note, "
-        "requeues, submitted_by";
+        "requeues, submitted_by, simulated";
     for (const SpecColumn& column : SpecColumns()) absl::StrAppend(&columns, ", ", column.name);
     return new std::string(absl::StrCat("SELECT ", columns, " FROM jobs ORDER BY seq"));
   }();
-  constexpr int kFirstSpecColumn = 11;
+  constexpr int kFirstSpecColumn = 12;
   ASSIGN_OR_RETURN(Statement * select, db.Prepare(*kSelect));
   while (true) {
     ASSIGN_OR_RETURN(bool row, select->Step());
@@ -65,6 +65,7 @@ absl::Status LoadJobRows(Database& db, LoadedJobs& loaded) {
     job.telemetry_note = select->Text(8);
     job.requeues = static_cast<int>(select->Int(9));
     job.submitted_by = select->Text(10);
+    job.simulated = select->Int(11) != 0;
     int column = kFirstSpecColumn;
     for (const SpecColumn& spec_column : SpecColumns()) {
       spec_column.read(*select, column++, job.spec);

@@ -102,6 +102,27 @@ TEST_F(StoreTest, DataVsComputeAndTheRanksSyntheticRatesSurviveReopen) {
   EXPECT_DOUBLE_EQ(jobs->front().summaries.at(0).synthetic_images_per_second, 12.5);
 }
 
+// A simulated job (issue 26) stays simulated across a reopen; a real one stays real.
+TEST_F(StoreTest, TheSimulatedMarkSurvivesReopen) {
+  Job simulated = MakeJob(1);
+  Job real = MakeJob(2);
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(simulated).ok());
+    ASSERT_TRUE((*store)->InsertJob(real).ok());
+    simulated.simulated = true;
+    ASSERT_TRUE((*store)->UpdateJob(simulated).ok());
+  }
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_TRUE((*jobs)[0].simulated);
+  EXPECT_FALSE((*jobs)[1].simulated);
+}
+
 // Every JobSpec field away from its default, through the insert and the load (the
 // jobs table's spec columns are one table, SpecColumns(), shared by both).
 TEST_F(StoreTest, EverySpecFieldSurvivesReopen) {
@@ -182,8 +203,9 @@ TEST_F(StoreTest, EveryColumnOfTheJobsTableIsTheJobsOwnOrASpecColumn) {
   sqlite3_finalize(info);
   sqlite3_close(db);
   const std::set<std::string> own = {
-      "id",         "seq",        "state",      "reason",         "attempt",  "device_kind",
-      "parameters", "created_ms", "updated_ms", "telemetry_note", "requeues", "submitted_by"};
+      "id",          "seq",          "state",      "reason",     "attempt",
+      "device_kind", "parameters",   "created_ms", "updated_ms", "telemetry_note",
+      "requeues",    "submitted_by", "simulated"};
   std::set<std::string> spec;
   for (const SpecColumn& column : SpecColumns()) {
     EXPECT_TRUE(spec.insert(column.name).second) << column.name << " is listed twice";

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include "absl/strings/str_cat.h"
 #include "server/store/store_test_fixture.h"
 
 namespace bench {
@@ -58,9 +59,10 @@ ALTER TABLE gpu_samples DROP COLUMN ecc_uncorrected;
 ALTER TABLE gpu_samples DROP COLUMN xid_errors;
 )sql";
 
-// Takes a database of this schema back to schema 12 (before the step split): the downgrade
+// Takes a database of this schema back to schema 12 (before the step split and the simulated mark): the downgrade
 // tests below run it before their own.
 constexpr const char* kToSchema12 = R"sql(
+ALTER TABLE jobs DROP COLUMN simulated;
 DROP VIEW samples;
 ALTER TABLE sample_rows DROP COLUMN compute_time_s;
 ALTER TABLE sample_rows DROP COLUMN forward_backward_time_s;
@@ -652,6 +654,37 @@ INSERT INTO sample_rows (key, step_time_s, images, loss, data_time_s, elapsed_s,
   EXPECT_EQ(sqlite3_column_int64(stmt, 4), Store::kSchemaVersion);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
+}
+
+// Issue 26's migration (the jobs' simulated mark): jobs stored before it are real.
+TEST_F(StoreTest, JobsStoredBeforeTheSimulatedMarkAreReal) {
+  Job old_job = MakeJob(1);
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(old_job).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const std::string back = absl::StrCat(
+      "ALTER TABLE jobs DROP COLUMN simulated; DELETE FROM schema_version WHERE version > ",
+      Store::kSchemaVersion - 1, ";");
+  ASSERT_EQ(sqlite3_exec(db, back.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_FALSE(jobs->front().simulated);
+  Job simulated = jobs->front();
+  simulated.simulated = true;
+  ASSERT_TRUE((*store)->UpdateJob(simulated).ok());
+  jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_TRUE(jobs->front().simulated);
 }
 
 }  // namespace

@@ -370,6 +370,11 @@ CREATE VIEW samples AS
   FROM sample_series r JOIN sample_rows s
     ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32;
 )sql",
+    // 15: a job whose trainer said "simulated": true (bench-sim-train):
+    // its figures are simulated and never enter real results. Older jobs are real.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);
