@@ -313,10 +313,39 @@ const std::map<std::string, JsonValue::Kind> kSummaryFields = {
     {"corrupt_files", JsonValue::kNumber},
     {"max_rss_bytes", JsonValue::kNumber}};
 // Fields an event may carry (fp16 loss scaling: iter.loss_scale; CUDA:
-// summary.peak_memory_bytes).
+// summary.peak_memory_bytes; the step split, absent for a replayed CUDA graph).
 const std::map<std::string, std::map<std::string, JsonValue::Kind>> kOptionalFields = {
-    {"iter", {{"loss_scale", JsonValue::kNumber}}},
-    {"summary", {{"peak_memory_bytes", JsonValue::kNumber}}}};
+    {"iter",
+     {{"loss_scale", JsonValue::kNumber},
+      {"forward_backward_time_s", JsonValue::kNumber},
+      {"allreduce_wait_time_s", JsonValue::kNumber},
+      {"optimizer_time_s", JsonValue::kNumber}}},
+    {"summary",
+     {{"peak_memory_bytes", JsonValue::kNumber},
+      {"forward_backward_time_total_s", JsonValue::kNumber},
+      {"allreduce_wait_time_total_s", JsonValue::kNumber},
+      {"optimizer_time_total_s", JsonValue::kNumber}}}};
+
+// The step split of a CPU iteration (docs/trainer-events.md): the three fields, each >= 0;
+// they cut the compute time (so they sum to it) and with the data wait they make up the
+// step but for the instants between the loop's marks; one rank waits for nobody.
+void ExpectStepSplit(const JsonValue& it, int world_size) {
+  for (const char* field :
+       {"forward_backward_time_s", "allreduce_wait_time_s", "optimizer_time_s"}) {
+    ASSERT_EQ(it.members.count(field), 1u)
+        << "iteration " << it.members.at("iteration").text << " has no " << field;
+    EXPECT_GE(Number(it, field), 0) << field;
+  }
+  const double split = Number(it, "forward_backward_time_s") + Number(it, "allreduce_wait_time_s") +
+                       Number(it, "optimizer_time_s");
+  EXPECT_NEAR(split, Number(it, "compute_time_s"), 1e-9);
+  const double step = Number(it, "step_time_s");
+  EXPECT_LE(Number(it, "data_time_s") + split, step + 1e-9);
+  EXPECT_GE(Number(it, "data_time_s") + split, 0.5 * step);
+  if (world_size == 1) {
+    EXPECT_EQ(it.members.at("allreduce_wait_time_s").text, "0");
+  }
+}
 
 // Every field of `event` is documented: required or optional for its kind.
 void ExpectNoUndocumentedFields(const JsonValue& event,
@@ -377,6 +406,7 @@ void ExpectSuccessfulStream(const RunResult& result, int rank, int world_size, i
     EXPECT_GT(Number(it, "step_time_s"), 0);
     EXPECT_GE(Number(it, "elapsed_s"), last_elapsed);
     last_elapsed = Number(it, "elapsed_s");
+    EXPECT_NO_FATAL_FAILURE(ExpectStepSplit(it, world_size));
   }
 
   const JsonValue summary = OfKind(result, "summary")[0];
@@ -392,6 +422,12 @@ void ExpectSuccessfulStream(const RunResult& result, int rank, int world_size, i
   EXPECT_GT(Number(summary, "window_s"), 0);
   EXPECT_NEAR(Number(summary, "images_per_second"),
               Number(summary, "measured_images") / Number(summary, "window_s"), 1e-6);
+  double fb_total = 0;
+  for (int i = warmup; i < iters; ++i) fb_total += Number(iters_seen[i], "forward_backward_time_s");
+  ASSERT_EQ(summary.members.count("forward_backward_time_total_s"), 1u);
+  EXPECT_NEAR(Number(summary, "forward_backward_time_total_s"), fb_total, 1e-6);
+  EXPECT_EQ(summary.members.count("allreduce_wait_time_total_s"), 1u);
+  EXPECT_EQ(summary.members.count("optimizer_time_total_s"), 1u);
 }
 
 // The one error event of a failed run.

@@ -67,6 +67,10 @@ constexpr char kUsage[] =
     "  --threads N               intra-op CPU threads (libtorch default)\n"
     "  --seed N                  random seed (1)\n"
     "  --rendezvous-timeout-s N  how long to wait for peers (60)\n"
+    "  --fault-scenario FILE     fault injection, for tests and demonstrations only (off):\n"
+    "                            this rank's rules of a scenario file slow its forward and\n"
+    "                            backward (extra_compute) or stall its data (data_stall_s)\n"
+    "                            over an iteration range; the CPU only (docs/trainer-events.md)\n"
     "  --help, --version         this text; the version and build id (exit 0)\n"
     "Ranks: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT as set by torchrun.\n";
 
