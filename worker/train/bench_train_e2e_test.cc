@@ -701,6 +701,53 @@ TEST(BenchTrainE2eTest, TwoRanksOverGlooLikeTorchrun) {
   }
 }
 
+// Fault injection (--fault-scenario, docs/trainer-events.md): this rank's rules of the
+// file slow the planted iterations and no other, and the run is otherwise a normal one
+// (every event, the split summing to the compute time). The data stall is a sleep inside
+// the data wait, so data_time_s >= the stall under any load; extra compute is inside
+// forward_backward_time_s (its arithmetic is HostClockTest's, on a fake clock).
+TEST(BenchTrainE2eTest, FaultScenarioStallsAndSlowsOnlyThisRanksPlantedIterations) {
+  char pattern[] = "/tmp/bench_train_e2e_XXXXXX";
+  const std::string root = ::mkdtemp(pattern);
+  const std::string scenario = root + "/scenario.txt";
+  std::ofstream(scenario) << "benchfleet-scenario 1\n"
+                             "# rank 0 is this process (no RANK)\n"
+                             "rank rank=0 iterations=3-4 extra_compute=50%\n"
+                             "rank rank=0 iterations=2 data_stall_s=0.3\n"
+                             "rank rank=1 iterations=* data_stall_s=30\n"  // not this rank
+                             "gpu node=* gpu=* throttle=hw_thermal\n";     // the fake NVML's
+  const RunResult result = RunBenchTrain(
+      "--image-size 32 --bs 2 --iters 5 --warmup 1 --threads 1 --fault-scenario " + scenario);
+  std::system(("rm -rf '" + root + "'").c_str());
+  ASSERT_NO_FATAL_FAILURE(ExpectSuccessfulStream(result, 0, 1, 5, 1, 2));
+  const auto iters = OfKind(result, "iter");
+  EXPECT_GE(Number(iters[1], "data_time_s"), 0.3);
+  for (int i : {0, 2, 3, 4}) {
+    EXPECT_LT(Number(iters[i], "data_time_s"), 30) << "iteration " << i + 1;
+  }
+}
+
+TEST(BenchTrainE2eTest, ABadFaultScenarioIsAnErrorNamingTheFileAndLine) {
+  char pattern[] = "/tmp/bench_train_e2e_XXXXXX";
+  const std::string root = ::mkdtemp(pattern);
+  const std::string scenario = root + "/bad.txt";
+  std::ofstream(scenario) << "benchfleet-scenario 1\n"
+                             "rank rank=0 iterations=2 extra_compute=lots\n";
+  const RunResult bad =
+      RunBenchTrain("--image-size 32 --bs 2 --iters 2 --warmup 1 --fault-scenario " + scenario);
+  const RunResult missing = RunBenchTrain(
+      "--image-size 32 --bs 2 --iters 2 --warmup 1 --fault-scenario " + root + "/none.txt");
+  std::system(("rm -rf '" + root + "'").c_str());
+  EXPECT_EQ(bad.exit_code, 2) << Describe(bad);
+  const std::string message = ExpectOneError(bad).members.at("message").text;
+  EXPECT_NE(message.find(scenario + ": line 2"), std::string::npos) << message;
+  EXPECT_NE(message.find("--fault-scenario"), std::string::npos) << message;
+  EXPECT_TRUE(OfKind(bad, "start").empty());
+  EXPECT_EQ(missing.exit_code, 2) << Describe(missing);
+  const std::string unread = ExpectOneError(missing).members.at("message").text;
+  EXPECT_NE(unread.find(root + "/none.txt: cannot read"), std::string::npos) << unread;
+}
+
 // Rank 1 with nobody serving the store: it must try to reach the store until it times
 // out, then fail with an error that says so (not any early error, such as a libtorch
 // that cannot start a store at all, which fails at once).

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/build_info.h"
@@ -17,6 +18,7 @@
 #include "common/trainer_contract.h"
 #include "worker/train/event_writer.h"
 #include "worker/train/fatal_signal.h"
+#include "worker/train/fault_injection.h"
 #include "worker/train/flags.h"
 #include "worker/train/options.h"
 #include "worker/train/status.h"
@@ -141,6 +143,12 @@ int main(int argc, char** argv) {
 
   status = bench_train::ValidateTrainOptions(parsed.options);
   if (!status.ok()) return Fail(events, rank, status, kExitUsage);
+  if (!parsed.options.fault_scenario.empty()) {  // fault injection: tests and demos only
+    auto faults = bench_train::LoadRankFaults(parsed.options.fault_scenario, rank);
+    if (!faults.ok()) return Fail(events, rank, faults.status(), kExitUsage);
+    parsed.options.faults = std::move(faults).value();
+    bench::Log("rank ", rank, ": fault injection from ", parsed.options.fault_scenario);
+  }
 
   status = bench_train::RunTrainer(parsed.options, events, test);
   if (!status.ok()) {
