@@ -128,6 +128,11 @@ inline constexpr char kFieldStepTimeP99[] = "step_time_p99_s";
 inline constexpr char kFieldDataTimeTotal[] = "data_time_total_s";
 inline constexpr char kFieldComputeTimeTotal[] = "compute_time_total_s";
 inline constexpr char kFieldComputeImagesPerSecond[] = "compute_images_per_second";
+// The step split's totals over the measured iterations; written only when every measured
+// iteration has the split (not with CUDA graphs).
+inline constexpr char kFieldForwardBackwardTimeTotal[] = "forward_backward_time_total_s";
+inline constexpr char kFieldAllreduceWaitTimeTotal[] = "allreduce_wait_time_total_s";
+inline constexpr char kFieldOptimizerTimeTotal[] = "optimizer_time_total_s";
 inline constexpr char kFieldSkippedSteps[] = "skipped_steps";
 inline constexpr char kFieldNonfiniteLosses[] = "nonfinite_losses";
 inline constexpr char kFieldCorruptFiles[] = "corrupt_files";

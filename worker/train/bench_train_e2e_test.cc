@@ -313,10 +313,39 @@ const std::map<std::string, JsonValue::Kind> kSummaryFields = {
     {"corrupt_files", JsonValue::kNumber},
     {"max_rss_bytes", JsonValue::kNumber}};
 // Fields an event may carry (fp16 loss scaling: iter.loss_scale; CUDA:
-// summary.peak_memory_bytes).
+// summary.peak_memory_bytes; the step split, absent for a replayed CUDA graph).
 const std::map<std::string, std::map<std::string, JsonValue::Kind>> kOptionalFields = {
-    {"iter", {{"loss_scale", JsonValue::kNumber}}},
-    {"summary", {{"peak_memory_bytes", JsonValue::kNumber}}}};
+    {"iter",
+     {{"loss_scale", JsonValue::kNumber},
+      {"forward_backward_time_s", JsonValue::kNumber},
+      {"allreduce_wait_time_s", JsonValue::kNumber},
+      {"optimizer_time_s", JsonValue::kNumber}}},
+    {"summary",
+     {{"peak_memory_bytes", JsonValue::kNumber},
+      {"forward_backward_time_total_s", JsonValue::kNumber},
+      {"allreduce_wait_time_total_s", JsonValue::kNumber},
+      {"optimizer_time_total_s", JsonValue::kNumber}}}};
+
+// The step split of a CPU iteration (docs/trainer-events.md): the three fields, each >= 0;
+// they cut the compute time (so they sum to it) and with the data wait they make up the
+// step but for the instants between the loop's marks; one rank waits for nobody.
+void ExpectStepSplit(const JsonValue& it, int world_size) {
+  for (const char* field :
+       {"forward_backward_time_s", "allreduce_wait_time_s", "optimizer_time_s"}) {
+    ASSERT_EQ(it.members.count(field), 1u)
+        << "iteration " << it.members.at("iteration").text << " has no " << field;
+    EXPECT_GE(Number(it, field), 0) << field;
+  }
+  const double split = Number(it, "forward_backward_time_s") + Number(it, "allreduce_wait_time_s") +
+                       Number(it, "optimizer_time_s");
+  EXPECT_NEAR(split, Number(it, "compute_time_s"), 1e-9);
+  const double step = Number(it, "step_time_s");
+  EXPECT_LE(Number(it, "data_time_s") + split, step + 1e-9);
+  EXPECT_GE(Number(it, "data_time_s") + split, 0.5 * step);
+  if (world_size == 1) {
+    EXPECT_EQ(it.members.at("allreduce_wait_time_s").text, "0");
+  }
+}
 
 // Every field of `event` is documented: required or optional for its kind.
 void ExpectNoUndocumentedFields(const JsonValue& event,
@@ -377,6 +406,7 @@ void ExpectSuccessfulStream(const RunResult& result, int rank, int world_size, i
     EXPECT_GT(Number(it, "step_time_s"), 0);
     EXPECT_GE(Number(it, "elapsed_s"), last_elapsed);
     last_elapsed = Number(it, "elapsed_s");
+    EXPECT_NO_FATAL_FAILURE(ExpectStepSplit(it, world_size));
   }
 
   const JsonValue summary = OfKind(result, "summary")[0];
@@ -392,6 +422,12 @@ void ExpectSuccessfulStream(const RunResult& result, int rank, int world_size, i
   EXPECT_GT(Number(summary, "window_s"), 0);
   EXPECT_NEAR(Number(summary, "images_per_second"),
               Number(summary, "measured_images") / Number(summary, "window_s"), 1e-6);
+  double fb_total = 0;
+  for (int i = warmup; i < iters; ++i) fb_total += Number(iters_seen[i], "forward_backward_time_s");
+  ASSERT_EQ(summary.members.count("forward_backward_time_total_s"), 1u);
+  EXPECT_NEAR(Number(summary, "forward_backward_time_total_s"), fb_total, 1e-6);
+  EXPECT_EQ(summary.members.count("allreduce_wait_time_total_s"), 1u);
+  EXPECT_EQ(summary.members.count("optimizer_time_total_s"), 1u);
 }
 
 // The one error event of a failed run.
@@ -663,6 +699,53 @@ TEST(BenchTrainE2eTest, TwoRanksOverGlooLikeTorchrun) {
     ASSERT_EQ(start.size(), 1u) << Describe(*result);
     EXPECT_EQ(start[0].members.at("broadcast_buffers").text, "true");
   }
+}
+
+// Fault injection (--fault-scenario, docs/trainer-events.md): this rank's rules of the
+// file slow the planted iterations and no other, and the run is otherwise a normal one
+// (every event, the split summing to the compute time). The data stall is a sleep inside
+// the data wait, so data_time_s >= the stall under any load; extra compute is inside
+// forward_backward_time_s (its arithmetic is HostClockTest's, on a fake clock).
+TEST(BenchTrainE2eTest, FaultScenarioStallsAndSlowsOnlyThisRanksPlantedIterations) {
+  char pattern[] = "/tmp/bench_train_e2e_XXXXXX";
+  const std::string root = ::mkdtemp(pattern);
+  const std::string scenario = root + "/scenario.txt";
+  std::ofstream(scenario) << "benchfleet-scenario 1\n"
+                             "# rank 0 is this process (no RANK)\n"
+                             "rank rank=0 iterations=3-4 extra_compute=50%\n"
+                             "rank rank=0 iterations=2 data_stall_s=0.3\n"
+                             "rank rank=1 iterations=* data_stall_s=30\n"  // not this rank
+                             "gpu node=* gpu=* throttle=hw_thermal\n";     // the fake NVML's
+  const RunResult result = RunBenchTrain(
+      "--image-size 32 --bs 2 --iters 5 --warmup 1 --threads 1 --fault-scenario " + scenario);
+  std::system(("rm -rf '" + root + "'").c_str());
+  ASSERT_NO_FATAL_FAILURE(ExpectSuccessfulStream(result, 0, 1, 5, 1, 2));
+  const auto iters = OfKind(result, "iter");
+  EXPECT_GE(Number(iters[1], "data_time_s"), 0.3);
+  for (int i : {0, 2, 3, 4}) {
+    EXPECT_LT(Number(iters[i], "data_time_s"), 30) << "iteration " << i + 1;
+  }
+}
+
+TEST(BenchTrainE2eTest, ABadFaultScenarioIsAnErrorNamingTheFileAndLine) {
+  char pattern[] = "/tmp/bench_train_e2e_XXXXXX";
+  const std::string root = ::mkdtemp(pattern);
+  const std::string scenario = root + "/bad.txt";
+  std::ofstream(scenario) << "benchfleet-scenario 1\n"
+                             "rank rank=0 iterations=2 extra_compute=lots\n";
+  const RunResult bad =
+      RunBenchTrain("--image-size 32 --bs 2 --iters 2 --warmup 1 --fault-scenario " + scenario);
+  const RunResult missing = RunBenchTrain(
+      "--image-size 32 --bs 2 --iters 2 --warmup 1 --fault-scenario " + root + "/none.txt");
+  std::system(("rm -rf '" + root + "'").c_str());
+  EXPECT_EQ(bad.exit_code, 2) << Describe(bad);
+  const std::string message = ExpectOneError(bad).members.at("message").text;
+  EXPECT_NE(message.find(scenario + ": line 2"), std::string::npos) << message;
+  EXPECT_NE(message.find("--fault-scenario"), std::string::npos) << message;
+  EXPECT_TRUE(OfKind(bad, "start").empty());
+  EXPECT_EQ(missing.exit_code, 2) << Describe(missing);
+  const std::string unread = ExpectOneError(missing).members.at("message").text;
+  EXPECT_NE(unread.find(root + "/none.txt: cannot read"), std::string::npos) << unread;
 }
 
 // Rank 1 with nobody serving the store: it must try to reach the store until it times

@@ -128,6 +128,13 @@ std::string FormatEvent(const IterEvent& e) {
       .Add(contract::kFieldComputeTime, e.compute_time_s)
       .AddDouble(contract::kFieldLr, e.lr);
   if (e.loss_scale) builder.AddDouble(contract::kFieldLossScale, *e.loss_scale);
+  if (e.forward_backward_time_s) {
+    builder.Add(contract::kFieldForwardBackwardTime, *e.forward_backward_time_s);
+  }
+  if (e.allreduce_wait_time_s) {
+    builder.Add(contract::kFieldAllreduceWaitTime, *e.allreduce_wait_time_s);
+  }
+  if (e.optimizer_time_s) builder.Add(contract::kFieldOptimizerTime, *e.optimizer_time_s);
   return builder.Build();
 }
 
@@ -149,6 +156,15 @@ std::string FormatEvent(const SummaryEvent& e) {
       .Add(contract::kFieldSkippedSteps, e.skipped_steps)
       .Add(contract::kFieldNonfiniteLosses, e.nonfinite_losses)
       .Add(contract::kFieldCorruptFiles, e.corrupt_files);
+  if (e.forward_backward_time_total_s) {
+    builder.Add(contract::kFieldForwardBackwardTimeTotal, *e.forward_backward_time_total_s);
+  }
+  if (e.allreduce_wait_time_total_s) {
+    builder.Add(contract::kFieldAllreduceWaitTimeTotal, *e.allreduce_wait_time_total_s);
+  }
+  if (e.optimizer_time_total_s) {
+    builder.Add(contract::kFieldOptimizerTimeTotal, *e.optimizer_time_total_s);
+  }
   if (e.peak_memory_bytes) builder.Add(contract::kFieldPeakMemoryBytes, *e.peak_memory_bytes);
   if (e.synthetic_images_per_second) {
     builder.Add(contract::kFieldSyntheticImagesPerSecond, *e.synthetic_images_per_second);

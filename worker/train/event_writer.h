@@ -113,6 +113,10 @@ struct IterEvent {
   double compute_time_s = 0;          // the step without waiting for data
   double lr = 0;                      // learning rate used by the step
   std::optional<double> loss_scale;   // fp16 loss scaling only: the scale after the step
+  // The step split (docs/trainer-events.md): all three or none (a replayed CUDA graph).
+  std::optional<double> forward_backward_time_s;
+  std::optional<double> allreduce_wait_time_s;
+  std::optional<double> optimizer_time_s;
 };
 
 struct SummaryEvent {
@@ -128,6 +132,10 @@ struct SummaryEvent {
   double data_time_total_s = 0;     // measured iterations
   double compute_time_total_s = 0;  // measured iterations
   double compute_images_per_second = 0;  // measured_images / compute_time_total_s
+  // The step split's sums over the measured iterations, when each of them has it.
+  std::optional<double> forward_backward_time_total_s;
+  std::optional<double> allreduce_wait_time_total_s;
+  std::optional<double> optimizer_time_total_s;
   // --data-vs-compute: the same configuration's throughput on synthetic data right after,
   // and images_per_second / that (1: the data pipeline costs nothing; 0.5: it halves it).
   std::optional<double> synthetic_images_per_second;

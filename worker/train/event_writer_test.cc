@@ -133,6 +133,41 @@ TEST(FormatEventTest, Iter) {
             std::string::npos);
 }
 
+// The step split: the three fields after the others when the step has them, none when
+// it has not (a replayed CUDA graph).
+TEST(FormatEventTest, IterWithTheStepSplit) {
+  IterEvent e;
+  e.iteration = 2;
+  e.step_time_s = 1;
+  e.compute_time_s = 0.75;
+  e.lr = 0.1;
+  e.forward_backward_time_s = 0.5;
+  e.allreduce_wait_time_s = 0.125;
+  e.optimizer_time_s = 0.0625;
+  EXPECT_NE(FormatEvent(e).find(R"("lr":0.1,"forward_backward_time_s":0.5,)"
+                                R"("allreduce_wait_time_s":0.125,"optimizer_time_s":0.0625})"),
+            std::string::npos)
+      << FormatEvent(e);
+  e.forward_backward_time_s.reset();
+  e.allreduce_wait_time_s.reset();
+  e.optimizer_time_s.reset();
+  EXPECT_EQ(FormatEvent(e).find("forward_backward"), std::string::npos);
+  EXPECT_EQ(FormatEvent(e).find("allreduce_wait"), std::string::npos);
+  EXPECT_EQ(FormatEvent(e).find("optimizer_time"), std::string::npos);
+}
+
+TEST(FormatEventTest, SummaryWithTheStepSplitTotals) {
+  SummaryEvent e;
+  EXPECT_EQ(FormatEvent(e).find("forward_backward_time_total_s"), std::string::npos);
+  e.forward_backward_time_total_s = 2;
+  e.allreduce_wait_time_total_s = 0;
+  e.optimizer_time_total_s = 0.5;
+  EXPECT_NE(FormatEvent(e).find(R"("corrupt_files":0,"forward_backward_time_total_s":2,)"
+                                R"("allreduce_wait_time_total_s":0,"optimizer_time_total_s":0.5,)"),
+            std::string::npos)
+      << FormatEvent(e);
+}
+
 TEST(FormatEventTest, Summary) {
   SummaryEvent e;
   e.rank = 0;

@@ -127,6 +127,9 @@ Status ParseTrainFlags(const std::vector<std::string>& args, ParsedFlags* parsed
       BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.max_nonfinite_iters));
     } else if (flag == "--lr-warmup-iters") {
       BENCH_TRAIN_RETURN_IF_ERROR(ParseInt(flag, value, &o.lr_warmup_iterations));
+    } else if (flag == contract::kFlagFaultScenario) {
+      if (value.empty()) return InvalidArgumentError(flag + " needs a file");
+      o.fault_scenario = value;
     } else if (flag == contract::kFlagDevice) {
       o.device = value;
     } else if (flag == contract::kFlagBatchSize || flag == "--batch-size") {

@@ -91,6 +91,20 @@ TEST(TrainFlagsTest, RefusalsNameTheFlag) {
       << status.message();
 }
 
+// Fault injection is off unless asked for; the flag takes the scenario file.
+TEST(TrainFlagsTest, FaultScenarioIsOffByDefaultAndTakesAFile) {
+  ParsedFlags plain;
+  ASSERT_TRUE(ParseTrainFlags({}, &plain).ok());
+  EXPECT_TRUE(plain.options.fault_scenario.empty());
+  EXPECT_TRUE(plain.options.faults.empty());
+  ParsedFlags parsed;
+  ASSERT_TRUE(ParseTrainFlags({contract::kFlagFaultScenario, "/tmp/s.txt"}, &parsed).ok());
+  EXPECT_EQ(parsed.options.fault_scenario, "/tmp/s.txt");
+  const Status status = ParseTrainFlags({std::string(contract::kFlagFaultScenario) + "="}, &parsed);
+  EXPECT_NE(status.message().find("--fault-scenario needs a file"), std::string::npos)
+      << status.message();
+}
+
 TEST(TrainFlagsTest, ModelDefaultsFillWhatTheFlagsLeaveOut) {
   ParsedFlags parsed;
   ASSERT_TRUE(ParseTrainFlags({"--model=ssd_resnet34"}, &parsed).ok());

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/build_info.h"
@@ -17,6 +18,7 @@
 #include "common/trainer_contract.h"
 #include "worker/train/event_writer.h"
 #include "worker/train/fatal_signal.h"
+#include "worker/train/fault_injection.h"
 #include "worker/train/flags.h"
 #include "worker/train/options.h"
 #include "worker/train/status.h"
@@ -67,6 +69,10 @@ constexpr char kUsage[] =
     "  --threads N               intra-op CPU threads (libtorch default)\n"
     "  --seed N                  random seed (1)\n"
     "  --rendezvous-timeout-s N  how long to wait for peers (60)\n"
+    "  --fault-scenario FILE     fault injection, for tests and demonstrations only (off):\n"
+    "                            this rank's rules of a scenario file slow its forward and\n"
+    "                            backward (extra_compute) or stall its data (data_stall_s)\n"
+    "                            over an iteration range; the CPU only (docs/trainer-events.md)\n"
     "  --help, --version         this text; the version and build id (exit 0)\n"
     "Ranks: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT as set by torchrun.\n";
 
@@ -137,6 +143,12 @@ int main(int argc, char** argv) {
 
   status = bench_train::ValidateTrainOptions(parsed.options);
   if (!status.ok()) return Fail(events, rank, status, kExitUsage);
+  if (!parsed.options.fault_scenario.empty()) {  // fault injection: tests and demos only
+    auto faults = bench_train::LoadRankFaults(parsed.options.fault_scenario, rank);
+    if (!faults.ok()) return Fail(events, rank, faults.status(), kExitUsage);
+    parsed.options.faults = std::move(faults).value();
+    bench::Log("rank ", rank, ": fault injection from ", parsed.options.fault_scenario);
+  }
 
   status = bench_train::RunTrainer(parsed.options, events, test);
   if (!status.ok()) {

@@ -153,6 +153,11 @@ Status ValidateTrainOptions(const TrainOptions& options) {
     return InvalidArgumentError("unknown --device '" + options.device +
                                 "' (known: cpu, cuda, cuda:N)");
   }
+  if (!options.fault_scenario.empty() && options.device != "cpu") {
+    return InvalidArgumentError(std::string(bench::trainer_contract::kFlagFaultScenario) +
+                                ": fault injection runs on the CPU only (--device " +
+                                options.device + ")");
+  }
   if (options.threads < 0) return InvalidArgumentError("--threads must be >= 0");
   const RendezvousOptions& rdv = options.rendezvous;
   if (rdv.timeout_s <= 0) return InvalidArgumentError("--rendezvous-timeout-s must be > 0");

@@ -13,6 +13,7 @@
 
 #include "common/names.h"
 #include "common/spec_defaults.h"
+#include "worker/train/fault_injection.h"
 #include "worker/train/status.h"
 
 namespace bench_train {
@@ -78,6 +79,10 @@ struct TrainOptions {
   // long inside every step, as a slow device would take longer, so that tests of the
   // per-GPU variability report can inject a slow rank. 0 in any real run.
   int test_step_sleep_ms = 0;
+  // Fault injection (--fault-scenario FILE, fault_injection.h): off (empty) by default.
+  // main.cc loads this rank's rules into `faults`; the CPU only.
+  std::string fault_scenario;
+  RankFaults faults;
   // kAuto: channels_last on CUDA, contiguous NCHW on the CPU.
   Toggle channels_last = Toggle::kAuto;
   // kAuto: captured when world_size == 1 on CUDA and the per-GPU batch is <= 128.

@@ -58,6 +58,11 @@ TEST(ValidateTrainOptionsTest, RejectsBadValuesNamingTheFlag) {
        "--data coco needs a folder"},
       {[](TrainOptions& o) { o.device = "tpu"; }, "--device"},
       {[](TrainOptions& o) { o.device = "cuda:x"; }, "--device"},
+      {[](TrainOptions& o) {
+         o.device = "cuda:0";
+         o.fault_scenario = "faults.txt";
+       },
+       "--fault-scenario: fault injection runs on the CPU only"},
       // A detection model: 300x300 only (its default boxes), synthetic data only so far.
       {[](TrainOptions& o) { o.model = "ssd_resnet34"; o.num_classes = 81; }, "--image-size"},
       {[](TrainOptions& o) {

@@ -44,6 +44,11 @@ Status StepReporter::Iteration(const StepTiming& timing) {
   event.compute_time_s = timing.compute_time_s;
   event.lr = timing.lr;
   event.loss_scale = timing.loss_scale;
+  if (timing.split) {
+    event.forward_backward_time_s = timing.split->forward_backward_s;
+    event.allreduce_wait_time_s = timing.split->allreduce_wait_s;
+    event.optimizer_time_s = timing.split->optimizer_s;
+  }
   if (start_written_) {
     events_.Write(event);
   } else {
@@ -53,6 +58,13 @@ Status StepReporter::Iteration(const StepTiming& timing) {
     step_times_.push_back(timing.step_time_s);
     data_time_total_ += timing.data_time_s;
     compute_time_total_ += timing.compute_time_s;
+    if (timing.split) {
+      split_total_.forward_backward_s += timing.split->forward_backward_s;
+      split_total_.allreduce_wait_s += timing.split->allreduce_wait_s;
+      split_total_.optimizer_s += timing.split->optimizer_s;
+    } else {
+      every_measured_split_ = false;
+    }
   }
 
   if (std::isfinite(timing.loss)) {
@@ -86,6 +98,11 @@ SummaryEvent StepReporter::Summary(double window_s) const {
   summary.data_time_total_s = data_time_total_;
   summary.compute_time_total_s = compute_time_total_;
   summary.compute_images_per_second = Throughput(summary.measured_images, compute_time_total_);
+  if (every_measured_split_ && !step_times_.empty()) {
+    summary.forward_backward_time_total_s = split_total_.forward_backward_s;
+    summary.allreduce_wait_time_total_s = split_total_.allreduce_wait_s;
+    summary.optimizer_time_total_s = split_total_.optimizer_s;
+  }
   summary.nonfinite_losses = nonfinite_losses_;
   struct rusage usage;
   if (::getrusage(RUSAGE_SELF, &usage) == 0) {

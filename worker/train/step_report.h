@@ -23,6 +23,15 @@
 
 namespace bench_train {
 
+// A step's compute time cut into its phases (docs/trainer-events.md): forward and
+// backward, the wait for the other ranks beyond what overlapped with backward (0 with one
+// rank), and the optimizer (with the rest of the step after that wait).
+struct StepSplit {
+  double forward_backward_s = 0;
+  double allreduce_wait_s = 0;
+  double optimizer_s = 0;
+};
+
 // One step as the loop measured it.
 struct StepTiming {
   int64_t iteration = 0;  // 1-based
@@ -33,6 +42,7 @@ struct StepTiming {
   double loss = 0;       // may be NaN or infinite
   double lr = 0;
   std::optional<double> loss_scale;
+  std::optional<StepSplit> split;  // unset: the step was not split (a replayed CUDA graph)
 };
 
 // `images` / `window_s`; 0 for an empty or non-positive window.
@@ -71,6 +81,8 @@ class StepReporter {
   std::vector<double> step_times_;
   double data_time_total_ = 0;
   double compute_time_total_ = 0;
+  StepSplit split_total_;             // measured steps
+  bool every_measured_split_ = true;  // so far
   int64_t nonfinite_losses_ = 0;
   int64_t nonfinite_run_ = 0;        // consecutive, ending at the last iteration
   int64_t nonfinite_run_start_ = 0;  // first iteration of that run

@@ -52,6 +52,47 @@ TEST(ThroughputTest, ImagesOverTheWindowNotTheMeanOfStepRates) {
   EXPECT_EQ(Throughput(24, -1.0), 0.0);
 }
 
+TEST(StepReporterTest, TheStepSplitGoesIntoTheIterEventAndItsTotalsIntoTheSummary) {
+  const TrainOptions options = Options(/*iterations=*/3, /*warmup=*/1, /*batch=*/8);
+  CapturedEvents events;
+  StepReporter reporter(options, events.writer());
+  reporter.WriteStart(StartEvent{});
+  for (int i = 1; i <= 3; ++i) {
+    StepTiming timing = Step(i, 1.0);
+    timing.split = StepSplit{0.5 * i, 0.25, 0.125};
+    ASSERT_TRUE(reporter.Iteration(timing).ok());
+  }
+  const std::vector<std::string> lines = events.Lines();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_NE(lines[3].find(R"("forward_backward_time_s":1.5,"allreduce_wait_time_s":0.25,)"
+                          R"("optimizer_time_s":0.125)"),
+            std::string::npos)
+      << lines[3];
+  const SummaryEvent summary = reporter.Summary(/*window_s=*/2.0);
+  ASSERT_TRUE(summary.forward_backward_time_total_s.has_value());
+  EXPECT_DOUBLE_EQ(*summary.forward_backward_time_total_s, 1.0 + 1.5);  // measured only
+  EXPECT_DOUBLE_EQ(*summary.allreduce_wait_time_total_s, 0.5);
+  EXPECT_DOUBLE_EQ(*summary.optimizer_time_total_s, 0.25);
+}
+
+// A measured step without the split (a replayed CUDA graph): no totals, "no data".
+TEST(StepReporterTest, NoSplitTotalsWhenAMeasuredStepHasNoSplit) {
+  const TrainOptions options = Options(/*iterations=*/3, /*warmup=*/1, /*batch=*/8);
+  CapturedEvents events;
+  StepReporter reporter(options, events.writer());
+  reporter.WriteStart(StartEvent{});
+  for (int i = 1; i <= 3; ++i) {
+    StepTiming timing = Step(i, 1.0);
+    if (i != 3) timing.split = StepSplit{0.5, 0.25, 0.125};
+    ASSERT_TRUE(reporter.Iteration(timing).ok());
+  }
+  EXPECT_EQ(events.Lines().back().find("forward_backward"), std::string::npos);
+  const SummaryEvent summary = reporter.Summary(/*window_s=*/2.0);
+  EXPECT_FALSE(summary.forward_backward_time_total_s.has_value());
+  EXPECT_FALSE(summary.allreduce_wait_time_total_s.has_value());
+  EXPECT_FALSE(summary.optimizer_time_total_s.has_value());
+}
+
 TEST(PercentileTest, InterpolatesLikeNumpy) {
   EXPECT_EQ(Percentile({}, 0.5), 0.0);
   EXPECT_DOUBLE_EQ(Percentile({3, 1, 2, 4}, 0.5), 2.5);

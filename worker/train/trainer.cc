@@ -217,6 +217,7 @@ Status RunTrainerOrThrow(const TrainOptions& options, EventWriter& events,
     return MakeGraphRunner(std::move(run_step), MakeCudaGraphCapture(device), kGraphWarmupSteps);
   };
   std::unique_ptr<StepClock> clock = device.is_cuda() ? MakeCudaClock(device) : MakeHostClock();
+  step.set_phase_marker(clock.get());  // the step split (training_loop.h)
 
   if (device.is_cpu() && !plan.precision.autocast && at::get_num_threads() == 1 &&
       options.batch_size < 16) {

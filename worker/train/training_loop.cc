@@ -117,42 +117,81 @@ class GraphRunner : public StepRunner {
 // ---- Clocks
 // --------------------------------------------------------------------
 
+double Seconds(HostClock::duration d) { return std::chrono::duration<double>(d).count(); }
+
 class HostStepClock : public StepClock {
  public:
   struct HostMarks : Marks {
     HostClock::time_point start;
     HostClock::time_point compute_start;
     HostClock::time_point end;
+    HostClock::time_point last_mark;         // compute_start, then each Mark
+    std::optional<StepSplit> split;          // set by the first Mark
+    double measured_forward_backward_s = 0;  // before any extra compute
     std::vector<float> outputs;
   };
 
+  explicit HostStepClock(HostNow now) : now_(std::move(now)) {}
+
   std::unique_ptr<Marks> Begin() override {
     auto marks = std::make_unique<HostMarks>();
-    marks->start = HostClock::now();
+    marks->start = now_();
     if (!first_) first_ = marks->start;
     return marks;
   }
   void ComputeBegins(Marks& marks) override {
-    static_cast<HostMarks&>(marks).compute_start = HostClock::now();
+    auto& host = static_cast<HostMarks&>(marks);
+    host.compute_start = now_();
+    host.last_mark = host.compute_start;
+    open_ = &host;
+  }
+  void Mark(StepPhase phase) override {
+    if (open_ == nullptr) return;
+    HostMarks& host = *open_;
+    if (!host.split) host.split.emplace();
+    HostClock::time_point now = now_();
+    if (phase == StepPhase::kForwardBackward) {
+      host.measured_forward_backward_s += Seconds(now - host.last_mark);
+      if (host.extra_compute > 0) {
+        // Fault injection: forward and backward take extra_compute longer. Busy until the
+        // step's forward-backward time is that much more than was measured.
+        const double target = host.measured_forward_backward_s * (1 + host.extra_compute);
+        while (host.split->forward_backward_s + Seconds(now - host.last_mark) < target) {
+          std::this_thread::yield();
+          now = now_();
+        }
+      }
+      host.split->forward_backward_s += Seconds(now - host.last_mark);
+    } else {
+      host.split->allreduce_wait_s += Seconds(now - host.last_mark);
+    }
+    host.last_mark = now;
   }
   void End(Marks& marks, const at::Tensor& outputs) override {
     auto& host = static_cast<HostMarks&>(marks);
     host.outputs = ToFloats(outputs);
-    host.end = HostClock::now();
+    host.end = now_();
+    open_ = nullptr;
   }
   StepReading Read(Marks& marks) override {
     auto& host = static_cast<HostMarks&>(marks);
     StepReading reading;
-    reading.step_time_s = std::chrono::duration<double>(host.end - host.start).count();
-    reading.compute_time_s = std::chrono::duration<double>(host.end - host.compute_start).count();
-    reading.elapsed_s = std::chrono::duration<double>(host.end - *first_).count();
+    reading.step_time_s = Seconds(host.end - host.start);
+    reading.compute_time_s = Seconds(host.end - host.compute_start);
+    reading.elapsed_s = Seconds(host.end - *first_);
+    if (host.split) {
+      reading.split = host.split;
+      reading.split->optimizer_s = Seconds(host.end - host.last_mark);
+    }
     reading.outputs = std::move(host.outputs);
     return reading;
   }
-  double Synchronize() override { return HostSeconds(HostClock::now()); }
+  double Synchronize() override { return HostSeconds(now_()); }
 
  private:
+  HostNow now_;
   std::optional<HostClock::time_point> first_;
+  HostMarks* open_ = nullptr;  // the step between ComputeBegins and End
 };
 
 #ifdef BENCH_WITH_CUDA
@@ -213,12 +252,21 @@ class CudaGraphCapture : public StepCapture {
 
 // Events are read one step late; the outputs are copied to pinned memory before
 // the end event, so reading them waits only for that event.
+//
+// The step split: an event at each phase mark, on the same stream as the step's other
+// events, so the time between two of them is the stream's time in that phase; a wait for
+// the all-reduce (NCCL's work ordered before the current stream) shows as the time from
+// the end of backward to the mark after the wait. Marks made while the current stream is
+// capturing a CUDA graph are dropped (an event recorded in a capture is a graph node, not
+// a timestamp): captured and replayed steps have no split.
 class CudaStepClock : public StepClock {
  public:
   struct CudaMarks : Marks {
     at::cuda::CUDAEvent start{cudaEventDefault};
     at::cuda::CUDAEvent compute_start{cudaEventDefault};
     at::cuda::CUDAEvent end{cudaEventDefault};
+    // The phase marks in order: what the interval before each one was, and its event.
+    std::vector<std::pair<StepPhase, std::unique_ptr<at::cuda::CUDAEvent>>> phases;
     at::Tensor host_outputs;
   };
 
@@ -234,7 +282,21 @@ class CudaStepClock : public StepClock {
     return marks;
   }
   void ComputeBegins(Marks& marks) override {
-    static_cast<CudaMarks&>(marks).compute_start.record();
+    auto& cuda = static_cast<CudaMarks&>(marks);
+    cuda.compute_start.record();
+    open_ = &cuda;
+  }
+  void Mark(StepPhase phase) override {
+    if (open_ == nullptr) return;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device_.index()).stream();
+    if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
+        capture != cudaStreamCaptureStatusNone) {
+      return;
+    }
+    auto event = std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault);
+    event->record();
+    open_->phases.emplace_back(phase, std::move(event));
   }
   void End(Marks& marks, const at::Tensor& outputs) override {
     auto& cuda = static_cast<CudaMarks&>(marks);
@@ -242,6 +304,7 @@ class CudaStepClock : public StepClock {
         at::empty(outputs.sizes(), outputs.options().device(at::kCPU).pinned_memory(true));
     cuda.host_outputs.copy_(outputs, /*non_blocking=*/true);
     cuda.end.record();
+    open_ = nullptr;
   }
   StepReading Read(Marks& marks) override {
     auto& cuda = static_cast<CudaMarks&>(marks);
@@ -250,6 +313,21 @@ class CudaStepClock : public StepClock {
     reading.step_time_s = cuda.start.elapsed_time(cuda.end) / 1000.0;
     reading.compute_time_s = cuda.compute_start.elapsed_time(cuda.end) / 1000.0;
     reading.elapsed_s = first_.elapsed_time(cuda.end) / 1000.0;
+    if (!cuda.phases.empty()) {
+      StepSplit split;
+      const at::cuda::CUDAEvent* previous = &cuda.compute_start;
+      for (const auto& [phase, event] : cuda.phases) {
+        const double seconds = previous->elapsed_time(*event) / 1000.0;
+        if (phase == StepPhase::kForwardBackward) {
+          split.forward_backward_s += seconds;
+        } else {
+          split.allreduce_wait_s += seconds;
+        }
+        previous = event.get();
+      }
+      split.optimizer_s = previous->elapsed_time(cuda.end) / 1000.0;
+      reading.split = split;
+    }
     reading.outputs = ToFloats(cuda.host_outputs);
     return reading;
   }
@@ -262,6 +340,7 @@ class CudaStepClock : public StepClock {
   c10::Device device_;
   at::cuda::CUDAEvent first_{cudaEventDefault};
   bool first_recorded_ = false;
+  CudaMarks* open_ = nullptr;  // the step between ComputeBegins and End
 };
 #endif
 
@@ -301,7 +380,10 @@ std::unique_ptr<StepCapture> MakeCudaGraphCapture(const c10::Device& device) {
 #endif
 }
 
-std::unique_ptr<StepClock> MakeHostClock() { return std::make_unique<HostStepClock>(); }
+std::unique_ptr<StepClock> MakeHostClock(HostNow now) {
+  if (!now) now = [] { return HostClock::now(); };
+  return std::make_unique<HostStepClock>(std::move(now));
+}
 
 std::unique_ptr<StepClock> MakeCudaClock(const c10::Device& device) {
 #ifdef BENCH_WITH_CUDA
@@ -333,6 +415,7 @@ StatusOr<double> RunTrainingLoop(const TrainOptions& options, StepRunner& runner
     timing.compute_time_s = reading.compute_time_s;
     timing.data_time_s = step.data_time_s;
     timing.elapsed_s = reading.elapsed_s;
+    timing.split = reading.split;
     if (reading.outputs.size() >= 2) {
       timing.loss = reading.outputs[0];
       timing.lr = reading.outputs[1];
@@ -358,9 +441,12 @@ StatusOr<double> RunTrainingLoop(const TrainOptions& options, StepRunner& runner
       Pending step;
       step.iteration = i;
       step.marks = clock.Begin();
+      step.marks->extra_compute = options.faults.ExtraCompute(i);
       const HostClock::time_point fetch_start = HostClock::now();
       auto batch = data.Next();
       if (!batch.ok()) return batch.status();
+      const double stall_s = options.faults.DataStallSeconds(i);
+      if (stall_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(stall_s));
       step.batch = batch->number;
       step.data_time_s = std::chrono::duration<double>(HostClock::now() - fetch_start).count();
       clock.ComputeBegins(*step.marks);

@@ -17,6 +17,14 @@
 // the first step; graphs: after the capture), and the reporter holds the iter
 // events until then.
 //
+// The step split: the clock is the TrainingStep's StepPhaseMarker (trainer.cc sets it),
+// so a step's compute interval is cut where the step marks the end of each phase; what
+// follows the last mark is the optimizer. The host clock takes host times; the CUDA clock
+// records an event on the current stream at each mark (nothing waits on them until the
+// step is read, one step late). Inside a CUDA graph capture no mark is recorded (an event
+// recorded during capture becomes a node of the graph and cannot be timed), so a replayed
+// step has no split: only its whole step and compute times (docs/trainer-events.md).
+//
 // A step's outputs are one fp32 tensor [loss, lr] or [loss, lr, loss scale]
 // (PackStepOutputs). Nothing here is thread-safe; one loop per process.
 #ifndef BENCHFLEET_WORKER_TRAIN_TRAINING_LOOP_H_
@@ -25,9 +33,11 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,10 +45,9 @@
 #include "worker/train/options.h"
 #include "worker/train/status.h"
 #include "worker/train/step_report.h"
+#include "worker/train/training_step.h"
 
 namespace bench_train {
-
-class TrainingStep;
 
 // Steps are read this many steps after they were enqueued.
 inline constexpr size_t kStepReadLag = 1;
@@ -105,16 +114,24 @@ struct StepReading {
   double step_time_s = 0;     // Begin to End
   double compute_time_s = 0;  // ComputeBegins to End
   double elapsed_s = 0;       // the first Begin to End
+  // ComputeBegins to End cut at the step's phase marks; unset when the step made none
+  // (a replayed CUDA graph, or a step without a marker).
+  std::optional<StepSplit> split;
   std::vector<float> outputs;
 };
 
-// Device-specific timing: where a step's marks are taken and how they are read.
-class StepClock {
+// Device-specific timing: where a step's marks are taken and how they are read. Mark
+// (StepPhaseMarker) applies to the step between its ComputeBegins and its End, and is
+// ignored outside one.
+class StepClock : public StepPhaseMarker {
  public:
   struct Marks {
     virtual ~Marks() = default;
+    // Fault injection (fault_injection.h), set by the loop before the step runs: the
+    // host clock stretches the step's forward and backward by this fraction at its
+    // kForwardBackward mark (the CPU only; bench-train refuses it on CUDA).
+    double extra_compute = 0;
   };
-  virtual ~StepClock() = default;
   virtual std::unique_ptr<Marks> Begin() = 0;    // before the step's data
   virtual void ComputeBegins(Marks& marks) = 0;  // its batch is on the device
   virtual void End(Marks& marks,
@@ -122,15 +139,21 @@ class StepClock {
   virtual StepReading Read(Marks& marks) = 0;       // waits for the step
   // Waits for all enqueued work; returns the host's monotonic time in seconds.
   virtual double Synchronize() = 0;
+  void Mark(StepPhase) override {}
 };
 
+// The host clock's time source (tests pass a fake; the default is steady_clock::now).
+using HostNow = std::function<std::chrono::steady_clock::time_point()>;
+
 // The CPU: host times; outputs are read at End (the step has completed).
-std::unique_ptr<StepClock> MakeHostClock();
+std::unique_ptr<StepClock> MakeHostClock(HostNow now = nullptr);
 // CUDA events on the current stream; outputs copied to pinned memory before the
 // step's end event. Null in a build without CUDA.
 std::unique_ptr<StepClock> MakeCudaClock(const c10::Device& device);
 
-// Runs the loop; returns the measured window in seconds. `write_start` is
+// Runs the loop; returns the measured window in seconds. With options.faults, each
+// step's data wait is lengthened by its data stall (a sleep inside the fetch) and its
+// Marks carry its extra compute. `write_start` is
 // called once, with the runner, as soon as the runner is settled; it must call
 // reporter.WriteStart. Stops at the first error: a batch that cannot be read,
 // or the reporter's "loss diverged".

@@ -1,20 +1,23 @@
 // The one training loop, driven on the CPU with a scripted clock, data source
 // and step: steps read one step late, the warm-up boundary, the measured
 // window, the start event after a graph capture (and its fallback, which
-// abandons the capture before the next eager step), and a diverged loss ending
-// the run.
+// abandons the capture before the next eager step), a diverged loss ending
+// the run; the host clock's step split on a fake time source, and fault injection.
 #include "worker/train/training_loop.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/fault_scenario.h"
 #include "worker/train/captured_events.h"
 
 namespace bench_train {
@@ -300,6 +303,164 @@ TEST(TrainingLoopTest, APersistentNonFiniteLossEndsTheRunWithEveryStepReported) 
   ASSERT_EQ(lines.size(), 6u);  // start + iterations 1..5
   EXPECT_NE(lines[5].find(R"("iteration":5,)"), std::string::npos) << lines[5];
   EXPECT_NE(lines[5].find(R"("loss":"NaN")"), std::string::npos) << lines[5];
+}
+
+}  // namespace
+}  // namespace bench_train
+
+namespace bench_train {
+namespace {
+
+// A time source the test moves by hand; each call may also advance it by `tick`.
+struct FakeTime {
+  std::chrono::steady_clock::time_point now{};
+  std::chrono::steady_clock::duration tick{};
+  int calls = 0;
+  HostNow Source() {
+    return [this] {
+      ++calls;
+      const auto t = now;
+      now += tick;
+      return t;
+    };
+  }
+  // The time the last call returned, in seconds.
+  double LastReading() const {
+    return std::chrono::duration<double>((now - tick).time_since_epoch()).count();
+  }
+  void Set(double seconds) {
+    now = std::chrono::steady_clock::time_point(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(seconds)));
+  }
+};
+
+const at::Tensor kOutputs = at::zeros({2});
+
+TEST(HostClockTest, TheMarksCutTheComputeTimeIntoTheSplit) {
+  FakeTime time;
+  auto clock = MakeHostClock(time.Source());
+  time.Set(0);
+  auto marks = clock->Begin();
+  time.Set(1);
+  clock->ComputeBegins(*marks);
+  time.Set(1.5);
+  clock->Mark(StepPhase::kForwardBackward);  // zeroing gradients
+  time.Set(1.75);
+  clock->Mark(StepPhase::kRankWait);  // the buffer broadcast
+  time.Set(3.5);
+  clock->Mark(StepPhase::kForwardBackward);
+  time.Set(4);
+  clock->Mark(StepPhase::kRankWait);  // the all-reduce
+  time.Set(4.5);
+  clock->End(*marks, kOutputs);
+  time.Set(9);
+  clock->Mark(StepPhase::kForwardBackward);  // outside a step: ignored
+  const StepReading reading = clock->Read(*marks);
+  EXPECT_DOUBLE_EQ(reading.step_time_s, 4.5);
+  EXPECT_DOUBLE_EQ(reading.compute_time_s, 3.5);
+  ASSERT_TRUE(reading.split.has_value());
+  EXPECT_DOUBLE_EQ(reading.split->forward_backward_s, 0.5 + 1.75);
+  EXPECT_DOUBLE_EQ(reading.split->allreduce_wait_s, 0.25 + 0.5);
+  EXPECT_DOUBLE_EQ(reading.split->optimizer_s, 0.5);
+}
+
+TEST(HostClockTest, AStepWithoutMarksHasNoSplit) {
+  FakeTime time;
+  auto clock = MakeHostClock(time.Source());
+  auto marks = clock->Begin();
+  clock->ComputeBegins(*marks);
+  time.Set(2);
+  clock->End(*marks, kOutputs);
+  const StepReading reading = clock->Read(*marks);
+  EXPECT_DOUBLE_EQ(reading.compute_time_s, 2);
+  EXPECT_FALSE(reading.split.has_value());
+}
+
+// Fault injection: extra_compute 50 % stretches forward and backward to 1.5 times what
+// was measured (each part once, however many marks cut it), inside the forward-backward
+// interval; the other phases keep their times.
+TEST(HostClockTest, ExtraComputeStretchesForwardAndBackwardByItsFraction) {
+  FakeTime time;
+  auto clock = MakeHostClock(time.Source());
+  time.Set(0);
+  auto marks = clock->Begin();
+  marks->extra_compute = 0.5;
+  time.Set(1);
+  clock->ComputeBegins(*marks);
+  time.tick = std::chrono::milliseconds(10);  // the busy wait sees time pass
+  time.Set(1.5);
+  clock->Mark(StepPhase::kForwardBackward);  // 0.5 s measured: busy until 0.75 s
+  const double after_first = time.LastReading();
+  time.tick = {};
+  EXPECT_GE(after_first, 1.75 - 1e-9);
+  EXPECT_LE(after_first, 1.75 + 0.0101);
+  time.Set(after_first + 0.25);
+  clock->Mark(StepPhase::kRankWait);
+  time.Set(after_first + 0.25 + 2);
+  time.tick = std::chrono::milliseconds(10);
+  clock->Mark(StepPhase::kForwardBackward);  // 2 s more measured: 2.5 s in all, 3.75 stretched
+  const double after_second = time.LastReading();
+  time.tick = {};
+  time.Set(after_second + 0.5);
+  clock->End(*marks, kOutputs);
+  const StepReading reading = clock->Read(*marks);
+  ASSERT_TRUE(reading.split.has_value());
+  EXPECT_GE(reading.split->forward_backward_s, 1.5 * 2.5 - 1e-9);
+  EXPECT_LE(reading.split->forward_backward_s, 1.5 * 2.5 + 0.0101);
+  EXPECT_DOUBLE_EQ(reading.split->allreduce_wait_s, 0.25);
+  EXPECT_DOUBLE_EQ(reading.split->optimizer_s, 0.5);
+  EXPECT_NEAR(reading.compute_time_s,
+              reading.split->forward_backward_s + reading.split->allreduce_wait_s +
+                  reading.split->optimizer_s,
+              1e-9);
+}
+
+// A clock that records each step's extra compute as the loop set it.
+class FaultRecordingClock : public ScriptedClock {
+ public:
+  using ScriptedClock::ScriptedClock;
+  void ComputeBegins(Marks& marks) override {
+    extra_compute.push_back(marks.extra_compute);
+    ScriptedClock::ComputeBegins(marks);
+  }
+  std::vector<double> extra_compute;
+};
+
+// The loop applies this rank's fault rules per iteration: the data stall inside the data
+// wait (a real sleep, so data_time_s is at least the stall), the extra compute on the
+// step's marks for the clock.
+TEST(TrainingLoopTest, FaultRulesStallTheDataAndMarkTheExtraComputeOfTheirIterations) {
+  TrainOptions options = LoopOptions(/*iterations=*/4, /*warmup=*/1);
+  std::string error;
+  std::optional<bench::FaultScenario> scenario = bench::FaultScenario::Parse(
+      "benchfleet-scenario 1\n"
+      "rank rank=0 iterations=2-3 extra_compute=50%\n"
+      "rank rank=1 iterations=1-4 extra_compute=90% data_stall_s=9\n"  // another rank's
+      "rank rank=* iterations=3 data_stall_s=0.05\n",
+      &error);
+  ASSERT_TRUE(scenario.has_value()) << error;
+  options.faults = RankFaults(*scenario, /*rank=*/0);
+  int runs = 0;
+  auto runner = MakeEagerRunner(ScriptedStep({5, 4, 3, 2}, &runs));
+  Log log;
+  FaultRecordingClock clock(log, {1, 1, 1, 1});
+  NumberedBatches data(log);
+  CapturedEvents events;
+  StepReporter reporter(options, events.writer());
+  const StatusOr<double> window =
+      RunTrainingLoop(options, *runner, data, clock, reporter,
+                      [&](const StepRunner&) { reporter.WriteStart(StartEvent{}); });
+  ASSERT_TRUE(window.ok()) << window.status().message();
+  EXPECT_EQ(clock.extra_compute, (std::vector<double>{0, 0.5, 0.5, 0}));
+  const std::vector<std::string> lines = events.Lines();
+  ASSERT_EQ(lines.size(), 5u);
+  auto data_time = [&](int iteration) {
+    const std::string& line = lines[iteration];
+    const std::string key = "\"data_time_s\":";
+    return std::stod(line.substr(line.find(key) + key.size()));
+  };
+  EXPECT_GE(data_time(3), 0.05);
 }
 
 }  // namespace

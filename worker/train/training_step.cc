@@ -94,15 +94,19 @@ TrainingStep::~TrainingStep() = default;
 
 at::Tensor TrainingStep::Run(const at::Tensor& raw_images, const at::Tensor& labels,
                              const at::Tensor& boxes) {
+  optimizer_->ZeroGrad();
+  if (buffer_communicator_ != nullptr) {
+    MarkPhase(StepPhase::kForwardBackward);  // zeroing the gradients
+    BroadcastTensors(buffers_, *buffer_communicator_, 0);
+    MarkPhase(StepPhase::kRankWait);
+  }
+  if (reducer_) reducer_->Prepare();
   at::Tensor images = raw_images;
   if (images.scalar_type() == at::kByte) {  // NHWC RGB -> normalised float NCHW
     images = images.permute({0, 3, 1, 2}).to(at::kFloat).sub_(mean_).mul_(inv_std_);
   }
   images = images.contiguous(options_.channels_last ? at::MemoryFormat::ChannelsLast
                                                     : at::MemoryFormat::Contiguous);
-  optimizer_->ZeroGrad();
-  if (buffer_communicator_ != nullptr) BroadcastTensors(buffers_, *buffer_communicator_, 0);
-  if (reducer_) reducer_->Prepare();
   std::vector<at::Tensor> outputs;
   if (options_.autocast) {
     AutocastScope autocast(options_.device.type(), options_.autocast_dtype);
@@ -116,7 +120,11 @@ at::Tensor TrainingStep::Run(const at::Tensor& raw_images, const at::Tensor& lab
   } else {
     loss.backward();
   }
-  if (reducer_) reducer_->Finish();
+  MarkPhase(StepPhase::kForwardBackward);
+  if (reducer_) {
+    reducer_->Finish();
+    MarkPhase(StepPhase::kRankWait);
+  }
   last_lr_ = schedule_->Next();
   if (scaler_) {
     scaler_->UnscaleAndCheck(optimizer_->flat_grads());

@@ -9,6 +9,12 @@
 //   unscale + inf check; masked SGD update; scale update. Nothing is read on the host,
 //   so Run can be captured in a CUDA graph (with no communicator).
 //
+// The step split (docs/trainer-events.md): Run tells its StepPhaseMarker (if set) where
+// each phase ends, in order: the buffer broadcast (waiting for rank 0: kRankWait), then
+// forward and backward (kForwardBackward), then the wait for the gradient all-reduce that
+// did not overlap with backward (kRankWait). With one rank it marks only the end of
+// backward. What follows the last mark, up to the step's end, is the optimizer.
+//
 // `images` are float NCHW, or uint8 NHWC RGB (then converted and normalised with
 // ImageNet's mean/std on the device, in the step). Not thread-safe.
 #ifndef BENCHFLEET_WORKER_TRAIN_TRAINING_STEP_H_
@@ -28,6 +34,20 @@
 #include "worker/train/optimizer.h"
 
 namespace bench_train {
+
+// What the interval since the previous mark of a step (or since its compute began) was.
+enum class StepPhase {
+  kForwardBackward,  // input conversion, zeroing gradients, forward, loss, backward
+  kRankWait,         // blocked on a collective that waits for the other ranks
+};
+
+// Told by TrainingStep::Run where its phases end (the StepClock, training_loop.h).
+class StepPhaseMarker {
+ public:
+  virtual ~StepPhaseMarker() = default;
+  // The time since the step's previous mark (or since its compute began) was `phase`.
+  virtual void Mark(StepPhase phase) = 0;
+};
 
 struct StepOptions {
   c10::Device device = c10::Device(c10::kCPU);
@@ -64,6 +84,9 @@ class TrainingStep {
   LossScaler* scaler() { return scaler_.get(); }  // null without loss scaling
   FlatSgd& optimizer() { return *optimizer_; }
   GradientReducer* reducer() { return reducer_.get(); }
+  // Where Run marks the ends of its phases; null (the default): nowhere. Not owned;
+  // must outlive the step or be reset.
+  void set_phase_marker(StepPhaseMarker* marker) { phase_marker_ = marker; }
   // The learning rate used by the last Run (device tensor).
   const at::Tensor& last_lr() const { return last_lr_; }
 
@@ -74,6 +97,11 @@ class TrainingStep {
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<GradientReducer> reducer_;
+  void MarkPhase(StepPhase phase) {
+    if (phase_marker_ != nullptr) phase_marker_->Mark(phase);
+  }
+
+  StepPhaseMarker* phase_marker_ = nullptr;
   Communicator* buffer_communicator_ = nullptr;  // set when buffers are broadcast
   std::vector<at::Tensor> buffers_;
   at::Tensor mean_;     // [1,3,1,1] x 255

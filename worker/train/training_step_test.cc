@@ -281,6 +281,51 @@ TEST(TrainingStepTest, TwoRanksWithOverlappedBucketsEqualOneProcess) {
   EXPECT_FALSE(torch::allclose(expected["fc.weight"], EvalModel(7)->named_parameters()["fc.weight"]));
 }
 
+// Records the phase marks a step makes (the step split, training_step.h).
+class RecordingMarker : public StepPhaseMarker {
+ public:
+  void Mark(StepPhase phase) override {
+    marks.push_back(phase == StepPhase::kForwardBackward ? "forward_backward" : "rank_wait");
+  }
+  std::vector<std::string> marks;
+};
+
+// One rank marks only the end of backward (no wait for anyone); two ranks mark the wait
+// for rank 0's buffers (with broadcast_buffers) and the all-reduce wait after backward.
+TEST(TrainingStepTest, MarksTheEndOfEachPhaseInOrder) {
+  torch::manual_seed(3);
+  const at::Tensor images = torch::randn({2, 3, 32, 32});
+  const at::Tensor labels = torch::randint(0, 10, {2}, torch::kLong);
+  {
+    RecordingMarker marker;
+    TrainingStep step(EvalModel(7), SmallStep(), nullptr);
+    step.set_phase_marker(&marker);
+    step.Run(images, labels);
+    EXPECT_EQ(marker.marks, std::vector<std::string>{"forward_backward"});
+  }
+  for (const bool broadcast_buffers : {true, false}) {
+    std::vector<RecordingMarker> markers(2);
+    StepOptions options = SmallStep();
+    options.broadcast_buffers = broadcast_buffers;
+    const std::vector<Status> statuses = RunTwoRanks([&](int rank, Communicator& communicator) {
+      auto model = EvalModel(7);
+      model->train();  // BatchNorm buffers to broadcast
+      TrainingStep step(model, options, &communicator);
+      step.set_phase_marker(&markers[rank]);
+      step.Run(images, labels);
+    });
+    const std::vector<std::string> expected =
+        broadcast_buffers ? std::vector<std::string>{"forward_backward", "rank_wait",
+                                                     "forward_backward", "rank_wait"}
+                          : std::vector<std::string>{"forward_backward", "rank_wait"};
+    for (int rank = 0; rank < 2; ++rank) {
+      ASSERT_TRUE(statuses[rank].ok()) << "rank " << rank << ": " << statuses[rank].message();
+      EXPECT_EQ(markers[rank].marks, expected)
+          << "rank " << rank << ", broadcast_buffers " << broadcast_buffers;
+    }
+  }
+}
+
 // Trains two ranks in BatchNorm's training mode for kSteps steps on different
 // data per rank, then one step on the same batch on both; returns each rank's
 // buffers (running statistics) afterwards.
