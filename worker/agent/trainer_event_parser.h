@@ -27,6 +27,7 @@ struct TrainerEvent {
   std::string precision;            // in effect: "fp32", "tf32", "amp_bf16", "amp_fp16"
   std::string requested_precision;  // as given to --precision ("" from older trainers)
   std::map<std::string, std::string> versions;  // the "versions" object's string values
+  bool simulated = false;  // "simulated": true (bench-sim-train): every figure is simulated
   // kIter: iteration, step_time_s, images, loss, data_time_s, elapsed_s, warmup.
   // job_id, attempt and rank are left for the caller, which knows them.
   benchfleet::v1::IterationSample sample;
