@@ -96,6 +96,7 @@ struct ScreenOptions {
   // image size, limits, from the flags; devices, allowed_nodes, labels and request_id are
   // set per job.
   benchfleet::v1::JobSpec base;
+  bool warmup_given = false;                        // --warmup (else 10)
   std::vector<std::string> nodes;                   // --node (none: every connected agent)
   std::map<std::string, std::string> node_labels;  // --node-label k=v: agents with each
   std::string id;                                   // --id (""): made from the time

@@ -62,8 +62,13 @@ std::vector<FlagSpec> Flags() {
   flags.push_back(Int(
       "iters", [](ParseState& s, int32_t n) { Screen(s).base.set_iterations(n); },
       absl::StrCat("(", kDefaultScreenIterations, ")")));
-  flags.push_back(
-      Int("warmup", [](ParseState& s, int32_t n) { Screen(s).base.set_warmup_iterations(n); }));
+  flags.push_back(Int(
+      "warmup",
+      [](ParseState& s, int32_t n) {
+        Screen(s).base.set_warmup_iterations(n);
+        Screen(s).warmup_given = true;
+      },
+      absl::StrCat("(", kDefaultWarmupIterations, ")")));
   flags.push_back(Int(
       "bs", [](ParseState& s, int32_t n) { Screen(s).base.set_batch_size(n); },
       absl::StrCat("(", kDefaultScreenBatch, ")")));
@@ -73,8 +78,9 @@ std::vector<FlagSpec> Flags() {
                           Screen(state).base.set_precision(precision);
                           return absl::OkStatus();
                         }));
-  flags.push_back(Int("image-size",
-                      [](ParseState& s, int32_t n) { Screen(s).base.set_image_size(n); }));
+  flags.push_back(Int(
+      "image-size", [](ParseState& s, int32_t n) { Screen(s).base.set_image_size(n); },
+      absl::StrCat("(", kDefaultImageSize, ")")));
   flags.push_back(Limit("wall-time", &v1::JobSpec::set_wall_time_limit_s));
   flags.push_back(Limit("hang-timeout", &v1::JobSpec::set_hang_timeout_s));
   flags.push_back(Value("id", "ID", [](ParseState& state, const std::string& value) {
@@ -106,8 +112,8 @@ std::vector<FlagSpec> Flags() {
 absl::Status Finish(ParseState& state) {
   ScreenOptions& options = Screen(state);
   const bool runs = !options.nodes.empty() || !options.node_labels.empty() ||
-                    options.base.ByteSizeLong() > 0 || !options.id.empty() || options.wait ||
-                    options.allow_cpu;
+                    options.base.ByteSizeLong() > 0 || options.warmup_given ||
+                    !options.id.empty() || options.wait || options.allow_cpu;
   if (!options.show.empty() && options.list) {
     return absl::InvalidArgumentError("screen: --show and --list go alone, not together");
   }
@@ -120,6 +126,11 @@ absl::Status Finish(ParseState& state) {
   if (options.base.model().empty()) options.base.set_model(kDefaultModel);
   if (options.base.iterations() == 0) options.base.set_iterations(kDefaultScreenIterations);
   if (options.base.batch_size() == 0) options.base.set_batch_size(kDefaultScreenBatch);
+  if (!options.warmup_given) options.base.set_warmup_iterations(kDefaultWarmupIterations);
+  if (options.base.image_size() == 0) options.base.set_image_size(kDefaultImageSize);
+  if (options.base.precision() == v1::PRECISION_UNSPECIFIED) {
+    options.base.set_precision(*ParsePrecision(kDefaultPrecision));
+  }
   return absl::OkStatus();
 }
 

@@ -34,8 +34,15 @@ TEST(ScreenArgsTest, DefaultsAndChecks) {
   EXPECT_EQ(options->screen.base.model(), "resnet50");
   EXPECT_EQ(options->screen.base.iterations(), 500);
   EXPECT_EQ(options->screen.base.batch_size(), 64);
+  EXPECT_EQ(options->screen.base.precision(), v1::PRECISION_FP32);
+  EXPECT_EQ(options->screen.base.warmup_iterations(), 10);
+  EXPECT_EQ(options->screen.base.image_size(), 224);
   EXPECT_EQ(options->screen.nodes, std::vector<std::string>{"n1"});
   EXPECT_TRUE(options->screen.wait);
+  options = ParseArgs({"screen", "--warmup", "0", "--iters", "50"}, "");
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->screen.base.warmup_iterations(), 0);
+  EXPECT_EQ(options->screen.base.iterations(), 50);
 
   options = ParseArgs({"screen", "--show", "s1", "--format", "json"}, "");
   ASSERT_TRUE(options.ok()) << options.status();
