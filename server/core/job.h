@@ -226,6 +226,16 @@ struct GpuSample {
   std::optional<double> memory_utilization_pct;
   std::optional<int64_t> memory_used_bytes;
   std::optional<uint64_t> throttle_reasons;
+  std::optional<int> pcie_gen;  // PCIe link generation and width (lanes), current and max
+  std::optional<int> pcie_gen_max;
+  std::optional<int> pcie_width;
+  std::optional<int> pcie_width_max;
+  std::optional<double> max_sm_clock_mhz;
+  std::optional<double> max_memory_clock_mhz;
+  std::optional<double> power_limit_w;   // the enforced power limit
+  std::optional<int64_t> ecc_corrected;  // since the driver loaded (volatile)
+  std::optional<int64_t> ecc_uncorrected;
+  std::optional<int64_t> xid_errors;  // XID events since the agent's NVML session began
 };
 
 }  // namespace bench

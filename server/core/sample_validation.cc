@@ -1,6 +1,7 @@
 #include "server/core/sample_validation.h"
 
 #include <cmath>
+#include <cstdint>
 
 namespace bench {
 namespace {
@@ -11,6 +12,24 @@ bool TimeOk(double seconds) {
 
 bool WithinOpt(const std::optional<double>& value, double low, double high) {
   return !value || (std::isfinite(*value) && *value >= low && *value <= high);
+}
+
+template <typename Int>
+bool WithinInt(const std::optional<Int>& value, Int low, Int high) {
+  return !value || (*value >= low && *value <= high);
+}
+
+bool GpuLinkAndErrorsOk(const GpuSample& s) {
+  constexpr int64_t kMaxCount = INT64_MAX;
+  return WithinInt(s.pcie_gen, 1, kMaxPcieGen) && WithinInt(s.pcie_gen_max, 1, kMaxPcieGen) &&
+         WithinInt(s.pcie_width, 1, kMaxPcieWidth) &&
+         WithinInt(s.pcie_width_max, 1, kMaxPcieWidth) &&
+         WithinOpt(s.max_sm_clock_mhz, 0, kMaxGpuClockMhz) &&
+         WithinOpt(s.max_memory_clock_mhz, 0, kMaxGpuClockMhz) &&
+         WithinOpt(s.power_limit_w, 0, kMaxGpuPowerW) &&
+         WithinInt<int64_t>(s.ecc_corrected, 0, kMaxCount) &&
+         WithinInt<int64_t>(s.ecc_uncorrected, 0, kMaxCount) &&
+         WithinInt<int64_t>(s.xid_errors, 0, kMaxCount);
 }
 
 }  // namespace
@@ -41,7 +60,8 @@ std::optional<std::string_view> GpuSampleRejection(const GpuSample& sample, Devi
             WithinOpt(sample.temperature_c, -273.15, kMaxGpuTemperatureC) &&
             WithinOpt(sample.gpu_utilization_pct, 0, 100) &&
             WithinOpt(sample.memory_utilization_pct, 0, 100) &&
-            (!sample.memory_used_bytes || *sample.memory_used_bytes >= 0);
+            (!sample.memory_used_bytes || *sample.memory_used_bytes >= 0) &&
+            GpuLinkAndErrorsOk(sample);
   return ok ? std::nullopt : std::optional<std::string_view>(kBadGpuReading);
 }
 

@@ -9,7 +9,8 @@
 // data (stored and counted).
 // A GPU reading: only for a rank on a CUDA device (kGpuOnCpuRank), only of the GPU that
 // rank holds on the sending agent, by index and UUID from its registered inventory
-// (kGpuNotHeld), and each reading present finite and within physical bounds
+// (kGpuNotHeld), and each reading present finite and within physical bounds: PCIe
+// generation in [1, kMaxPcieGen], width in [1, kMaxPcieWidth], error counts >= 0
 // (kBadGpuReading).
 // A rank summary: finite, non-negative figures, measured iterations within the job, images
 // within iterations x batch, a window no shorter than half its iterations' median step, and,
@@ -47,6 +48,8 @@ inline constexpr double kMaxGpuTemperatureC = 200;
 inline constexpr double kMaxGpuPowerW = 10000;
 inline constexpr double kMaxGpuEnergyJ = 1e15;
 inline constexpr double kMaxGpuClockMhz = 100000;
+inline constexpr int kMaxPcieGen = 16;    // PCIe link generation (6 is current)
+inline constexpr int kMaxPcieWidth = 64;  // PCIe link lanes (x16 is usual, x32 the spec's most)
 
 std::optional<std::string_view> IterationSampleRejection(const IterationSample& sample,
                                                          const JobSpec& spec);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -104,6 +105,34 @@ TEST(SampleValidationTest, GpuReadingsOnlyForCudaRanksAndWithinPhysicalBounds) {
   GpuSample blank = g;
   blank.gpu_uuid = "";
   EXPECT_EQ(GpuSampleRejection(blank, DeviceKind::kCuda, &no_uuid), kGpuNotHeld);
+}
+
+TEST(SampleValidationTest, PcieLinkAndErrorCountsWithinBounds) {
+  const Gpu held{0, "Fake GPU", "GPU-held-0", 1 << 30};
+  GpuSample g;
+  g.seq = 1;
+  g.gpu_uuid = "GPU-held-0";
+  g.pcie_gen = 3;
+  g.pcie_gen_max = 5;
+  g.pcie_width = 8;
+  g.pcie_width_max = 16;
+  g.max_sm_clock_mhz = 1980;
+  g.power_limit_w = 700;
+  g.ecc_corrected = 12;
+  g.ecc_uncorrected = 0;
+  g.xid_errors = 3;
+  EXPECT_EQ(GpuSampleRejection(g, DeviceKind::kCuda, &held), std::nullopt);
+  std::vector<GpuSample> bad(7, g);
+  bad[0].pcie_gen = 0;
+  bad[1].pcie_gen_max = kMaxPcieGen + 1;
+  bad[2].pcie_width = -16;
+  bad[3].pcie_width_max = kMaxPcieWidth + 1;
+  bad[4].ecc_corrected = -1;
+  bad[5].xid_errors = -3;
+  bad[6].power_limit_w = std::numeric_limits<double>::quiet_NaN();
+  for (size_t i = 0; i < bad.size(); ++i) {
+    EXPECT_EQ(GpuSampleRejection(bad[i], DeviceKind::kCuda, &held), kBadGpuReading) << i;
+  }
 }
 
 TEST(SampleValidationTest, ASummaryMustBeWhatSuchARankCouldHaveMeasured) {

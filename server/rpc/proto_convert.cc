@@ -147,6 +147,18 @@ GpuSample FromProto(const v1::GpuSample& proto) {
   }
   if (proto.has_memory_used_bytes()) sample.memory_used_bytes = proto.memory_used_bytes();
   if (proto.has_throttle_reasons()) sample.throttle_reasons = proto.throttle_reasons();
+  if (proto.has_pcie_gen()) sample.pcie_gen = proto.pcie_gen();
+  if (proto.has_pcie_gen_max()) sample.pcie_gen_max = proto.pcie_gen_max();
+  if (proto.has_pcie_width()) sample.pcie_width = proto.pcie_width();
+  if (proto.has_pcie_width_max()) sample.pcie_width_max = proto.pcie_width_max();
+  if (proto.has_max_sm_clock_mhz()) sample.max_sm_clock_mhz = proto.max_sm_clock_mhz();
+  if (proto.has_max_memory_clock_mhz()) {
+    sample.max_memory_clock_mhz = proto.max_memory_clock_mhz();
+  }
+  if (proto.has_power_limit_w()) sample.power_limit_w = proto.power_limit_w();
+  if (proto.has_ecc_corrected()) sample.ecc_corrected = proto.ecc_corrected();
+  if (proto.has_ecc_uncorrected()) sample.ecc_uncorrected = proto.ecc_uncorrected();
+  if (proto.has_xid_errors()) sample.xid_errors = proto.xid_errors();
   return sample;
 }
 
@@ -456,6 +468,16 @@ void ToProto(const GpuSample& s, v1::GpuSample* p) {
   if (s.memory_utilization_pct) p->set_memory_utilization_pct(*s.memory_utilization_pct);
   if (s.memory_used_bytes) p->set_memory_used_bytes(*s.memory_used_bytes);
   if (s.throttle_reasons) p->set_throttle_reasons(*s.throttle_reasons);
+  if (s.pcie_gen) p->set_pcie_gen(*s.pcie_gen);
+  if (s.pcie_gen_max) p->set_pcie_gen_max(*s.pcie_gen_max);
+  if (s.pcie_width) p->set_pcie_width(*s.pcie_width);
+  if (s.pcie_width_max) p->set_pcie_width_max(*s.pcie_width_max);
+  if (s.max_sm_clock_mhz) p->set_max_sm_clock_mhz(*s.max_sm_clock_mhz);
+  if (s.max_memory_clock_mhz) p->set_max_memory_clock_mhz(*s.max_memory_clock_mhz);
+  if (s.power_limit_w) p->set_power_limit_w(*s.power_limit_w);
+  if (s.ecc_corrected) p->set_ecc_corrected(*s.ecc_corrected);
+  if (s.ecc_uncorrected) p->set_ecc_uncorrected(*s.ecc_uncorrected);
+  if (s.xid_errors) p->set_xid_errors(*s.xid_errors);
 }
 
 void ToProto(const JoinTokenRecord& token, v1::JoinToken* proto) {

@@ -33,6 +33,30 @@ CREATE TABLE jobs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, request_id 
 CREATE TABLE job_labels (job_id TEXT NOT NULL REFERENCES jobs(id), key TEXT NOT NULL,
   value TEXT NOT NULL, PRIMARY KEY (job_id, key)) WITHOUT ROWID;
 )sql";
+// The GPU readings' table as schemas 2 to 12 had it (empty): every database of those
+// schemas has one.
+constexpr const char* kGpuSamplesTableOfSchemas2To12 = R"sql(
+CREATE TABLE gpu_samples (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL, seq INTEGER NOT NULL, gpu_uuid TEXT NOT NULL,
+  gpu_index INTEGER NOT NULL, time_unix_ns INTEGER NOT NULL, power_w REAL,
+  power_average_w REAL, energy_j REAL, sm_clock_mhz REAL, memory_clock_mhz REAL,
+  temperature_c REAL, gpu_utilization_pct REAL, memory_utilization_pct REAL,
+  memory_used_bytes INTEGER, throttle_reasons INTEGER,
+  PRIMARY KEY (job_id, attempt, rank, seq)) WITHOUT ROWID;
+)sql";
+// Today's gpu_samples back in schema 12's shape: without migration 13's columns.
+constexpr const char* kGpuSamplesBackToSchema12 = R"sql(
+ALTER TABLE gpu_samples DROP COLUMN pcie_gen;
+ALTER TABLE gpu_samples DROP COLUMN pcie_gen_max;
+ALTER TABLE gpu_samples DROP COLUMN pcie_width;
+ALTER TABLE gpu_samples DROP COLUMN pcie_width_max;
+ALTER TABLE gpu_samples DROP COLUMN max_sm_clock_mhz;
+ALTER TABLE gpu_samples DROP COLUMN max_memory_clock_mhz;
+ALTER TABLE gpu_samples DROP COLUMN power_limit_w;
+ALTER TABLE gpu_samples DROP COLUMN ecc_corrected;
+ALTER TABLE gpu_samples DROP COLUMN ecc_uncorrected;
+ALTER TABLE gpu_samples DROP COLUMN xid_errors;
+)sql";
 
 TEST_F(StoreTest, ASchemaOneDatabaseIsMigratedWithNothingLost) {
   sqlite3* db = nullptr;
@@ -204,6 +228,8 @@ INSERT INTO samples VALUES
   ('job-000001', 2, 0, 1, 2.5, 8, 5.0, 0.0, 1.0, 0, 14, NULL, NULL),
   ('job-000002', 1, 0, 1, 3.5, 2, 4.0, 0.0, 1.0, 1, 15, NULL, NULL);
 )sql";
+  ASSERT_EQ(sqlite3_exec(db, kGpuSamplesTableOfSchemas2To12, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, kJobsTableOfSchemas4To7, nullptr, nullptr, nullptr), SQLITE_OK)
       << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, v5, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
@@ -306,6 +332,8 @@ CREATE VIEW samples AS
   FROM sample_series r JOIN sample_rows s
     ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32;
 )sql";
+  ASSERT_EQ(sqlite3_exec(db, kGpuSamplesTableOfSchemas2To12, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, kJobsTableOfSchemas4To7, nullptr, nullptr, nullptr), SQLITE_OK)
       << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, v6, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
@@ -394,6 +422,8 @@ UPDATE jobs SET allowed_nodes = 'dgx-01' || char(31) || 'dgx-02' || char(31) || 
   WHERE id = 'job-1';
 DELETE FROM schema_version WHERE version > 7;
 )sql";
+  ASSERT_EQ(sqlite3_exec(db, kGpuSamplesBackToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, to_v7, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   sqlite3_close(db);
 
@@ -446,6 +476,8 @@ ALTER TABLE jobs DROP COLUMN data_path;
 ALTER TABLE jobs DROP COLUMN loader_threads;
 DELETE FROM schema_version WHERE version > 9;
 )sql";
+  ASSERT_EQ(sqlite3_exec(db, kGpuSamplesBackToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, to_v9, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   sqlite3_close(db);
 
@@ -470,6 +502,59 @@ DELETE FROM schema_version WHERE version > 9;
   EXPECT_EQ(jobs->back().spec, real.spec);
   EXPECT_EQ(jobs->back().spec.data_path, "/data/coco2017");
   EXPECT_EQ(jobs->back().spec.loader_threads, 12);
+}
+
+// A database from before the screening fields (schema 12: made here as today's schema less
+// migration 13's columns) keeps its GPU readings, the new fields unset (NULL), and takes
+// readings with them afterwards.
+TEST_F(StoreTest, ASchemaTwelveDatabaseKeepsItsGpuReadingsWithoutLinkOrErrorFields) {
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(MakeJob(1)).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* to_v12 = R"sql(
+DELETE FROM schema_version WHERE version > 12;
+INSERT INTO gpu_samples VALUES ('job-1', 1, 0, 1, 'GPU-old', 0, 1700000000000000000, 300.5,
+  290, 1000, 1980, 1593, 61, 100, 40, 4096, 4);
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, kGpuSamplesBackToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_exec(db, to_v12, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto read = (*store)->ReadGpuSamples("job-1", 1);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->size(), 1u);
+  const GpuSample& old = read->front();
+  EXPECT_EQ(old.gpu_uuid, "GPU-old");
+  EXPECT_EQ(old.power_w, 300.5);
+  EXPECT_EQ(old.throttle_reasons, 4u);
+  EXPECT_FALSE(old.pcie_gen.has_value());
+  EXPECT_FALSE(old.pcie_width_max.has_value());
+  EXPECT_FALSE(old.max_sm_clock_mhz.has_value());
+  EXPECT_FALSE(old.power_limit_w.has_value());
+  EXPECT_FALSE(old.ecc_uncorrected.has_value());
+  EXPECT_FALSE(old.xid_errors.has_value());
+
+  GpuSample next = old;
+  next.seq = 2;
+  next.pcie_gen = 3;
+  next.pcie_gen_max = 5;
+  next.xid_errors = 1;
+  auto appended = (*store)->AppendSamplesSync({}, {next});
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  read = (*store)->ReadGpuSamples("job-1", 1);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->size(), 2u);
+  EXPECT_EQ((*read)[1].pcie_gen, 3);
+  EXPECT_EQ((*read)[1].pcie_gen_max, 5);
+  EXPECT_EQ((*read)[1].xid_errors, 1);
+  EXPECT_FALSE((*read)[1].ecc_corrected.has_value());
 }
 
 }  // namespace

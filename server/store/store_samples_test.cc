@@ -219,5 +219,66 @@ TEST_F(StoreTest, GpuSamplesAreStoredExactlyOnceWithUnsetReadingsKeptUnset) {
   EXPECT_FALSE((*read)[1].sm_clock_mhz.has_value());
 }
 
+TEST_F(StoreTest, GpuSampleLinkClockLimitAndErrorFieldsRoundTrip) {
+  auto store = std::move(Store::Open(path_)).value();
+  ASSERT_TRUE(store->InsertJob(MakeJob(1)).ok());
+  GpuSample full;
+  full.job_id = "job-1";
+  full.attempt = 1;
+  full.seq = 1;
+  full.gpu_uuid = "GPU-x";
+  full.time_unix_ns = 1'700'000'000'000'000'000;
+  full.pcie_gen = 3;
+  full.pcie_gen_max = 5;
+  full.pcie_width = 8;
+  full.pcie_width_max = 16;
+  full.max_sm_clock_mhz = 1980;
+  full.max_memory_clock_mhz = 2619;
+  full.power_limit_w = 700;
+  full.ecc_corrected = int64_t{1} << 40;
+  full.ecc_uncorrected = 2;
+  full.xid_errors = 0;  // zero is a reading, not "no data"
+  GpuSample sparse = full;
+  sparse.seq = 2;
+  sparse.pcie_gen.reset();
+  sparse.max_memory_clock_mhz.reset();
+  sparse.power_limit_w.reset();
+  sparse.ecc_corrected.reset();
+  sparse.xid_errors.reset();
+  auto stored = store->AppendSamplesSync({}, {full, sparse});
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->gpu_stored, 2);
+
+  auto read = store->ReadGpuSamples("job-1", 1);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->size(), 2u);
+  const GpuSample& a = (*read)[0];
+  EXPECT_EQ(a.pcie_gen, 3);
+  EXPECT_EQ(a.pcie_gen_max, 5);
+  EXPECT_EQ(a.pcie_width, 8);
+  EXPECT_EQ(a.pcie_width_max, 16);
+  EXPECT_EQ(a.max_sm_clock_mhz, 1980.0);
+  EXPECT_EQ(a.max_memory_clock_mhz, 2619.0);
+  EXPECT_EQ(a.power_limit_w, 700.0);
+  EXPECT_EQ(a.ecc_corrected, int64_t{1} << 40);
+  EXPECT_EQ(a.ecc_uncorrected, 2);
+  EXPECT_EQ(a.xid_errors, 0);
+  const GpuSample& b = (*read)[1];
+  EXPECT_FALSE(b.pcie_gen.has_value());
+  EXPECT_EQ(b.pcie_gen_max, 5);
+  EXPECT_FALSE(b.max_memory_clock_mhz.has_value());
+  EXPECT_FALSE(b.power_limit_w.has_value());
+  EXPECT_FALSE(b.ecc_corrected.has_value());
+  EXPECT_EQ(b.ecc_uncorrected, 2);
+  EXPECT_FALSE(b.xid_errors.has_value());
+
+  // ReadGpuSamplesAfter (the live stream's reader) reads the same columns.
+  auto after = store->ReadGpuSamplesAfter("job-1", 1, 0, 0, 10);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->size(), 2u);
+  EXPECT_EQ((*after)[0].pcie_width, 8);
+  EXPECT_EQ((*after)[0].ecc_corrected, int64_t{1} << 40);
+}
+
 }  // namespace
 }  // namespace bench

@@ -338,6 +338,22 @@ CREATE TABLE join_tokens (
   revoked INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql",
+    // 13: what fleet screening needs of each GPU reading (issue 26; spec26's migration 14,
+    // after the samples' columns at merge): PCIe link generation and width, current and
+    // maximum; the maximum clocks; the enforced power limit; ECC and XID error counts.
+    // NULL: not read (an older agent, or NVML cannot give it).
+    R"sql(
+ALTER TABLE gpu_samples ADD COLUMN pcie_gen INTEGER;
+ALTER TABLE gpu_samples ADD COLUMN pcie_gen_max INTEGER;
+ALTER TABLE gpu_samples ADD COLUMN pcie_width INTEGER;
+ALTER TABLE gpu_samples ADD COLUMN pcie_width_max INTEGER;
+ALTER TABLE gpu_samples ADD COLUMN max_sm_clock_mhz REAL;
+ALTER TABLE gpu_samples ADD COLUMN max_memory_clock_mhz REAL;
+ALTER TABLE gpu_samples ADD COLUMN power_limit_w REAL;
+ALTER TABLE gpu_samples ADD COLUMN ecc_corrected INTEGER;
+ALTER TABLE gpu_samples ADD COLUMN ecc_uncorrected INTEGER;
+ALTER TABLE gpu_samples ADD COLUMN xid_errors INTEGER;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);

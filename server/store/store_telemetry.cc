@@ -20,9 +20,24 @@ void BindOptional(Statement* statement, int index, const std::optional<double>& 
   }
 }
 
+template <typename Int>
+void BindOptional(Statement* statement, int index, const std::optional<Int>& value) {
+  if (value) {
+    statement->Bind(index, static_cast<int64_t>(*value));
+  } else {
+    statement->BindNull(index);
+  }
+}
+
 std::optional<double> OptionalDouble(const Statement* statement, int column) {
   if (statement->IsNull(column)) return std::nullopt;
   return statement->Double(column);
+}
+
+template <typename Int>
+std::optional<Int> OptionalInt(const Statement* statement, int column) {
+  if (statement->IsNull(column)) return std::nullopt;
+  return static_cast<Int>(statement->Int(column));
 }
 
 }  // namespace
@@ -31,8 +46,16 @@ absl::Status InsertGpuSamples(Database& db, const std::vector<GpuSample>& sample
                               AppendResult* result) {
   if (samples.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(Statement * insert,
-                   db.Prepare("INSERT OR IGNORE INTO gpu_samples VALUES (?1, ?2, ?3, ?4, ?5, "
-                              "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"));
+                   db.Prepare("INSERT OR IGNORE INTO gpu_samples (job_id, attempt, rank, seq, "
+                              "gpu_uuid, gpu_index, time_unix_ns, power_w, power_average_w, "
+                              "energy_j, sm_clock_mhz, memory_clock_mhz, temperature_c, "
+                              "gpu_utilization_pct, memory_utilization_pct, memory_used_bytes, "
+                              "throttle_reasons, pcie_gen, pcie_gen_max, pcie_width, "
+                              "pcie_width_max, max_sm_clock_mhz, max_memory_clock_mhz, "
+                              "power_limit_w, ecc_corrected, ecc_uncorrected, xid_errors) "
+                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                              "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, "
+                              "?26, ?27)"));
   for (const GpuSample& s : samples) {
     insert->Reset();
     insert->Bind(1, s.job_id);
@@ -60,6 +83,16 @@ absl::Status InsertGpuSamples(Database& db, const std::vector<GpuSample>& sample
     } else {
       insert->BindNull(17);
     }
+    BindOptional(insert, 18, s.pcie_gen);
+    BindOptional(insert, 19, s.pcie_gen_max);
+    BindOptional(insert, 20, s.pcie_width);
+    BindOptional(insert, 21, s.pcie_width_max);
+    BindOptional(insert, 22, s.max_sm_clock_mhz);
+    BindOptional(insert, 23, s.max_memory_clock_mhz);
+    BindOptional(insert, 24, s.power_limit_w);
+    BindOptional(insert, 25, s.ecc_corrected);
+    BindOptional(insert, 26, s.ecc_uncorrected);
+    BindOptional(insert, 27, s.xid_errors);
     RETURN_IF_ERROR(insert->Run());
     if (insert->changes() == 1) {
       ++result->gpu_stored;
@@ -74,7 +107,9 @@ namespace {
 constexpr char kGpuSampleColumns[] =
     "SELECT rank, seq, gpu_uuid, gpu_index, time_unix_ns, power_w, power_average_w, "
     "energy_j, sm_clock_mhz, memory_clock_mhz, temperature_c, gpu_utilization_pct, "
-    "memory_utilization_pct, memory_used_bytes, throttle_reasons FROM gpu_samples ";
+    "memory_utilization_pct, memory_used_bytes, throttle_reasons, pcie_gen, pcie_gen_max, "
+    "pcie_width, pcie_width_max, max_sm_clock_mhz, max_memory_clock_mhz, power_limit_w, "
+    "ecc_corrected, ecc_uncorrected, xid_errors FROM gpu_samples ";
 // The rows of `select` (kGpuSampleColumns, job and attempt bound) as samples.
 absl::StatusOr<std::vector<GpuSample>> GpuSampleRows(Statement* select, const std::string& job_id,
                                                      int attempt);
@@ -115,6 +150,16 @@ absl::StatusOr<std::vector<GpuSample>> GpuSampleRows(Statement* select, const st
     s.memory_utilization_pct = OptionalDouble(select, 12);
     if (!select->IsNull(13)) s.memory_used_bytes = select->Int(13);
     if (!select->IsNull(14)) s.throttle_reasons = static_cast<uint64_t>(select->Int(14));
+    s.pcie_gen = OptionalInt<int>(select, 15);
+    s.pcie_gen_max = OptionalInt<int>(select, 16);
+    s.pcie_width = OptionalInt<int>(select, 17);
+    s.pcie_width_max = OptionalInt<int>(select, 18);
+    s.max_sm_clock_mhz = OptionalDouble(select, 19);
+    s.max_memory_clock_mhz = OptionalDouble(select, 20);
+    s.power_limit_w = OptionalDouble(select, 21);
+    s.ecc_corrected = OptionalInt<int64_t>(select, 22);
+    s.ecc_uncorrected = OptionalInt<int64_t>(select, 23);
+    s.xid_errors = OptionalInt<int64_t>(select, 24);
     samples.push_back(std::move(s));
   }
   return samples;

@@ -1,7 +1,8 @@
 // GPU telemetry end to end without a GPU: benchd, an agent that loads the fake NVML
 // (tests/fake_nvml: two GPUs at 300 W and 250 W) and runs its "GPU" ranks on the CPU,
 // real bench-train ranks, benchctl, and a real Prometheus scraping benchd's /metrics.
-// The scripted readings must come out of SQLite, benchctl, /metrics and Prometheus.
+// The scripted readings must come out of SQLite, benchctl, /metrics and Prometheus; a
+// scenario file's planted faults (PCIe downtrain, XID errors) must reach SQLite.
 #include <sqlite3.h>
 
 #include <fstream>
@@ -257,6 +258,68 @@ TEST_F(TelemetryTest, FakeNvmlReadingsReachSqliteBenchctlMetricsAndPrometheus) {
   }
   ASSERT_TRUE(ingested.ok()) << ingested.status();
   EXPECT_GE(*ingested, 2 * kIters);
+}
+
+// A scenario file's planted faults (common/fault_scenario.h) on one node's GPU 0 — a PCIe
+// link trained at gen 3 x8 below its gen 5 x16, two XID errors — reach benchd's stored
+// readings through the fake NVML (FAKE_NVML_SCENARIO, FAKE_NVML_NODE) and a real agent;
+// its GPU 1, which no rule of that node names, keeps the healthy defaults.
+TEST_F(TelemetryTest, ScenarioPlantedPcieDowntrainAndXidErrorsReachTheStoredReadings) {
+  const std::string scenario = cluster_->dir() + "/planted.scenario";
+  std::ofstream(scenario) << "benchfleet-scenario 1\n"
+                          << "# GPU 0 of dgx-planted: a downtrained link and two XIDs\n"
+                          << "gpu node=dgx-planted gpu=0 pcie_gen=3 pcie_gen_max=5 pcie_width=8 "
+                             "pcie_width_max=16 xid_errors=2\n"
+                          << "gpu node=dgx-other gpu=* pcie_gen=1 xid_errors=9\n";
+  ASSERT_TRUE(cluster_
+                  ->StartAgent("dgx-planted", 0,
+                               {"--nvml-library", FAKE_NVML_LIBRARY, "--gpu-ranks-on-cpu",
+                                "--gpu-sample-hz", "20"},
+                               {{"FAKE_NVML_SCENARIO", scenario},
+                                {"FAKE_NVML_NODE", "dgx-planted"},
+                                {"FAKE_NVML_UUID_PREFIX", "GPU-planted"}})
+                  .ok());
+  ASSERT_TRUE(cluster_->WaitForAgents(2).ok()) << cluster_->Log("agent-dgx-planted.log");
+
+  CommandResult submit =
+      cluster_->Benchctl({"submit", "--gpus", "2", "--node", "dgx-planted", "--model", "resnet18",
+                          "--bs", "2", "--iters", "20", "--warmup", "2", "--image-size", "64"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  std::string job_id = std::string(absl::StripAsciiWhitespace(
+      std::vector<std::string>(absl::StrSplit(submit.stdout_text, '\n')).front()));
+  ASSERT_THAT(job_id, ::testing::StartsWith("job-"));
+  bool succeeded = false;
+  for (int i = 0; i < 1200 && !succeeded; ++i) {
+    CommandResult status = cluster_->Benchctl({"status", job_id, "--format", "json"});
+    succeeded = status.stdout_text.find("JOB_STATE_SUCCEEDED") != std::string::npos &&
+                status.stdout_text.find("gpu_telemetry") != std::string::npos;
+    ASSERT_EQ(status.stdout_text.find("JOB_STATE_FAILED"), std::string::npos)
+        << status.stdout_text << cluster_->Log("agent-dgx-planted.log");
+    if (!succeeded) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(succeeded) << cluster_->Log("benchd.log");
+
+  const std::string& db = cluster_->db_path();
+  const std::string gpu0 =
+      " FROM gpu_samples WHERE job_id='" + job_id + "' AND gpu_uuid='GPU-planted-0'";
+  const std::string gpu1 =
+      " FROM gpu_samples WHERE job_id='" + job_id + "' AND gpu_uuid='GPU-planted-1'";
+  ASSERT_GT(QueryDouble(db, "SELECT count(*)" + gpu0), 2);
+  // Every reading of GPU 0 has the planted link and XID count (the rules hold from the
+  // scenario's start, the agent's first nvmlInit, to its end).
+  EXPECT_EQ(QueryDouble(db, "SELECT count(*)" + gpu0 +
+                                " AND NOT (pcie_gen=3 AND pcie_gen_max=5 AND pcie_width=8 AND "
+                                "pcie_width_max=16 AND xid_errors=2)"),
+            0);
+  EXPECT_EQ(QueryDouble(db, "SELECT max(xid_errors)" + gpu0), 2);
+  EXPECT_EQ(QueryDouble(db, "SELECT min(pcie_gen)" + gpu0), 3);
+  EXPECT_EQ(QueryDouble(db, "SELECT max(pcie_gen_max)" + gpu0), 5);
+  // GPU 1: the fake's healthy defaults (gen 4 x16 at its maximum, no XID, ECC counts 0).
+  ASSERT_GT(QueryDouble(db, "SELECT count(*)" + gpu1), 2);
+  EXPECT_EQ(QueryDouble(db, "SELECT count(*)" + gpu1 +
+                                " AND NOT (pcie_gen=4 AND pcie_gen_max=4 AND pcie_width=16 AND "
+                                "xid_errors=0 AND ecc_uncorrected=0 AND power_limit_w=400)"),
+            0);
 }
 
 }  // namespace

@@ -20,26 +20,66 @@
 //   FAKE_NVML_MEM_UTIL_PCT      memory (bandwidth) utilisation (default "40,35")
 //   FAKE_NVML_MEM_USED_MIB      memory used in MiB (default "4096")
 //   FAKE_NVML_THROTTLE          clock throttle reason mask, decimal or 0x hex (default 0)
+//   FAKE_NVML_MAX_SM_CLOCK_MHZ  maximum SM clock (nvmlDeviceGetMaxClockInfo; default: the
+//                               SM clock's values, i.e. each GPU runs at its maximum)
+//   FAKE_NVML_MAX_MEM_CLOCK_MHZ maximum memory clock (default: the memory clock's values)
+//   FAKE_NVML_POWER_LIMIT_W     enforced power limit in W (default "400")
+//   FAKE_NVML_PCIE_GEN          current PCIe link generation (default "4")
+//   FAKE_NVML_PCIE_GEN_MAX      maximum PCIe link generation (default "4")
+//   FAKE_NVML_PCIE_WIDTH        current PCIe link width in lanes (default "16")
+//   FAKE_NVML_PCIE_WIDTH_MAX    maximum PCIe link width in lanes (default "16")
+//   FAKE_NVML_ECC_CORRECTED     volatile corrected ECC error count (default "0")
+//   FAKE_NVML_ECC_UNCORRECTED   volatile uncorrected ECC error count (default "0")
+//   FAKE_NVML_XID_ERRORS        XID errors on each GPU (default "0"): each event set that
+//                               registers the GPU for nvmlEventTypeXidCriticalError gets one
+//                               event (XID 79) per error not yet delivered to it, one per
+//                               nvmlEventSetWait_v2 call (which never blocks: with nothing
+//                               pending it answers NVML_ERROR_TIMEOUT at once)
+//   FAKE_NVML_UNSUPPORTED       NVML function names, comma-separated, that answer
+//                               NVML_ERROR_NOT_SUPPORTED (e.g. "nvmlDeviceGetTotalEccErrors,
+//                               nvmlDeviceRegisterEvents": a GPU without ECC or XID events);
+//                               honoured by the entry points above and the power, clock,
+//                               temperature and throttle ones
 //   FAKE_NVML_FAIL_INIT         "1": nvmlInit_v2 fails with NVML_ERROR_DRIVER_NOT_LOADED
+//
+//   FAKE_NVML_SCENARIO          a scenario file (common/fault_scenario.h; format in
+//                               docs/diagnosis.md): its GPU rules for this node override
+//                               the values above over time, field by field: sm_clock_mhz,
+//                               max_sm_clock_mhz, memory_clock_mhz, max_memory_clock_mhz,
+//                               power_w (instantaneous and average), power_limit_w,
+//                               temperature_c, throttle, pcie_gen, pcie_gen_max,
+//                               pcie_width, pcie_width_max, ecc_corrected, ecc_uncorrected,
+//                               xid_errors (XIDs a rule adds arrive as events, as above);
+//                               speed and speed_spread are for simulated trainers, not
+//                               NVML. Times are seconds since the file's `epoch` line or,
+//                               without one, since this process first read the file (its
+//                               first nvmlInit_v2 with it). The file is re-read when it
+//                               changes (tests rewrite it whole, by rename); a file that
+//                               cannot be read or parsed fails nvmlInit_v2 with
+//                               NVML_ERROR_UNKNOWN, whose nvmlErrorString is the parser's
+//                               error ("FAKE_NVML_SCENARIO: PATH: line N: ...").
+//   FAKE_NVML_NODE              this node's name, as the rules' node= selects it (default
+//                               "": only node=* rules apply)
 //
 //   FAKE_NVML_UUID_PREFIX       UUIDs are "<prefix>-<index>" (default "GPU-fake"), so
 //                               that several fake nodes can have distinct GPUs
 //
 // Fixed: GPU i is named "Fake GPU i", has UUID "GPU-fake-i" and (16 << 30) * (i + 1)
-// bytes of memory. The energy counter is consistent with the power:
-//   energy_mJ = power_W * 1000 * (seconds since the library was loaded, steady clock;
-//               it is linked with -z nodelete, so it stays loaded until the process exits)
-//               + FAKE_NVML_ENERGY_OFFSET_MJ
+// bytes of memory. The energy counter is consistent with the power: the power shown,
+// integrated over time (steady clock) since the library was loaded, piecewise constant
+// between two reads of the counter, + FAKE_NVML_ENERGY_OFFSET_MJ; at a constant power
+//   energy_mJ = power_W * 1000 * (seconds since the library was loaded; it is linked with
+//               -z nodelete, so it stays loaded until the process exits) + offset
 // so an energy-per-image computed from it is checkable (about power x window / images).
 // Thread-safe.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <list>
 #include <mutex>
 #include <string>
-#include <vector>
+
+#include "tests/fake_nvml/fake_gpu_state.h"
 
 #define FAKE_NVML_EXPORT __attribute__((visibility("default")))
 
@@ -51,12 +91,21 @@ constexpr int kErrorInvalidArgument = 2;
 constexpr int kErrorNotSupported = 3;
 constexpr int kErrorDriverNotLoaded = 9;
 constexpr int kErrorInsufficientSize = 7;
+constexpr int kErrorTimeout = 10;
+constexpr int kErrorUnknown = 999;
+
+constexpr unsigned long long kEventTypeXidCriticalError = 0x8;
+constexpr unsigned long long kFakeXid = 79;  // "GPU has fallen off the bus"
+constexpr int kMemoryErrorCorrected = 0, kMemoryErrorUncorrected = 1;
+constexpr int kVolatileEcc = 0, kAggregateEcc = 1;
 
 constexpr unsigned kFieldPowerInstant = 186;  // NVML_FI_DEV_POWER_INSTANT (mW)
 constexpr int kValueTypeUnsignedInt = 1;      // NVML_VALUE_TYPE_UNSIGNED_INT
 constexpr int kClockGraphics = 0, kClockSm = 1, kClockMem = 2, kClockVideo = 3;
 constexpr int kTemperatureGpu = 0;
-constexpr int kMaxGpus = 64;
+using fake_nvml::GpuValues;
+using fake_nvml::kMaxGpus;
+using fake_nvml::PerGpu;
 
 const std::chrono::steady_clock::time_point kLoaded = std::chrono::steady_clock::now();
 
@@ -65,79 +114,25 @@ struct Device {
 };
 Device devices[kMaxGpus];
 
-struct Config {
-  int gpus = 2;
-  std::vector<double> power_w{300, 250};
-  bool no_instant_power = false;
-  double energy_offset_mj = 1e6;
-  std::vector<double> sm_clock_mhz{1980, 1755};
-  std::vector<double> mem_clock_mhz{1593};
-  std::vector<double> temp_c{60, 70};
-  std::vector<double> util_pct{100, 90};
-  std::vector<double> mem_util_pct{40, 35};
-  std::vector<double> mem_used_mib{4096};
-  unsigned long long throttle = 0;
-  bool fail_init = false;
-  std::string uuid_prefix = "GPU-fake";
+// An nvmlEventSet_t: the GPUs registered for XID events and the XIDs delivered to it.
+struct EventSet {
+  bool xid[kMaxGpus] = {};
+  long long delivered[kMaxGpus] = {};
 };
 
 std::mutex mu;
 int init_count = 0;  // guarded by mu
-Config config;       // guarded by mu
-
-const char* Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : nullptr;
-}
-
-void ListFromEnv(const char* name, std::vector<double>* out) {
-  const char* value = Env(name);
-  if (value == nullptr) return;
-  std::vector<double> parsed;
-  std::string text = value;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(start, comma - start);
-    if (!item.empty()) parsed.push_back(std::strtod(item.c_str(), nullptr));
-    start = comma + 1;
-  }
-  if (!parsed.empty()) *out = parsed;
-}
-
-Config ReadConfig() {
-  Config c;
-  if (const char* gpus = Env("FAKE_NVML_GPUS")) {
-    c.gpus = std::atoi(gpus);
-    if (c.gpus < 0) c.gpus = 0;
-    if (c.gpus > kMaxGpus) c.gpus = kMaxGpus;
-  }
-  ListFromEnv("FAKE_NVML_POWER_W", &c.power_w);
-  c.no_instant_power = Env("FAKE_NVML_NO_INSTANT_POWER") != nullptr &&
-                       std::strcmp(Env("FAKE_NVML_NO_INSTANT_POWER"), "0") != 0;
-  if (const char* offset = Env("FAKE_NVML_ENERGY_OFFSET_MJ")) {
-    c.energy_offset_mj = std::strtod(offset, nullptr);
-  }
-  ListFromEnv("FAKE_NVML_SM_CLOCK_MHZ", &c.sm_clock_mhz);
-  ListFromEnv("FAKE_NVML_MEM_CLOCK_MHZ", &c.mem_clock_mhz);
-  ListFromEnv("FAKE_NVML_TEMP_C", &c.temp_c);
-  ListFromEnv("FAKE_NVML_UTIL_PCT", &c.util_pct);
-  ListFromEnv("FAKE_NVML_MEM_UTIL_PCT", &c.mem_util_pct);
-  ListFromEnv("FAKE_NVML_MEM_USED_MIB", &c.mem_used_mib);
-  if (const char* throttle = Env("FAKE_NVML_THROTTLE")) {
-    c.throttle = std::strtoull(throttle, nullptr, 0);
-  }
-  if (const char* prefix = Env("FAKE_NVML_UUID_PREFIX")) c.uuid_prefix = prefix;
-  c.fail_init = Env("FAKE_NVML_FAIL_INIT") != nullptr &&
-                std::strcmp(Env("FAKE_NVML_FAIL_INIT"), "0") != 0;
-  return c;
-}
-
-double PerGpu(const std::vector<double>& values, int index) {
-  if (values.empty()) return 0;
-  return values[static_cast<size_t>(index) < values.size() ? index : values.size() - 1];
-}
+fake_nvml::Config config;        // guarded by mu
+std::list<EventSet> event_sets;  // guarded by mu
+// Why the last nvmlInit_v2 that failed with NVML_ERROR_UNKNOWN did (nvmlErrorString's
+// text for that code; it lives until the next such failure).
+std::string init_error = "Unknown Error (fake)";  // guarded by mu
+// Each GPU's energy counter: the power integrated up to `last` (guarded by mu).
+struct EnergyCounter {
+  double mj = 0;
+  std::chrono::steady_clock::time_point last = kLoaded;
+};
+EnergyCounter energy[kMaxGpus];
 
 // The device behind `handle` under `mu`, or nullptr (with *rc set) if NVML is not
 // initialised or the handle is not one of ours.
@@ -155,7 +150,7 @@ const Device* Check(void* handle, int* rc) {
   return device;
 }
 
-unsigned Round(double value) { return static_cast<unsigned>(value + 0.5); }
+unsigned Round(double value) { return value > 0 ? static_cast<unsigned>(value + 0.5) : 0; }
 
 }  // namespace
 
@@ -192,8 +187,12 @@ struct nvmlFieldValue_t {
 
 FAKE_NVML_EXPORT int nvmlInit_v2() {
   std::lock_guard<std::mutex> lock(mu);
-  Config c = ReadConfig();
+  fake_nvml::Config c = fake_nvml::ReadConfig();
   if (c.fail_init) return kErrorDriverNotLoaded;
+  if (!c.error.empty()) {
+    init_error = c.error;
+    return kErrorUnknown;
+  }
   config = c;
   for (int i = 0; i < kMaxGpus; ++i) devices[i].index = i;
   ++init_count;
@@ -217,6 +216,11 @@ FAKE_NVML_EXPORT const char* nvmlErrorString(int code) {
     case kErrorNotSupported: return "Not Supported";
     case kErrorInsufficientSize: return "Insufficient Size";
     case kErrorDriverNotLoaded: return "Driver Not Loaded (fake)";
+    case kErrorTimeout: return "Timeout";
+    case kErrorUnknown: {
+      std::lock_guard<std::mutex> lock(mu);
+      return init_error.c_str();
+    }
     default: return "Unknown Error (fake)";
   }
 }
@@ -302,7 +306,8 @@ FAKE_NVML_EXPORT int nvmlDeviceGetPowerUsage(void* handle, unsigned* milliwatts)
   int rc;
   const Device* device = Check(handle, &rc);
   if (device == nullptr) return rc;
-  *milliwatts = Round(PerGpu(config.power_w, device->index) * 1000);
+  if (config.Unsupported(__func__)) return kErrorNotSupported;
+  *milliwatts = Round(fake_nvml::Values(config, device->index).power_w * 1000);
   return kSuccess;
 }
 
@@ -312,10 +317,14 @@ FAKE_NVML_EXPORT int nvmlDeviceGetTotalEnergyConsumption(void* handle,
   int rc;
   const Device* device = Check(handle, &rc);
   if (device == nullptr) return rc;
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - kLoaded).count();
-  double energy = PerGpu(config.power_w, device->index) * 1000 * seconds + config.energy_offset_mj;
-  *millijoules = static_cast<unsigned long long>(energy);
+  if (config.Unsupported(__func__)) return kErrorNotSupported;
+  // The integral of the power shown, piecewise constant between calls.
+  EnergyCounter& counter = energy[device->index];
+  auto now = std::chrono::steady_clock::now();
+  counter.mj += fake_nvml::Values(config, device->index).power_w * 1000 *
+                std::chrono::duration<double>(now - counter.last).count();
+  counter.last = now;
+  *millijoules = static_cast<unsigned long long>(counter.mj + config.energy_offset_mj);
   return kSuccess;
 }
 
@@ -335,7 +344,7 @@ FAKE_NVML_EXPORT int nvmlDeviceGetFieldValues(void* handle, int count,
     field.latencyUsec = 0;
     if (field.fieldId == kFieldPowerInstant && !config.no_instant_power) {
       field.valueType = kValueTypeUnsignedInt;
-      field.value.uiVal = Round(PerGpu(config.power_w, device->index) * 1000);
+      field.value.uiVal = Round(fake_nvml::Values(config, device->index).power_w * 1000);
       field.nvmlReturn = kSuccess;
     } else {
       field.nvmlReturn = kErrorNotSupported;
@@ -349,14 +358,12 @@ FAKE_NVML_EXPORT int nvmlDeviceGetClockInfo(void* handle, int type, unsigned* mh
   int rc;
   const Device* device = Check(handle, &rc);
   if (device == nullptr) return rc;
+  if (config.Unsupported(__func__)) return kErrorNotSupported;
+  GpuValues v = fake_nvml::Values(config, device->index);
   switch (type) {
     case kClockGraphics:
-    case kClockSm:
-      *mhz = Round(PerGpu(config.sm_clock_mhz, device->index));
-      return kSuccess;
-    case kClockMem:
-      *mhz = Round(PerGpu(config.mem_clock_mhz, device->index));
-      return kSuccess;
+    case kClockSm: *mhz = Round(v.sm_clock_mhz); return kSuccess;
+    case kClockMem: *mhz = Round(v.mem_clock_mhz); return kSuccess;
     case kClockVideo:
       return kErrorNotSupported;
     default:
@@ -370,7 +377,8 @@ FAKE_NVML_EXPORT int nvmlDeviceGetTemperature(void* handle, int sensor, unsigned
   const Device* device = Check(handle, &rc);
   if (device == nullptr) return rc;
   if (sensor != kTemperatureGpu) return kErrorInvalidArgument;
-  *celsius = Round(PerGpu(config.temp_c, device->index));
+  if (config.Unsupported(__func__)) return kErrorNotSupported;
+  *celsius = Round(fake_nvml::Values(config, device->index).temp_c);
   return kSuccess;
 }
 
@@ -391,13 +399,177 @@ FAKE_NVML_EXPORT int nvmlDeviceGetCurrentClocksThrottleReasons(void* handle,
   int rc;
   const Device* device = Check(handle, &rc);
   if (device == nullptr) return rc;
-  *reasons = config.throttle;
+  if (config.Unsupported(__func__)) return kErrorNotSupported;
+  *reasons = fake_nvml::Values(config, device->index).throttle;
   return kSuccess;
 }
 
 FAKE_NVML_EXPORT int nvmlDeviceGetCurrentClocksEventReasons(void* handle,
                                                             unsigned long long* reasons) {
   return nvmlDeviceGetCurrentClocksThrottleReasons(handle, reasons);
+}
+
+FAKE_NVML_EXPORT int nvmlDeviceGetMaxClockInfo(void* handle, int type, unsigned* mhz) {
+  std::lock_guard<std::mutex> lock(mu);
+  int rc;
+  const Device* device = Check(handle, &rc);
+  if (device == nullptr) return rc;
+  if (mhz == nullptr) return kErrorInvalidArgument;
+  if (config.Unsupported(__func__)) return kErrorNotSupported;
+  GpuValues v = fake_nvml::Values(config, device->index);
+  switch (type) {
+    case kClockGraphics:
+    case kClockSm: *mhz = Round(v.max_sm_clock_mhz); return kSuccess;
+    case kClockMem: *mhz = Round(v.max_mem_clock_mhz); return kSuccess;
+    case kClockVideo: return kErrorNotSupported;
+    default: return kErrorInvalidArgument;
+  }
+}
+
+FAKE_NVML_EXPORT int nvmlDeviceGetEnforcedPowerLimit(void* handle, unsigned* milliwatts) {
+  std::lock_guard<std::mutex> lock(mu);
+  int rc;
+  const Device* device = Check(handle, &rc);
+  if (device == nullptr) return rc;
+  if (milliwatts == nullptr) return kErrorInvalidArgument;
+  if (config.Unsupported(__func__)) return kErrorNotSupported;
+  *milliwatts = Round(fake_nvml::Values(config, device->index).power_limit_w * 1000);
+  return kSuccess;
+}
+
+namespace {
+// One unsigned figure of a GPU, for the PCIe entry points.
+int PcieValue(const char* function, void* handle, unsigned* out, double GpuValues::*field) {
+  std::lock_guard<std::mutex> lock(mu);
+  int rc;
+  const Device* device = Check(handle, &rc);
+  if (device == nullptr) return rc;
+  if (out == nullptr) return kErrorInvalidArgument;
+  if (config.Unsupported(function)) return kErrorNotSupported;
+  *out = Round(fake_nvml::Values(config, device->index).*field);
+  return kSuccess;
+}
+}  // namespace
+
+FAKE_NVML_EXPORT int nvmlDeviceGetCurrPcieLinkGeneration(void* handle, unsigned* generation) {
+  return PcieValue(__func__, handle, generation, &GpuValues::pcie_gen);
+}
+
+FAKE_NVML_EXPORT int nvmlDeviceGetMaxPcieLinkGeneration(void* handle, unsigned* generation) {
+  return PcieValue(__func__, handle, generation, &GpuValues::pcie_gen_max);
+}
+
+FAKE_NVML_EXPORT int nvmlDeviceGetCurrPcieLinkWidth(void* handle, unsigned* width) {
+  return PcieValue(__func__, handle, width, &GpuValues::pcie_width);
+}
+
+FAKE_NVML_EXPORT int nvmlDeviceGetMaxPcieLinkWidth(void* handle, unsigned* width) {
+  return PcieValue(__func__, handle, width, &GpuValues::pcie_width_max);
+}
+
+// Volatile and aggregate counts are the same here (the fake driver never reloads).
+FAKE_NVML_EXPORT int nvmlDeviceGetTotalEccErrors(void* handle, int error_type, int counter_type,
+                                                 unsigned long long* count) {
+  std::lock_guard<std::mutex> lock(mu);
+  int rc;
+  const Device* device = Check(handle, &rc);
+  if (device == nullptr) return rc;
+  if (count == nullptr || (counter_type != kVolatileEcc && counter_type != kAggregateEcc)) {
+    return kErrorInvalidArgument;
+  }
+  if (config.Unsupported(__func__)) return kErrorNotSupported;
+  GpuValues v = fake_nvml::Values(config, device->index);
+  switch (error_type) {
+    case kMemoryErrorCorrected:
+      *count = static_cast<unsigned long long>(Round(v.ecc_corrected));
+      return kSuccess;
+    case kMemoryErrorUncorrected:
+      *count = static_cast<unsigned long long>(Round(v.ecc_uncorrected));
+      return kSuccess;
+    default: return kErrorInvalidArgument;
+  }
+}
+
+FAKE_NVML_EXPORT int nvmlEventSetCreate(void** set) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (init_count <= 0) return kErrorUninitialized;
+  if (set == nullptr) return kErrorInvalidArgument;
+  if (config.Unsupported(__func__)) return kErrorNotSupported;
+  event_sets.emplace_back();
+  *set = &event_sets.back();
+  return kSuccess;
+}
+
+namespace {
+// The set behind `handle` (under `mu`), or nullptr if it is not a live one of ours.
+EventSet* FindSet(void* handle) {
+  for (EventSet& set : event_sets) {
+    if (&set == handle) return &set;
+  }
+  return nullptr;
+}
+}  // namespace
+
+FAKE_NVML_EXPORT int nvmlDeviceRegisterEvents(void* handle, unsigned long long types,
+                                              void* set_handle) {
+  std::lock_guard<std::mutex> lock(mu);
+  int rc;
+  const Device* device = Check(handle, &rc);
+  if (device == nullptr) return rc;
+  EventSet* set = FindSet(set_handle);
+  if (set == nullptr) return kErrorInvalidArgument;
+  // Only XID events are offered; asking for any other type is NOT_SUPPORTED, as NVML
+  // answers for a type the device lacks.
+  if (config.Unsupported(__func__) || types != kEventTypeXidCriticalError)
+    return kErrorNotSupported;
+  set->xid[device->index] = true;
+  return kSuccess;
+}
+
+// nvmlEventData_t, as laid out in nvml.h.
+struct nvmlEventData_t {
+  void* device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+
+// Never blocks, whatever the timeout: one pending XID, or NVML_ERROR_TIMEOUT.
+FAKE_NVML_EXPORT int nvmlEventSetWait_v2(void* set_handle, nvmlEventData_t* data,
+                                         unsigned /*timeout_ms*/) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (init_count <= 0) return kErrorUninitialized;
+  EventSet* set = FindSet(set_handle);
+  if (set == nullptr || data == nullptr) return kErrorInvalidArgument;
+  for (int i = 0; i < config.gpus; ++i) {
+    if (!set->xid[i]) continue;
+    long long total = static_cast<long long>(Round(fake_nvml::Values(config, i).xid_errors));
+    if (set->delivered[i] >= total) continue;
+    ++set->delivered[i];
+    data->device = &devices[i];
+    data->eventType = kEventTypeXidCriticalError;
+    data->eventData = kFakeXid;
+    data->gpuInstanceId = 0xFFFFFFFFu;
+    data->computeInstanceId = 0xFFFFFFFFu;
+    return kSuccess;
+  }
+  return kErrorTimeout;
+}
+
+FAKE_NVML_EXPORT int nvmlEventSetWait(void* set, nvmlEventData_t* data, unsigned timeout_ms) {
+  return nvmlEventSetWait_v2(set, data, timeout_ms);
+}
+
+FAKE_NVML_EXPORT int nvmlEventSetFree(void* set_handle) {
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto it = event_sets.begin(); it != event_sets.end(); ++it) {
+    if (&*it == set_handle) {
+      event_sets.erase(it);
+      return kSuccess;
+    }
+  }
+  return kErrorInvalidArgument;
 }
 
 }  // extern "C"

@@ -27,6 +27,18 @@ void FillGpuSample(const GpuReading& reading, benchfleet::v1::GpuSample* sample)
   }
   if (reading.memory_used_bytes) sample->set_memory_used_bytes(*reading.memory_used_bytes);
   if (reading.throttle_reasons) sample->set_throttle_reasons(*reading.throttle_reasons);
+  if (reading.pcie_gen) sample->set_pcie_gen(*reading.pcie_gen);
+  if (reading.pcie_gen_max) sample->set_pcie_gen_max(*reading.pcie_gen_max);
+  if (reading.pcie_width) sample->set_pcie_width(*reading.pcie_width);
+  if (reading.pcie_width_max) sample->set_pcie_width_max(*reading.pcie_width_max);
+  if (reading.max_sm_clock_mhz) sample->set_max_sm_clock_mhz(*reading.max_sm_clock_mhz);
+  if (reading.max_memory_clock_mhz) {
+    sample->set_max_memory_clock_mhz(*reading.max_memory_clock_mhz);
+  }
+  if (reading.power_limit_w) sample->set_power_limit_w(*reading.power_limit_w);
+  if (reading.ecc_corrected) sample->set_ecc_corrected(*reading.ecc_corrected);
+  if (reading.ecc_uncorrected) sample->set_ecc_uncorrected(*reading.ecc_uncorrected);
+  if (reading.xid_errors) sample->set_xid_errors(*reading.xid_errors);
 }
 
 GpuTelemetrySession StartGpuTelemetry(const std::string& nvml_library, double hz,

@@ -181,16 +181,33 @@ TEST(GpuSamplerTest, FillCopiesOnlyTheReadingsThatAreSet) {
   reading.energy_j = 12.5;
   reading.memory_used_bytes = 1 << 20;
   reading.throttle_reasons = 4;
+  reading.pcie_gen = 3;
+  reading.pcie_width_max = 16;
+  reading.max_memory_clock_mhz = 2619;
+  reading.power_limit_w = 700;
+  reading.ecc_uncorrected = 2;
+  reading.xid_errors = 0;  // set, and zero: no XID since the session began
   GpuSample sample;
   FillGpuSample(reading, &sample);
   EXPECT_TRUE(sample.has_energy_j());
   EXPECT_EQ(sample.energy_j(), 12.5);
   EXPECT_EQ(sample.memory_used_bytes(), 1 << 20);
   EXPECT_EQ(sample.throttle_reasons(), 4u);
+  EXPECT_EQ(sample.pcie_gen(), 3);
+  EXPECT_EQ(sample.pcie_width_max(), 16);
+  EXPECT_EQ(sample.max_memory_clock_mhz(), 2619);
+  EXPECT_EQ(sample.power_limit_w(), 700);
+  EXPECT_EQ(sample.ecc_uncorrected(), 2);
+  EXPECT_TRUE(sample.has_xid_errors());
+  EXPECT_EQ(sample.xid_errors(), 0);
   EXPECT_FALSE(sample.has_power_w());
   EXPECT_FALSE(sample.has_power_average_w());
   EXPECT_FALSE(sample.has_temperature_c());
   EXPECT_FALSE(sample.has_gpu_utilization_pct());
+  EXPECT_FALSE(sample.has_pcie_gen_max());
+  EXPECT_FALSE(sample.has_pcie_width());
+  EXPECT_FALSE(sample.has_max_sm_clock_mhz());
+  EXPECT_FALSE(sample.has_ecc_corrected());
 }
 
 TEST(GpuTelemetryTest, MissingLibraryGivesANote) {
@@ -228,6 +245,13 @@ TEST(GpuTelemetryTest, FakeNvmlFeedsTheSink) {
   EXPECT_EQ(last.temperature_c(), 70.0);
   EXPECT_TRUE(last.has_energy_j());
   EXPECT_GT(last.energy_j(), samples.front().energy_j());
+  EXPECT_EQ(last.pcie_gen(), 4);
+  EXPECT_EQ(last.pcie_width_max(), 16);
+  EXPECT_EQ(last.max_sm_clock_mhz(), 1755.0);
+  EXPECT_EQ(last.power_limit_w(), 400.0);
+  EXPECT_TRUE(last.has_ecc_corrected());
+  EXPECT_TRUE(last.has_xid_errors());
+  EXPECT_EQ(last.xid_errors(), 0);
 }
 
 }  // namespace

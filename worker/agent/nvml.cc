@@ -54,6 +54,20 @@ enum ValueType {
   kSignedInt = 5,
   kUnsignedShort = 6,
 };
+// nvmlEventData_t, as laid out in nvml.h.
+struct nvmlEventData_t {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;  // the XID
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+struct nvmlEventSet_st;
+using nvmlEventSet_t = nvmlEventSet_st*;
+constexpr unsigned long long kEventTypeXidCriticalError = 0x8;  // nvmlEventTypeXidCriticalError
+constexpr int kMemoryErrorCorrected = 0;                        // NVML_MEMORY_ERROR_TYPE_CORRECTED
+constexpr int kMemoryErrorUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+constexpr int kVolatileEcc = 0;             // NVML_VOLATILE_ECC: since the driver loaded
 constexpr int kClockSm = 1;          // NVML_CLOCK_SM
 constexpr int kClockMem = 2;         // NVML_CLOCK_MEM
 constexpr int kTemperatureGpu = 0;   // NVML_TEMPERATURE_GPU
@@ -99,6 +113,17 @@ struct Nvml::Api {
   nvmlReturn_t (*get_temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
   nvmlReturn_t (*get_utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
   nvmlReturn_t (*get_throttle_reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*get_pcie_gen)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*get_pcie_gen_max)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*get_pcie_width)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*get_pcie_width_max)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*get_max_clock)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*get_power_limit)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*get_ecc_errors)(nvmlDevice_t, int, int, unsigned long long*) = nullptr;
+  nvmlReturn_t (*event_set_create)(nvmlEventSet_t*) = nullptr;
+  nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
+  nvmlReturn_t (*event_set_wait)(nvmlEventSet_t, nvmlEventData_t*, unsigned) = nullptr;
+  nvmlReturn_t (*event_set_free)(nvmlEventSet_t) = nullptr;
   nvmlReturn_t (*get_driver_version)(char*, unsigned) = nullptr;
   nvmlReturn_t (*get_nvml_version)(char*, unsigned) = nullptr;
   nvmlReturn_t (*get_cuda_driver_version)(int*) = nullptr;
@@ -153,21 +178,81 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(const std::string& library) {
   if (!Resolve(handle, "nvmlDeviceGetCurrentClocksEventReasons", &api->get_throttle_reasons)) {
     Resolve(handle, "nvmlDeviceGetCurrentClocksThrottleReasons", &api->get_throttle_reasons);
   }
+  Resolve(handle, "nvmlDeviceGetCurrPcieLinkGeneration", &api->get_pcie_gen);
+  Resolve(handle, "nvmlDeviceGetMaxPcieLinkGeneration", &api->get_pcie_gen_max);
+  Resolve(handle, "nvmlDeviceGetCurrPcieLinkWidth", &api->get_pcie_width);
+  Resolve(handle, "nvmlDeviceGetMaxPcieLinkWidth", &api->get_pcie_width_max);
+  Resolve(handle, "nvmlDeviceGetMaxClockInfo", &api->get_max_clock);
+  Resolve(handle, "nvmlDeviceGetEnforcedPowerLimit", &api->get_power_limit);
+  Resolve(handle, "nvmlDeviceGetTotalEccErrors", &api->get_ecc_errors);
+  Resolve(handle, "nvmlEventSetCreate", &api->event_set_create);
+  Resolve(handle, "nvmlDeviceRegisterEvents", &api->register_events);
+  if (!Resolve(handle, "nvmlEventSetWait_v2", &api->event_set_wait)) {
+    Resolve(handle, "nvmlEventSetWait", &api->event_set_wait);  // before NVML 11 (R450)
+  }
+  Resolve(handle, "nvmlEventSetFree", &api->event_set_free);
   nvmlReturn_t rc = api->init();
   if (rc != kNvmlSuccess) {
     std::string error = api->Error(rc);
     dlclose(handle);
     return absl::UnavailableError(absl::StrCat(library, ": nvmlInit_v2: ", error));
   }
-  return std::unique_ptr<Nvml>(new Nvml(library, handle, std::move(api)));
+  auto nvml = std::unique_ptr<Nvml>(new Nvml(library, handle, std::move(api)));
+  nvml->RegisterXidEvents();
+  return nvml;
 }
 
 Nvml::Nvml(std::string library, void* handle, std::unique_ptr<Api> api)
     : library_(std::move(library)), handle_(handle), api_(std::move(api)) {}
 
 Nvml::~Nvml() {
+  if (xid_events_ != nullptr && api_->event_set_free != nullptr) {
+    api_->event_set_free(static_cast<nvmlEventSet_t>(xid_events_));
+  }
   api_->shutdown();
   dlclose(handle_);
+}
+
+void Nvml::RegisterXidEvents() {
+  const Api& api = *api_;
+  if (api.event_set_create == nullptr || api.register_events == nullptr ||
+      api.event_set_wait == nullptr || api.event_set_free == nullptr) {
+    return;
+  }
+  nvmlEventSet_t set = nullptr;
+  if (api.event_set_create(&set) != kNvmlSuccess || set == nullptr) return;
+  unsigned count = 0;
+  if (api.get_count(&count) == kNvmlSuccess) {
+    for (unsigned i = 0; i < count; ++i) {
+      nvmlDevice_t device = nullptr;
+      if (api.get_handle(i, &device) != kNvmlSuccess) continue;
+      // NOT_SUPPORTED on GPUs without XID events (pre-Fermi, some vGPUs): no count there.
+      if (api.register_events(device, kEventTypeXidCriticalError, set) == kNvmlSuccess) {
+        xid_devices_[device] = static_cast<int>(i);
+      }
+    }
+  }
+  if (xid_devices_.empty()) {
+    api.event_set_free(set);
+    return;
+  }
+  xid_events_ = set;
+  absl::MutexLock lock(&xid_mu_);
+  for (const auto& [device, index] : xid_devices_) xid_counts_[index] = 0;
+}
+
+void Nvml::DrainXidEventsLocked() {
+  if (xid_events_ == nullptr) return;
+  // Bounded, so that a storm of events cannot hold a sampling tick forever.
+  for (int i = 0; i < 1024; ++i) {
+    nvmlEventData_t event{};
+    if (api_->event_set_wait(static_cast<nvmlEventSet_t>(xid_events_), &event, 0) != kNvmlSuccess) {
+      return;  // NVML_ERROR_TIMEOUT: none waiting (or an error: try again next tick)
+    }
+    if ((event.eventType & kEventTypeXidCriticalError) == 0) continue;
+    auto it = xid_devices_.find(event.device);
+    if (it != xid_devices_.end()) ++xid_counts_[it->second];
+  }
 }
 
 std::map<std::string, std::string> Nvml::SystemVersions() const {
@@ -266,6 +351,40 @@ GpuReading Nvml::Read(int gpu_index) {
   if (api.get_throttle_reasons != nullptr &&
       api.get_throttle_reasons(device, &wide) == kNvmlSuccess) {
     reading.throttle_reasons = static_cast<uint64_t>(wide);
+  }
+  auto read_int = [&](nvmlReturn_t (*get)(nvmlDevice_t, unsigned*), std::optional<int>* out) {
+    unsigned number = 0;
+    if (get != nullptr && get(device, &number) == kNvmlSuccess) *out = static_cast<int>(number);
+  };
+  read_int(api.get_pcie_gen, &reading.pcie_gen);
+  read_int(api.get_pcie_gen_max, &reading.pcie_gen_max);
+  read_int(api.get_pcie_width, &reading.pcie_width);
+  read_int(api.get_pcie_width_max, &reading.pcie_width_max);
+  if (api.get_max_clock != nullptr) {
+    if (api.get_max_clock(device, kClockSm, &value) == kNvmlSuccess) {
+      reading.max_sm_clock_mhz = value;
+    }
+    if (api.get_max_clock(device, kClockMem, &value) == kNvmlSuccess) {
+      reading.max_memory_clock_mhz = value;
+    }
+  }
+  if (api.get_power_limit != nullptr && api.get_power_limit(device, &value) == kNvmlSuccess) {
+    reading.power_limit_w = value / 1000.0;  // mW
+  }
+  if (api.get_ecc_errors != nullptr) {
+    // NOT_SUPPORTED where ECC is off or absent (GeForce): left unset.
+    if (api.get_ecc_errors(device, kMemoryErrorCorrected, kVolatileEcc, &wide) == kNvmlSuccess) {
+      reading.ecc_corrected = static_cast<int64_t>(wide);
+    }
+    if (api.get_ecc_errors(device, kMemoryErrorUncorrected, kVolatileEcc, &wide) == kNvmlSuccess) {
+      reading.ecc_uncorrected = static_cast<int64_t>(wide);
+    }
+  }
+  {
+    absl::MutexLock lock(&xid_mu_);
+    DrainXidEventsLocked();
+    auto it = xid_counts_.find(gpu_index);
+    if (it != xid_counts_.end()) reading.xid_errors = it->second;
   }
   return reading;
 }
