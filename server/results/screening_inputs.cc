@@ -34,10 +34,20 @@ diagnosis::GpuReading GpuReadingOf(const GpuSample& s) {
   diagnosis::GpuReading r;
   r.time_unix_ns = s.time_unix_ns;
   r.sm_clock_mhz = s.sm_clock_mhz;
+  r.max_sm_clock_mhz = s.max_sm_clock_mhz;
   r.memory_clock_mhz = s.memory_clock_mhz;
+  r.max_memory_clock_mhz = s.max_memory_clock_mhz;
   r.power_w = s.power_w;
+  r.power_limit_w = s.power_limit_w;
   r.temperature_c = s.temperature_c;
   r.throttle_reasons = s.throttle_reasons;
+  r.pcie_gen = s.pcie_gen;
+  r.pcie_gen_max = s.pcie_gen_max;
+  r.pcie_width = s.pcie_width;
+  r.pcie_width_max = s.pcie_width_max;
+  r.ecc_corrected = s.ecc_corrected;
+  r.ecc_uncorrected = s.ecc_uncorrected;
+  r.xid_errors = s.xid_errors;
   return r;
 }
 

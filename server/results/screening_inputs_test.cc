@@ -41,6 +41,19 @@ TEST(ScreeningInputsTest, RankZeroMeasuredStepsInOrderAndItsReadings) {
   readings[0].time_unix_ns = 5;
   readings[0].sm_clock_mhz = 1200;
   readings[0].throttle_reasons = 0x40;
+  readings[0].max_sm_clock_mhz = 1980;
+  readings[0].memory_clock_mhz = 2000;
+  readings[0].max_memory_clock_mhz = 2619;
+  readings[0].power_w = 650;
+  readings[0].power_limit_w = 700;
+  readings[0].temperature_c = 93;
+  readings[0].pcie_gen = 3;
+  readings[0].pcie_gen_max = 5;
+  readings[0].pcie_width = 8;
+  readings[0].pcie_width_max = 16;
+  readings[0].ecc_corrected = 4;
+  readings[0].ecc_uncorrected = 1;
+  readings[0].xid_errors = 2;
   readings[1].rank = 1;
   const diagnosis::ScreenedGpu gpu = ScreenedGpuOf(job, samples, readings);
   EXPECT_EQ(gpu.job_id, "job-1");
@@ -55,6 +68,21 @@ TEST(ScreeningInputsTest, RankZeroMeasuredStepsInOrderAndItsReadings) {
   EXPECT_EQ(gpu.readings[0].time_unix_ns, 5);
   EXPECT_EQ(gpu.readings[0].sm_clock_mhz, 1200);
   EXPECT_EQ(gpu.readings[0].throttle_reasons, 0x40u);
+  // Every field the causes need (screening.h) comes through.
+  const diagnosis::GpuReading& r = gpu.readings[0];
+  EXPECT_EQ(r.max_sm_clock_mhz, 1980);
+  EXPECT_EQ(r.memory_clock_mhz, 2000);
+  EXPECT_EQ(r.max_memory_clock_mhz, 2619);
+  EXPECT_EQ(r.power_w, 650);
+  EXPECT_EQ(r.power_limit_w, 700);
+  EXPECT_EQ(r.temperature_c, 93);
+  EXPECT_EQ(r.pcie_gen, 3);
+  EXPECT_EQ(r.pcie_gen_max, 5);
+  EXPECT_EQ(r.pcie_width, 8);
+  EXPECT_EQ(r.pcie_width_max, 16);
+  EXPECT_EQ(r.ecc_corrected, 4);
+  EXPECT_EQ(r.ecc_uncorrected, 1);
+  EXPECT_EQ(r.xid_errors, 2);
 }
 
 TEST(ScreeningInputsTest, FailedAndCancelledJobsSayWhy) {

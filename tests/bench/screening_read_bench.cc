@@ -118,7 +118,13 @@ absl::Status Build(bench::Store& store, int gpus) {
       g.time_unix_ns = s.received_unix_ns - 50'000'000;
       g.power_w = 600;
       g.sm_clock_mhz = slow ? 1400 : 1980;
+      g.max_sm_clock_mhz = 1980;
       g.memory_clock_mhz = 2619;
+      g.max_memory_clock_mhz = 2619;
+      g.power_limit_w = 700;
+      g.pcie_gen = g.pcie_gen_max = 5;
+      g.pcie_width = g.pcie_width_max = 16;
+      g.ecc_corrected = g.ecc_uncorrected = g.xid_errors = 0;
       g.temperature_c = slow ? 92 : 60;
       g.gpu_utilization_pct = 100;
       g.throttle_reasons = slow ? 0x40 : 0;

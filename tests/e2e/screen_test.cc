@@ -57,7 +57,8 @@ class ScreenTest : public ::testing::Test {
           {{"FAKE_NVML_GPUS", absl::StrCat(kGpusPerNode)},
            {"FAKE_NVML_SCENARIO", scenario_},
            {"FAKE_NVML_NODE", name},
-           {"FAKE_NVML_UUID_PREFIX", absl::StrCat("GPU-", name)}});
+           {"FAKE_NVML_UUID_PREFIX", absl::StrCat("GPU-", name)},
+           {"FAKE_NVML_NAME", "NVIDIA H100 80GB HBM3 (fake)"}});
       ASSERT_TRUE(started.ok()) << started;
     }
     ASSERT_TRUE(cluster_.WaitForAgents(kNodes).ok()) << cluster_.Log("benchd.log");
@@ -82,6 +83,7 @@ TEST_F(ScreenTest, NamesExactlyThePlantedFaultsWithTheirCauses) {
       {"screen", "--id", "acceptance", "--iters", "65", "--warmup", "5", "--wait"}, 600);
   ASSERT_EQ(screen.exit_code, 3) << screen.output << cluster_.Log("benchd.log");
   EXPECT_THAT(screen.stdout_text, HasSubstr("screening acceptance: 64 GPUs on 8 nodes, 5 flagged"));
+  ASSERT_EQ(ShowJson("acceptance").configurations_size(), 1);  // one GPU model, one config
 
   const v1::ScreeningReport report = ShowJson("acceptance");
   EXPECT_EQ(report.jobs(), kNodes * kGpusPerNode);
