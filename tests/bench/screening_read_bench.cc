@@ -187,6 +187,35 @@ int main(int argc, char** argv) {
     if (!view.ok()) return Fail("screening", view.status());
   }
   std::sort(ms.begin(), ms.end());
+  // Where the time goes: the store's reads alone, then the analysis alone.
+  {
+    Clock::time_point t = Clock::now();
+    std::vector<std::vector<bench::IterationSample>> samples;
+    for (int index = 0; index < view->jobs; ++index) {
+      samples.push_back(*(*store)->ReadSamples(absl::StrCat("job-", 1000000 + index), 1));
+    }
+    const double samples_ms = Ms(Clock::now() - t);
+    t = Clock::now();
+    std::vector<std::vector<bench::GpuSample>> readings;
+    for (int index = 0; index < view->jobs; ++index) {
+      readings.push_back(*(*store)->ReadGpuSamples(absl::StrCat("job-", 1000000 + index), 1));
+    }
+    const double readings_ms = Ms(Clock::now() - t);
+    const std::vector<bench::Job> jobs =
+        manager.Snapshot([](const bench::Job& job) { return !bench::ScreeningIdOf(job).empty(); })
+            .jobs;
+    std::vector<bench::diagnosis::ScreenedGpu> inputs;
+    t = Clock::now();
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      inputs.push_back(bench::ScreenedGpuOf(jobs[i], samples[i], readings[i]));
+    }
+    const double inputs_ms = Ms(Clock::now() - t);
+    t = Clock::now();
+    bench::diagnosis::Screen(inputs);
+    std::printf("of which: iterations read %.0f ms, readings read %.0f ms, inputs %.0f ms, "
+                "Screen %.0f ms\n",
+                samples_ms, readings_ms, inputs_ms, Ms(Clock::now() - t));
+  }
   int slow = 0, fault = 0, failed = 0;
   for (const auto& gpu : view->report.gpus) {
     slow += gpu.slow;
