@@ -171,8 +171,7 @@ absl::StatusOr<int> ShowScreening(const std::string& id, OutputFormat format,
                                   const CommandContext& context) {
   v1::ScreeningRequest request;
   request.set_screening_id(id);
-  ASSIGN_OR_RETURN(v1::ScreeningReport report,
-                   context.client->Call(&Stub::GetScreening, request));
+  ASSIGN_OR_RETURN(v1::ScreeningReport report, context.client->Call(&Stub::GetScreening, request));
   *context.out << (format == OutputFormat::kJson ? report::ToJson(report) + "\n"
                                                  : report::RenderScreeningReport(report));
   return report.any_flagged() ? report::kScreenFlaggedExitCode : 0;
@@ -215,9 +214,9 @@ absl::StatusOr<std::vector<ScreenJob>> PlanScreenJobs(const ScreenOptions& optio
     if (!agent.connected()) continue;
     const std::string& name = agent.inventory().name();
     connected.insert(name);
-    const bool named = options.nodes.empty() ||
-                       std::find(options.nodes.begin(), options.nodes.end(), name) !=
-                           options.nodes.end();
+    const bool named =
+        options.nodes.empty() ||
+        std::find(options.nodes.begin(), options.nodes.end(), name) != options.nodes.end();
     if (named && HasLabels(agent, options.node_labels)) chosen.push_back(&agent);
   }
   std::vector<std::string> missing;
@@ -225,8 +224,9 @@ absl::StatusOr<std::vector<ScreenJob>> PlanScreenJobs(const ScreenOptions& optio
     if (connected.count(node) == 0) missing.push_back(node);
   }
   if (!missing.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "screen: no connected agent named ", absl::StrJoin(missing, ", "), " (see benchctl agents)"));
+    return absl::FailedPreconditionError(absl::StrCat("screen: no connected agent named ",
+                                                      absl::StrJoin(missing, ", "),
+                                                      " (see benchctl agents)"));
   }
   if (chosen.empty()) {
     return absl::FailedPreconditionError(
@@ -241,16 +241,14 @@ absl::StatusOr<std::vector<ScreenJob>> PlanScreenJobs(const ScreenOptions& optio
   }
   if (!cpu_only.empty() && !options.allow_cpu) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "screen: ", absl::StrJoin(cpu_only, ", "),
-        cpu_only.size() == 1 ? " has" : " have",
+        "screen: ", absl::StrJoin(cpu_only, ", "), cpu_only.size() == 1 ? " has" : " have",
         " no GPU (CPU slots only); screening compares GPUs. Leave it out with --node or "
         "--node-label, or pass --allow-cpu to screen CPU slots (tests, demonstrations)"));
   }
   std::vector<ScreenJob> jobs;
   for (const v1::AgentStatus* agent : chosen) {
     const v1::AgentInventory& inventory = agent->inventory();
-    const int devices =
-        inventory.gpus().empty() ? inventory.cpu_slots() : inventory.gpus_size();
+    const int devices = inventory.gpus().empty() ? inventory.cpu_slots() : inventory.gpus_size();
     for (int i = 0; i < devices; ++i) {
       ScreenJob job;
       job.node = inventory.name();
@@ -281,10 +279,10 @@ absl::StatusOr<int> RunScreen(const ScreenOptions& options, OutputFormat format,
       options.id.empty() ? NewScreeningId(context.now.value_or(absl::Now())) : options.id;
   ASSIGN_OR_RETURN(v1::ListAgentsResponse agents,
                    context.client->Call(&Stub::ListAgents, v1::ListAgentsRequest()));
-  ASSIGN_OR_RETURN(std::vector<ScreenJob> jobs,
-                   PlanScreenJobs(options, id,
-                                  std::vector<v1::AgentStatus>(agents.agents().begin(),
-                                                               agents.agents().end())));
+  ASSIGN_OR_RETURN(
+      std::vector<ScreenJob> jobs,
+      PlanScreenJobs(options, id,
+                     std::vector<v1::AgentStatus>(agents.agents().begin(), agents.agents().end())));
   *context.out << id << "\n" << std::flush;
   for (const ScreenJob& job : jobs) {
     v1::SubmitJobRequest request;

@@ -51,7 +51,8 @@ TEST(ScreenArgsTest, DefaultsAndChecks) {
 
   absl::StatusOr<CliOptions> bad = ParseArgs({"screen", "--show", "s1", "--node", "n1"}, "");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(), "screen --show: only --format goes with it (it starts no jobs)");
+  EXPECT_EQ(bad.status().message(),
+            "screen --show: only --format goes with it (it starts no jobs)");
   bad = ParseArgs({"screen", "--show", "s1", "--list"}, "");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "screen: --show and --list go alone, not together");
@@ -105,8 +106,7 @@ TEST(ScreenPlanTest, RefusesCpuSlotsUnlessAllowedAndNamesMissingNodes) {
   options.nodes = {"gpu1", "gone"};
   jobs = PlanScreenJobs(options, "s1", agents);
   ASSERT_FALSE(jobs.ok());
-  EXPECT_EQ(jobs.status().message(),
-            "screen: no connected agent named gone (see benchctl agents)");
+  EXPECT_EQ(jobs.status().message(), "screen: no connected agent named gone (see benchctl agents)");
   options.nodes = {};
   options.node_labels["zone"] = "x";
   jobs = PlanScreenJobs(options, "s1", agents);
@@ -153,8 +153,8 @@ class FakeScreening final : public v1::Controller::Service {
   grpc::Status GetScreening(grpc::ServerContext*, const v1::ScreeningRequest* request,
                             v1::ScreeningReport* response) override {
     if (request->screening_id() != "s1") {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND, "no screening \"" +
-                                                           request->screening_id() + "\"");
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          "no screening \"" + request->screening_id() + "\"");
     }
     response->set_screening_id("s1");
     response->set_jobs(3);
@@ -184,7 +184,8 @@ class FakeScreening final : public v1::Controller::Service {
 class ScreenCommandTest : public CommandServerTest<FakeScreening> {};
 
 TEST_F(ScreenCommandTest, WaitPrintsTheVerdictsAndExits3WhenFlagged) {
-  EXPECT_EQ(Run({"screen", "--id", "s1", "--iters", "20", "--wait"}), report::kScreenFlaggedExitCode)
+  EXPECT_EQ(Run({"screen", "--id", "s1", "--iters", "20", "--wait"}),
+            report::kScreenFlaggedExitCode)
       << err_.str();
   const std::string out = out_.str();
   EXPECT_EQ(out.substr(0, 3), "s1\n");

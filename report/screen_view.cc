@@ -19,7 +19,8 @@ std::string Pct(double pct) { return absl::StrFormat("%+.1f %%", pct); }
 std::string Seconds(double s) { return absl::StrFormat("%.4f s", s); }
 
 std::string ConfigurationText(const v1::ScreeningConfiguration& c) {
-  std::string text = absl::StrCat(c.model(), " bs ", c.batch_size(), " ", PrecisionName(c.precision()));
+  std::string text =
+      absl::StrCat(c.model(), " bs ", c.batch_size(), " ", PrecisionName(c.precision()));
   if (c.image_size() > 0) absl::StrAppend(&text, " ", c.image_size(), "px");
   absl::StrAppend(&text, " on ", c.gpu_model().empty() ? c.device_kind() : c.gpu_model());
   return text;
@@ -65,8 +66,8 @@ std::string RenderScreeningReport(const v1::ScreeningReport& report) {
   if (gpus > 0) {
     TextTable table;
     table.header = {"NODE", "GPU", "VERDICT", "VS FLEET", "CAUSE", "EVIDENCE", "JOB"};
-    table.align = {Align::kLeft,  Align::kRight, Align::kLeft, Align::kRight,
-                   Align::kLeft,  Align::kLeft,  Align::kLeft};
+    table.align = {Align::kLeft, Align::kRight, Align::kLeft, Align::kRight,
+                   Align::kLeft, Align::kLeft,  Align::kLeft};
     if (several) {
       table.header.insert(table.header.begin() + 2, "CONFIG");
       table.align.insert(table.align.begin() + 2, Align::kRight);
@@ -109,8 +110,8 @@ std::string RenderScreeningReport(const v1::ScreeningReport& report) {
   if (flagged > 0) {
     absl::StrAppend(&out, "\n", flagged, " of ", Plural(gpus, "GPU", "GPUs"), " flagged\n");
   } else if (gpus > 0) {
-    absl::StrAppend(&out, "\n", gpus == 1 ? "the GPU is ok" : absl::StrCat("all ", gpus, " GPUs ok"),
-                    "\n");
+    absl::StrAppend(&out, "\n",
+                    gpus == 1 ? "the GPU is ok" : absl::StrCat("all ", gpus, " GPUs ok"), "\n");
   } else {
     absl::StrAppend(&out, "\nno GPU judged yet\n");
   }

@@ -75,9 +75,9 @@ absl::StatusOr<ScreeningView> ReadService::Screening(const std::string& screenin
   JobManager::ReadSnapshot snapshot = manager_->Snapshot(
       [&screening_id](const Job& job) { return ScreeningIdOf(job) == screening_id; });
   if (snapshot.jobs.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("no screening \"", screening_id, "\" (no job has the label ",
-                     kScreeningLabel, "=", screening_id, ")"));
+    return absl::NotFoundError(absl::StrCat("no screening \"", screening_id,
+                                            "\" (no job has the label ", kScreeningLabel, "=",
+                                            screening_id, ")"));
   }
   ScreeningView view;
   view.id = screening_id;

@@ -30,8 +30,8 @@ HttpResponse WebApi::Screening(const HttpRequest& request, const std::string& sc
   if (!view.ok()) return web_api::JsonError(view.status());
   v1::ScreeningReport report;
   ToProto(*view, &report);
-  return web_api::JsonOk(web_api::WithField(report::ToJson(report), "text",
-                                            report::JsonQuote(report::RenderScreeningReport(report))));
+  return web_api::JsonOk(web_api::WithField(
+      report::ToJson(report), "text", report::JsonQuote(report::RenderScreeningReport(report))));
 }
 
 }  // namespace bench

@@ -68,9 +68,9 @@ diagnosis::ScreenedGpu ScreenedGpuOf(const Job& job, const std::vector<Iteration
   }
   gpu.succeeded = job.state == JobState::kSucceeded;
   if (!gpu.succeeded) {
-    gpu.failure_reason = job.reason.empty()
-                             ? std::string(job.state == JobState::kCancelled ? "cancelled" : "failed")
-                             : job.reason;
+    gpu.failure_reason =
+        job.reason.empty() ? std::string(job.state == JobState::kCancelled ? "cancelled" : "failed")
+                           : job.reason;
   }
   std::vector<const IterationSample*> measured;
   for (const IterationSample& sample : samples) {
@@ -99,16 +99,10 @@ std::vector<ScreeningListEntry> ListScreeningsOf(const std::vector<Job>& jobs) {
     ++entry.jobs;
     switch (job.state) {
       case JobState::kQueued:
-      case JobState::kRunning:
-        ++entry.pending;
-        break;
-      case JobState::kSucceeded:
-        ++entry.succeeded;
-        break;
+      case JobState::kRunning: ++entry.pending; break;
+      case JobState::kSucceeded: ++entry.succeeded; break;
       case JobState::kFailed:
-      case JobState::kCancelled:
-        ++entry.failed;
-        break;
+      case JobState::kCancelled: ++entry.failed; break;
     }
     nodes[id].insert(job.spec.allowed_nodes.begin(), job.spec.allowed_nodes.end());
   }

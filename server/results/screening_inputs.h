@@ -55,9 +55,9 @@ struct ScreeningListEntry {
   std::string id;
   absl::Time created;  // its first job's submission
   int jobs = 0;
-  int pending = 0;    // QUEUED or RUNNING
+  int pending = 0;  // QUEUED or RUNNING
   int succeeded = 0;
-  int failed = 0;     // FAILED or CANCELLED
+  int failed = 0;                  // FAILED or CANCELLED
   std::vector<std::string> nodes;  // the agents its jobs were pinned to (allowed_nodes), sorted
 };
 

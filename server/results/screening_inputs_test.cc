@@ -110,8 +110,7 @@ TEST(ScreeningInputsTest, ListNewestFirstWithCounts) {
   std::vector<Job> jobs = {ScreeningJob("job-1", "old", JobState::kSucceeded, 10),
                            ScreeningJob("job-2", "old", JobState::kFailed, 11),
                            ScreeningJob("job-3", "new", JobState::kRunning, 20),
-                           ScreeningJob("job-4", "new", JobState::kCancelled, 21),
-                           Job{}};
+                           ScreeningJob("job-4", "new", JobState::kCancelled, 21), Job{}};
   jobs[1].spec.allowed_nodes = {"n0"};
   const std::vector<ScreeningListEntry> list = ListScreeningsOf(jobs);
   ASSERT_EQ(list.size(), 2u);

@@ -68,8 +68,8 @@ Job MakeJob(int index, absl::Time created) {
   job.attempt = 1;
   job.device_kind = bench::DeviceKind::kCuda;
   job.placements.push_back(bench::Placement{node, {0}, {index % 8}});
-  job.rank_devices.push_back(bench::RankDevice{0, node, node, index % 8,
-                                               absl::StrCat("GPU-", index), "NVIDIA H100"});
+  job.rank_devices.push_back(
+      bench::RankDevice{0, node, node, index % 8, absl::StrCat("GPU-", index), "NVIDIA H100"});
   return job;
 }
 
@@ -132,10 +132,9 @@ absl::Status Build(bench::Store& store, int gpus) {
     }
     auto appended = std::make_shared<std::promise<absl::Status>>();
     pending.push_back(appended->get_future());
-    store.AppendSamples(std::move(samples), std::move(readings),
-                        [appended](absl::StatusOr<bench::AppendResult> r) {
-                          appended->set_value(r.status());
-                        });
+    store.AppendSamples(
+        std::move(samples), std::move(readings),
+        [appended](absl::StatusOr<bench::AppendResult> r) { appended->set_value(r.status()); });
     if (index % 64 == 63) {
       if (absl::Status s = wait(); !s.ok()) return s;
       std::fprintf(stderr, "\rscreening_read_bench: %d/%d GPUs written", index + 1, gpus);
@@ -170,8 +169,8 @@ int main(int argc, char** argv) {
   if (!exists) {
     const Clock::time_point t = Clock::now();
     if (absl::Status s = Build(**store, gpus); !s.ok()) return Fail("build", s);
-    std::printf("built %s: %d GPUs x %d iterations and %d readings in %.1f s\n", path.c_str(),
-                gpus, kIterations, kIterations, Ms(Clock::now() - t) / 1000);
+    std::printf("built %s: %d GPUs x %d iterations and %d readings in %.1f s\n", path.c_str(), gpus,
+                kIterations, kIterations, Ms(Clock::now() - t) / 1000);
   } else {
     std::printf("reusing %s\n", path.c_str());
   }
@@ -212,9 +211,10 @@ int main(int argc, char** argv) {
     const double inputs_ms = Ms(Clock::now() - t);
     t = Clock::now();
     bench::diagnosis::Screen(inputs);
-    std::printf("of which: iterations read %.0f ms, readings read %.0f ms, inputs %.0f ms, "
-                "Screen %.0f ms\n",
-                samples_ms, readings_ms, inputs_ms, Ms(Clock::now() - t));
+    std::printf(
+        "of which: iterations read %.0f ms, readings read %.0f ms, inputs %.0f ms, "
+        "Screen %.0f ms\n",
+        samples_ms, readings_ms, inputs_ms, Ms(Clock::now() - t));
   }
   int slow = 0, fault = 0, failed = 0;
   for (const auto& gpu : view->report.gpus) {

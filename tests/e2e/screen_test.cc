@@ -50,15 +50,15 @@ class ScreenTest : public ::testing::Test {
     ASSERT_TRUE(cluster_.StartBenchd().ok()) << cluster_.Log("benchd.log");
     for (int n = 1; n <= kNodes; ++n) {
       const std::string name = absl::StrCat("n", n);
-      absl::Status started = cluster_.StartAgent(
-          name, 0,
-          {"--nvml-library", FAKE_NVML_LIBRARY, "--gpu-sample-hz", "10", "--fault-scenario",
-           scenario_},
-          {{"FAKE_NVML_GPUS", absl::StrCat(kGpusPerNode)},
-           {"FAKE_NVML_SCENARIO", scenario_},
-           {"FAKE_NVML_NODE", name},
-           {"FAKE_NVML_UUID_PREFIX", absl::StrCat("GPU-", name)},
-           {"FAKE_NVML_NAME", "NVIDIA H100 80GB HBM3 (fake)"}});
+      absl::Status started =
+          cluster_.StartAgent(name, 0,
+                              {"--nvml-library", FAKE_NVML_LIBRARY, "--gpu-sample-hz", "10",
+                               "--fault-scenario", scenario_},
+                              {{"FAKE_NVML_GPUS", absl::StrCat(kGpusPerNode)},
+                               {"FAKE_NVML_SCENARIO", scenario_},
+                               {"FAKE_NVML_NODE", name},
+                               {"FAKE_NVML_UUID_PREFIX", absl::StrCat("GPU-", name)},
+                               {"FAKE_NVML_NAME", "NVIDIA H100 80GB HBM3 (fake)"}});
       ASSERT_TRUE(started.ok()) << started;
     }
     ASSERT_TRUE(cluster_.WaitForAgents(kNodes).ok()) << cluster_.Log("benchd.log");
@@ -117,8 +117,8 @@ TEST_F(ScreenTest, NamesExactlyThePlantedFaultsWithTheirCauses) {
   EXPECT_EQ(first.stdout_text, screen.stdout_text.substr(screen.stdout_text.find('\n') + 1));
 
   // A retried screen with the same id submits nothing twice.
-  CommandResult again = cluster_.Benchctl({"screen", "--id", "acceptance", "--iters", "65",
-                                           "--warmup", "5"});
+  CommandResult again =
+      cluster_.Benchctl({"screen", "--id", "acceptance", "--iters", "65", "--warmup", "5"});
   EXPECT_EQ(again.exit_code, 0) << again.output;
   EXPECT_THAT(again.output, Not(HasSubstr("  new\n")));
   EXPECT_EQ(ShowJson("acceptance").jobs(), kNodes * kGpusPerNode);
