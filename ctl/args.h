@@ -37,6 +37,7 @@ inline constexpr char kDefaultServer[] = "127.0.0.1:7600";
 enum class Command {
   kHelp, kSubmit, kStatus, kList, kCancel, kAgents, kResults,
   kSweep, kGpus, kBaseline, kBaselines, kCompare, kLogs, kQueue, kVersion, kJoinToken,
+  kScreen,
 };
 
 enum class OutputFormat { kText, kJson, kTable, kMarkdown, kCsv, kDllogger, kMllog, kJsonl };
@@ -90,6 +91,22 @@ struct JoinTokenOptions {
   std::string id;              // revoke: ID
 };
 
+// `screen` (fleet screening, ctl/screen_command.h).
+struct ScreenOptions {
+  // What every job runs: model (resnet50), iterations, warm-up, batch size (64), precision,
+  // image size, limits, from the flags; devices, allowed_nodes, labels and request_id are
+  // set per job.
+  benchfleet::v1::JobSpec base;
+  bool warmup_given = false;                        // --warmup (else 10)
+  std::vector<std::string> nodes;                   // --node (none: every connected agent)
+  std::map<std::string, std::string> node_labels;  // --node-label k=v: agents with each
+  std::string id;                                   // --id (""): made from the time
+  bool wait = false;                                // --wait
+  bool allow_cpu = false;                           // --allow-cpu: CPU slots too
+  std::string show;                                 // --show ID
+  bool list = false;                                // --list
+};
+
 // --tls-ca, --tls-cert, --tls-key, --token-file as given ("" when not); main.cc fills
 // what is missing from the environment (ctl/client.h ResolveCredentials).
 struct ConnectionFlags {
@@ -117,6 +134,7 @@ struct CliOptions {
   std::optional<double> upper_pct;      // kBaseline: --upper (unset: the server's default, 5)
   bool follow = false;                  // kLogs: -f / --follow
   JoinTokenOptions join_token;          // kJoinToken
+  ScreenOptions screen;                 // kScreen
   // kStatus/kList/kAgents/kGpus/kBaselines/kCompare: kText or kJson; kResults: kTable,
   // kMarkdown, kCsv or kJson; kQueue: kTable (default), kCsv or kJson; kLogs: kDllogger
   // (default), kMllog or kJsonl.

@@ -15,6 +15,7 @@
 #include "ctl/flag_specs.h"
 #include "ctl/flag_values.h"
 #include "ctl/join_token_command.h"
+#include "ctl/screen_command.h"
 
 namespace bench::ctl {
 namespace {
@@ -496,6 +497,7 @@ std::vector<CommandSpec> BuildTable() {
                    [](const CliOptions& o, const CommandContext& c) {
                      return RunLogs(o.job_id, o.format, o.follow, c);
                    }});
+  table.push_back(ScreenCommand());
   table.push_back(JoinTokenCommand());
   table.push_back({"version",
                    Command::kVersion,

@@ -2,6 +2,7 @@
 //   #/fleet  #/jobs?state=RUNNING&model=resnet50&label=site=a  #/job/ID
 //   #/results?model=resnet50  #/variability?threshold_pct=5  #/compare?a=ID&b=ID
 //   #/history?model=resnet50&devices=8&precision=amp&batch_size=256
+//   #/screening  #/screening/ID
 // A view module exports render(main, route, ctx) and may return a cleanup function (close
 // event streams, destroy charts), called before the next view renders.
 import { h, replace, errorBox, hashHref } from './dom.js';
@@ -16,6 +17,7 @@ const VIEWS = {
   variability: () => import('./view_variability.js'),
   history: () => import('./view_history.js'),
   compare: () => import('./view_compare.js'),
+  screening: () => import('./view_screening.js'),
 };
 
 export function parseHash(hash) {

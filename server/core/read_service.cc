@@ -70,4 +70,46 @@ absl::StatusOr<SamplesView> ReadService::GetSamples(const std::string& job_id, i
   return result;
 }
 
+absl::StatusOr<ScreeningView> ReadService::Screening(const std::string& screening_id) {
+  if (absl::Status valid = ValidateScreeningId(screening_id); !valid.ok()) return valid;
+  JobManager::ReadSnapshot snapshot = manager_->Snapshot(
+      [&screening_id](const Job& job) { return ScreeningIdOf(job) == screening_id; });
+  if (snapshot.jobs.empty()) {
+    return absl::NotFoundError(absl::StrCat("no screening \"", screening_id,
+                                            "\" (no job has the label ", kScreeningLabel, "=",
+                                            screening_id, ")"));
+  }
+  ScreeningView view;
+  view.id = screening_id;
+  view.created = snapshot.jobs.front().created;
+  view.jobs = static_cast<int>(snapshot.jobs.size());
+  std::vector<diagnosis::ScreenedGpu> gpus;
+  for (const Job& job : snapshot.jobs) {
+    view.created = std::min(view.created, job.created);
+    if (!IsTerminal(job.state)) {
+      ++view.pending;
+      continue;
+    }
+    std::vector<IterationSample> samples;
+    std::vector<GpuSample> gpu_samples;
+    if (job.attempt >= 1) {
+      absl::StatusOr<std::vector<IterationSample>> read = store_->ReadSamples(job.id, job.attempt);
+      if (!read.ok()) return read.status();
+      samples = std::move(*read);
+      absl::StatusOr<std::vector<GpuSample>> readings = store_->ReadGpuSamples(job.id, job.attempt);
+      if (!readings.ok()) return readings.status();
+      gpu_samples = std::move(*readings);
+    }
+    gpus.push_back(ScreenedGpuOf(job, samples, gpu_samples));
+  }
+  view.report = diagnosis::Screen(gpus);
+  return view;
+}
+
+std::vector<ScreeningListEntry> ReadService::ListScreenings() {
+  JobManager::ReadSnapshot snapshot =
+      manager_->Snapshot([](const Job& job) { return !ScreeningIdOf(job).empty(); });
+  return ListScreeningsOf(snapshot.jobs);
+}
+
 }  // namespace bench

@@ -1,5 +1,5 @@
-// The controller's read side: result grids, baselines, per-GPU variability and a job's
-// stored samples, answered in domain types (results.h, baseline.h, variability.h,
+// The controller's read side: result grids, baselines, per-GPU variability, a job's
+// stored samples and fleet screenings, answered in domain types (results.h, baseline.h, variability.h,
 // views.h) so that the gRPC adapter and the JSON API render the same answers.
 //
 // It copies what it needs from the manager (JobManager::Snapshot and Get, taken under
@@ -20,6 +20,7 @@
 #include "server/core/views.h"
 #include "server/results/baseline.h"
 #include "server/results/results.h"
+#include "server/results/screening_inputs.h"
 #include "server/results/variability.h"
 #include "server/store/store.h"
 
@@ -44,6 +45,14 @@ class ReadService {
   // `rank`: only that rank's iterations (unset: every rank's).
   absl::StatusOr<SamplesView> GetSamples(const std::string& job_id, int from_iteration,
                                          std::optional<int> rank = std::nullopt);
+
+  // Fleet screening (server/results/screening_inputs.h): the verdicts of the screening's
+  // ended jobs, the analysis (diagnosis::Screen) re-run on their stored iterations and
+  // readings each time; INVALID_ARGUMENT for a malformed id, NOT_FOUND when no job carries
+  // the label screening=<id>.
+  absl::StatusOr<ScreeningView> Screening(const std::string& screening_id);
+  // Every screening, newest first.
+  std::vector<ScreeningListEntry> ListScreenings();
 
  private:
   Store* const store_;

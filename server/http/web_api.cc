@@ -253,6 +253,11 @@ HttpResponse WebApi::Serve(const HttpRequest& original) const {
   if (path == "variability") return Variability(request);
   if (path == "compare") return Compare(request);
   if (path == "history") return History(request);
+  if (path == "screenings") return Screenings(request);
+  if (absl::ConsumePrefix(&path, "screenings/") && !path.empty() &&
+      !absl::StrContains(path, '/')) {
+    return Screening(request, std::string(path));
+  }
   if (absl::ConsumePrefix(&path, "jobs/")) {
     std::vector<std::string> parts = absl::StrSplit(path, '/');
     if (parts.size() == 1 && !parts[0].empty()) return Job(request, parts[0]);
@@ -270,7 +275,8 @@ HttpResponse WebApi::Serve(const HttpRequest& original) const {
       "no such API path ", request.path,
       " (the API is jobs, jobs/{id}, jobs/{id}/samples, jobs/{id}/logs, jobs/{id}/text, "
       "results, results/grids, agents, "
-      "queue, baselines, variability, compare, history; docs/web-api.md)")));
+      "queue, baselines, variability, compare, history, screenings, screenings/{id}; "
+      "docs/web-api.md)")));
 }
 
 HttpResponse WebApi::Jobs(const HttpRequest& request) const {

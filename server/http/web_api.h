@@ -63,6 +63,10 @@ class WebApi {
   HttpResponse Variability(const HttpRequest& request) const;
   HttpResponse Compare(const HttpRequest& request) const;
   HttpResponse History(const HttpRequest& request) const;
+  // Fleet screenings (web_api_screenings.cc): the list, newest first, and one screening's
+  // verdicts (the v1 ScreeningReport) with "text", benchctl screen --show's lines.
+  HttpResponse Screenings(const HttpRequest& request) const;
+  HttpResponse Screening(const HttpRequest& request, const std::string& screening_id) const;
 
  private:
   JobManager* const manager_;

@@ -8,6 +8,7 @@
 #include "server/rpc/proto_convert.h"
 #include "server/rpc/queued_writer.h"
 #include "server/rpc/raw_rpc.h"
+#include "server/rpc/screening_convert.h"
 
 namespace bench {
 namespace v1 = benchfleet::v1;
@@ -190,6 +191,27 @@ grpc::ServerUnaryReactor* ControllerService::GpuVariability(grpc::CallbackServer
     call->response()->set_threshold_pct(report->threshold_pct);
   }
   return call->Reply(report.status());
+}
+
+grpc::ServerUnaryReactor* ControllerService::GetScreening(grpc::CallbackServerContext* context,
+                                                          const grpc::ByteBuffer* request,
+                                                          grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::ScreeningRequest, v1::ScreeningReport>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kRead);
+  absl::StatusOr<ScreeningView> view = reads_->Screening(call->request().screening_id());
+  if (view.ok()) ToProto(*view, call->response());
+  return call->Reply(view.status());
+}
+
+grpc::ServerUnaryReactor* ControllerService::ListScreenings(grpc::CallbackServerContext* context,
+                                                            const grpc::ByteBuffer* request,
+                                                            grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::ListScreeningsRequest, v1::ListScreeningsResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kRead);
+  for (const ScreeningListEntry& entry : reads_->ListScreenings()) {
+    ToProto(entry, call->response()->add_screenings());
+  }
+  return call->Reply(absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* ControllerService::GetSamples(grpc::CallbackServerContext* context,

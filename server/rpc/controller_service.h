@@ -43,7 +43,9 @@ using Service =
     C::WithRawCallbackMethod_CreateJoinToken<
     C::WithRawCallbackMethod_ListJoinTokens<
     C::WithRawCallbackMethod_RevokeJoinToken<
-    C::Service>>>>>>>>>>>>>>>;
+    C::WithRawCallbackMethod_GetScreening<
+    C::WithRawCallbackMethod_ListScreenings<
+    C::Service>>>>>>>>>>>>>>>>>;
 // clang-format on
 }  // namespace raw_controller
 
@@ -101,6 +103,12 @@ class ControllerService final : public raw_controller::Service {
   grpc::ServerUnaryReactor* RevokeJoinToken(grpc::CallbackServerContext* context,
                                             const grpc::ByteBuffer* request,
                                             grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetScreening(grpc::CallbackServerContext* context,
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* ListScreenings(grpc::CallbackServerContext* context,
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
 
  private:
   // OK or the refusal; `who` (optional) receives the principal.

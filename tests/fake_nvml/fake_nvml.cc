@@ -63,8 +63,10 @@
 //
 //   FAKE_NVML_UUID_PREFIX       UUIDs are "<prefix>-<index>" (default "GPU-fake"), so
 //                               that several fake nodes can have distinct GPUs
+//   FAKE_NVML_NAME              every GPU's name (default "Fake GPU <index>"), so that a
+//                               fleet of fake GPUs can be one GPU model
 //
-// Fixed: GPU i is named "Fake GPU i", has UUID "GPU-fake-i" and (16 << 30) * (i + 1)
+// Fixed: GPU i is named "Fake GPU i" (unless FAKE_NVML_NAME), has UUID "GPU-fake-i" and (16 << 30) * (i + 1)
 // bytes of memory. The energy counter is consistent with the power: the power shown,
 // integrated over time (steady clock) since the library was loaded, piecewise constant
 // between two reads of the counter, + FAKE_NVML_ENERGY_OFFSET_MJ; at a constant power
@@ -275,7 +277,12 @@ FAKE_NVML_EXPORT int nvmlDeviceGetName(void* handle, char* name, unsigned length
   int rc;
   const Device* device = Check(handle, &rc);
   if (device == nullptr) return rc;
-  std::snprintf(name, length, "Fake GPU %d", device->index);
+  const char* fixed_name = std::getenv("FAKE_NVML_NAME");
+  if (fixed_name != nullptr && *fixed_name != '\0') {
+    std::snprintf(name, length, "%s", fixed_name);
+  } else {
+    std::snprintf(name, length, "Fake GPU %d", device->index);
+  }
   return kSuccess;
 }
 

@@ -9,7 +9,9 @@
 //   - the job view of a --data-vs-compute job shows benchctl status's "vs compute" figure,
 //   - the job view's chart grows while a real job runs (its event stream),
 //   - a deep link reproduces its view,
-//   - the script-named job renders as text (no dialog fires, the text is visible).
+//   - the script-named job renders as text (no dialog fires, the text is visible),
+//   - the screening view lists a `benchctl screen` of the fake GPUs and shows its verdicts
+//     and the text `benchctl screen --show` prints.
 // With BENCH_SCREENSHOTS=DIR it saves a 1280x800 PNG of each view into DIR.
 //
 // Run by ctest (tests/web/CMakeLists.txt) as
@@ -258,6 +260,7 @@ test('every view loads without console errors or failed requests', async () => {
     variability: '#/variability',
     history: '#/history?model=resnet50&devices=1&precision=fp32&batch_size=2',
     compare: `#/compare?a=${jobs.script}&b=${jobs.gpu0}`,
+    screening: '#/screening',
   };
   for (const [name, hash] of Object.entries(views)) {
     await open(page, hash);
@@ -425,4 +428,32 @@ test('the job view follows a running job live', async () => {
     await benchctl('cancel', queued).catch(() => {});
     await benchctl('cancel', live).catch(() => {});
   }
+});
+
+test('the screening view shows a benchctl screen as benchctl screen --show prints it', async () => {
+  const id = (await benchctl('screen', '--node', 'gpu-node', '--id', 'web-screen', '--iters', '8', ...TINY)).trim();
+  assert.equal(id, 'web-screen');
+  await waitFor('the screening\'s jobs to end', async () => {
+    const found = ((await api('/api/v1/screenings')).screenings || []).find((s) => s.screening_id === id);
+    return found && Number(found.pending || 0) === 0;
+  }, 120000, 250);
+  // Exit 0 (every GPU ok) or 3 (one flagged: two fake GPUs on a shared CPU may differ).
+  let shown = '';
+  try {
+    shown = (await run(BIN.benchctl, ['--server', `127.0.0.1:${grpc}`, 'screen', '--show', id])).stdout;
+  } catch (error) {
+    assert.equal(error.code, 3, `${error.stdout}${error.stderr}`);
+    shown = error.stdout;
+  }
+  const { page, problems, close } = await newPage();
+  await open(page, '#/screening');
+  assert.equal(await page.locator('table.screenings tbody tr').count(), 1);
+  await page.click(`table.screenings a[href="#/screening/${id}"]`);
+  await page.waitForSelector('main[data-ready="1"] table.screening-gpus');
+  assert.equal(await page.locator('table.screening-gpus tbody tr').count(), 2, 'one row per fake GPU');
+  assert.equal(await page.locator('table.screening-nodes tbody tr').count(), 1);
+  assert.equal(await page.locator('pre.screening-text').textContent(), shown);
+  await screenshot(page, 'screening');
+  assert.deepEqual(problems, []);
+  await close();
 });
