@@ -10,8 +10,14 @@
 # DEMO_SLOTS (CPU slots of the local agent), SKIP_BUILD=1, DEMO_KEEP=1|0 (keep benchd and
 # the agent serving the web page after the grid until Ctrl-C, or stop; default: 1 when
 # stdin is a terminal, else 0).
+#
+# `demo.sh --simulated-fleet` instead shows diagnosis without a GPU: a simulated fleet of
+# four nodes × eight GPUs with planted faults, screened and diagnosed
+# (deploy/local/simulated_fleet.sh; every figure simulated and marked so).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+if [ "${1:-}" = --simulated-fleet ]; then exec bash deploy/local/simulated_fleet.sh; fi
+[ $# = 0 ] || { echo "usage: demo.sh [--simulated-fleet]"; exit 2; }
 ROOT=$PWD
 BUILD_DIR=${BUILD_DIR:-build}
 
