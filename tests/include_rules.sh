@@ -13,6 +13,11 @@
 #   (a3) server/'s domain rooms (core/, store/, results/, metrics/, auth/, slurm/): nothing
 #        from the adapters' rooms server/rpc/, server/http/ or from server/benchd.h: the
 #        domain does not know who calls it.
+#   (i)  server/diagnosis/ (the diagnosis room: pure analyses over plain structs): only
+#        the C++ standard library's headers (<vector>, <cstdint>: no folder, no .h, so not
+#        <sqlite3.h>), common/, absl/ and server/diagnosis/
+#        itself; GoogleTest (gtest/, gmock/) in its tests (*_test.cc) alone. No store, no
+#        proto, no gRPC: the adapters build its inputs.
 #   (h)  httpd/ (the web port's plumbing: HttpServer on civetweb, TlsFront): nothing from
 #        server/, ctl/, worker/, report/, the generated API or gRPC: it knows no benchd.
 #   (b)  worker/train/: nothing from gRPC, protobuf, Abseil, the generated API
@@ -91,6 +96,13 @@ is_std_only_common() { local h; for h in "${STD_ONLY_COMMON[@]}"; do [ "$1" = "$
 # server/'s domain rooms (rule a3).
 DOMAIN_ROOMS=(core store results metrics auth slurm)
 is_domain_room() { local r; for r in "${DOMAIN_ROOMS[@]}"; do [ "$1" = "$r" ] && return 0; done; return 1; }
+# What server/diagnosis/ may include (rule i); OPEN is the loop's.
+is_diagnosis_include() {  # FILE PATH
+  [[ $2 == common/* || $2 == absl/* || $2 == server/diagnosis/* ]] && return 0
+  [ "${open:-}" = "<" ] && [[ $2 =~ ^[a-z_]+$ ]] && return 0  # <vector>, <cstdint>
+  [[ $1 == *_test.cc ]] && [[ $2 == gtest/* || $2 == gmock/* ]] && return 0
+  return 1
+}
 is_torch() { [[ $1 =~ ^(torch|ATen|c10|caffe2)/ ]]; }
 
 # --- worker/train: which headers are Torch-free, and which reach torch -----------------
@@ -154,6 +166,9 @@ while IFS=: read -r file n path open; do
       if ! { [ "$room" = rpc ] || [ "$file" = server/benchd.cc ] || [ "$file" = server/main.cc ]; } &&
          is_grpc "$path"; then
         report "$file" "$n" a2 "in server/ only the RPC layer (server/rpc/, server/benchd.cc, server/main.cc) includes gRPC" "$path"
+      fi
+      if [ "$room" = diagnosis ] && ! is_diagnosis_include "$file" "$path"; then
+        report "$file" "$n" i "server/diagnosis/ is pure: standard headers, common/, absl/ and server/diagnosis/ only (GoogleTest in its tests)" "$path"
       fi
       if is_domain_room "$room" &&
          { in_folder "$path" server/rpc || in_folder "$path" server/http || [ "$path" = server/benchd.h ]; }; then
@@ -224,5 +239,5 @@ if [ "$violations" -gt 0 ]; then
   exit 1
 fi
 echo "include_rules: OK: $files_checked files in server/, httpd/, worker/, ctl/, common/, report/;" \
-  "${#torch_free[@]} Torch-free headers in worker/train (rules a, a2, a3, b, b2, c, d, e, f, g, h)"
+  "${#torch_free[@]} Torch-free headers in worker/train (rules a, a2, a3, b, b2, c, d, e, f, g, h, i)"
 exit 0

@@ -41,6 +41,11 @@ clean_tree() {
     '#include "server/results/results.h"' '#include "absl/status/status.h"'
   put "$t" server/store/store.h '#pragma once' '#include "server/core/job.h"'
   put "$t" server/results/results.h '#pragma once' '#include <vector>'
+  put "$t" server/diagnosis/stragglers.h '#pragma once' '#include <vector>' '#include <cstdint>' \
+    '#include "common/configuration_key.h"' '#include "absl/strings/str_format.h"' \
+    '#include "server/diagnosis/inputs.h"'
+  put "$t" server/diagnosis/stragglers_test.cc '#include "server/diagnosis/stragglers.h"' \
+    '#include "gtest/gtest.h"'
   put "$t" httpd/http_server.h '#pragma once' '#include <string>' '#include "absl/status/status.h"'
   put "$t" httpd/http_server.cc '#include "httpd/http_server.h"' '#include "common/log.h"'
   put "$t" worker/agent/agent.cc '#include "common/subprocess.h"' '#include <grpcpp/grpcpp.h>'
@@ -93,6 +98,9 @@ plant a2 server/http/bad.cc '#include "common/grpc_status.h"'
 plant a3 server/core/bad.cc '#include "server/rpc/service.h"'
 plant a3 server/results/bad.h '#include "server/http/api.h"'
 plant a3 server/auth/bad.cc '#include "server/benchd.h"'
+plant i server/diagnosis/bad.cc '#include "server/store/store.h"'
+plant i server/diagnosis/bad.h '#include <sqlite3.h>'
+plant i server/diagnosis/bad.cc '#include "gtest/gtest.h"'
 plant h httpd/bad.cc '#include "server/core/job.h"'
 plant h httpd/bad.h '#include <grpcpp/grpcpp.h>'
 plant b worker/train/bad.cc '#include "absl/status/status.h"'

@@ -90,8 +90,10 @@ struct JobInputs {
   Precision requested_precision = Precision::kUnspecified;
   // The precision the trainer reported in effect; kUnspecified: it reported none.
   Precision effective_precision = Precision::kUnspecified;
-  int iterations_asked = 0;  // measured iterations the spec asked for (0: unknown)
-  int warmup_asked = 0;      // warm-up iterations the spec asked for
+  // The spec's iterations, warm-up included as in common/spec_defaults.h (0: unknown), and
+  // its warm-up iterations: iterations_asked - warmup_asked are measured.
+  int iterations_asked = 0;
+  int warmup_asked = 0;
   // Steps the trainer skipped for a gradient overflow (AMP's loss scaler), warm-up
   // included: the most any rank's summary reported (the ranks of a data-parallel job skip
   // the same steps); unset: no rank reported it.

@@ -7,8 +7,9 @@
 // (IterationTiming::ComputeSeconds). Slow phases are found per rank by binary segmentation
 // of r with a mean-shift test (kMinPhaseIterations, kShiftSigmas), each boundary placed by
 // least squares; a phase counts when its mean excess (mean r - 1) is at least
-// max(kMinExcess, kNoiseSigmas * sigma / sqrt(n)), sigma the rank's own noise (robust
-// spread of r outside its phases), n the phase's length.
+// max(kMinExcess, kNoiseSigmas * sigma / sqrt(n)), n the phase's length and sigma the
+// rank's own noise, 1.4826 * MAD of its successive differences of r / sqrt(2) (robust: a
+// level shift moves one difference, not the spread). Adjacent slow segments form one phase.
 //
 // Lost time: per iteration of any slow phase, the largest (compute - median compute) over
 // the ranks slow there (the others wait for the slowest in the all-reduce); summed, and as
