@@ -70,4 +70,16 @@ absl::StatusOr<SamplesView> ReadService::GetSamples(const std::string& job_id, i
   return result;
 }
 
+absl::StatusOr<JobDiagnosis> ReadService::Diagnose(const std::string& job_id) {
+  absl::StatusOr<JobView> view = manager_->Get(job_id);
+  if (!view.ok()) return view.status();
+  const Job& job = view->job;
+  if (!ShouldDiagnose(job)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job.id, " is ", JobStateText(job.state),
+                     ": only a job that ended SUCCEEDED or FAILED has a diagnosis"));
+  }
+  return store_->RediagnoseJob(JobInputsOf(job), job.attempt);
+}
+
 }  // namespace bench

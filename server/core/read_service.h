@@ -45,6 +45,11 @@ class ReadService {
   absl::StatusOr<SamplesView> GetSamples(const std::string& job_id, int from_iteration,
                                          std::optional<int> rank = std::nullopt);
 
+  // The job's diagnosis computed again from its stored data (`benchctl diagnose`): the
+  // same analyses as at its end, nothing stored. NOT_FOUND for an unknown job,
+  // FAILED_PRECONDITION for a job that has not ended SUCCEEDED or FAILED.
+  absl::StatusOr<JobDiagnosis> Diagnose(const std::string& job_id);
+
  private:
   Store* const store_;
   JobManager* const manager_;

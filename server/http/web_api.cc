@@ -202,6 +202,13 @@ absl::StatusOr<v1::ResultsRequest> ResultsRequestOf(const HttpRequest& request) 
   absl::StatusOr<std::map<std::string, std::string>> labels = LabelParams(request);
   if (!labels.ok()) return labels.status();
   for (const auto& [key, value] : *labels) (*proto.mutable_labels())[key] = value;
+  // strict=1 (or true): without the runs whose diagnosis has a failing check.
+  const std::string strict = request.Query("strict").value_or("");
+  if (!strict.empty() && strict != "1" && strict != "0" && strict != "true" && strict != "false") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("strict: expected 1 or 0, got \"", strict.substr(0, 32), "\""));
+  }
+  proto.set_strict(strict == "1" || strict == "true");
   return proto;
 }
 
@@ -313,8 +320,8 @@ HttpResponse WebApi::JobText(const HttpRequest& request, const std::string& job_
 }
 
 HttpResponse WebApi::Results(const HttpRequest& request) const {
-  if (absl::Status s =
-          CheckParams(request, {"model", "gpu_model", "node", "since", "until", "label", "job_ids"});
+  if (absl::Status s = CheckParams(
+          request, {"model", "gpu_model", "node", "since", "until", "label", "job_ids", "strict"});
       !s.ok()) {
     return JsonError(s);
   }
@@ -333,8 +340,8 @@ HttpResponse WebApi::Results(const HttpRequest& request) const {
 }
 
 HttpResponse WebApi::ResultsGrids(const HttpRequest& request) const {
-  if (absl::Status s =
-          CheckParams(request, {"model", "gpu_model", "node", "since", "until", "label", "metric"});
+  if (absl::Status s = CheckParams(
+          request, {"model", "gpu_model", "node", "since", "until", "label", "metric", "strict"});
       !s.ok()) {
     return JsonError(s);
   }

@@ -378,6 +378,7 @@ TEST_F(StoreTest, ASchemaSevenDatabaseKeepsItsConstraintsAsRows) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const char* to_v7 = R"sql(
+DROP TABLE job_diagnoses;
 DROP TABLE join_tokens;
 ALTER TABLE jobs DROP COLUMN data_vs_compute;
 ALTER TABLE rank_summaries DROP COLUMN synthetic_images_per_second;
@@ -439,6 +440,7 @@ TEST_F(StoreTest, ASchemaNineDatabaseKeepsItsJobsAsSyntheticWithoutPath) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const char* to_v9 = R"sql(
+DROP TABLE job_diagnoses;
 DROP TABLE join_tokens;
 ALTER TABLE jobs DROP COLUMN data_vs_compute;
 ALTER TABLE rank_summaries DROP COLUMN synthetic_images_per_second;
