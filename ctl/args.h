@@ -37,6 +37,7 @@ inline constexpr char kDefaultServer[] = "127.0.0.1:7600";
 enum class Command {
   kHelp, kSubmit, kStatus, kList, kCancel, kAgents, kResults,
   kSweep, kGpus, kBaseline, kBaselines, kCompare, kLogs, kQueue, kVersion, kJoinToken,
+  kDiagnose,
 };
 
 enum class OutputFormat { kText, kJson, kTable, kMarkdown, kCsv, kDllogger, kMllog, kJsonl };
@@ -76,6 +77,7 @@ struct ResultsFilter {
   TimeBound since;        // --since
   TimeBound until;        // --until
   std::map<std::string, std::string> labels;  // --label k=v (repeatable)
+  bool strict = false;                        // --strict: without runs failing a check
 };
 
 // `join-token create|list|revoke` (issue 24's agent bootstrap; ctl/join_token_command.h).

@@ -4,7 +4,9 @@
 // (model, device kind, GPU model, image size) the metric's grid, the speedup and scaling
 // efficiency table (or its "no 1-device cell" note), the vs-baseline table, and for images/s
 // a scaling plot per precision × batch from the cells' figures. Each cell links to its runs
-// in the jobs view.
+// in the jobs view. A cell whose runs include one with a failing check ends in "!" (benchd's
+// text) with the footnote under the grids; "strict" (strict=1) leaves those runs out, as
+// benchctl results --strict.
 import { getJson } from './api.js';
 import { h, replace, noData, errorBox, hashHref } from './dom.js';
 import { num, precisionName } from './format.js';
@@ -88,16 +90,19 @@ function filterForm(params, ctx) {
   const model = h('input', { name: 'model', value: params.get('model') || '', placeholder: 'any', size: 12 });
   const gpu = h('input', { name: 'gpu_model', value: params.get('gpu_model') || '', placeholder: 'any', size: 22 });
   const label = h('input', { name: 'label', value: params.getAll('label').join(' '), placeholder: 'k=v', size: 14 });
+  const strict = h('input', { type: 'checkbox', name: 'strict', id: 'results-strict', checked: params.get('strict') === '1' });
   const chosen = params.get('metric') || METRICS[0];
   const metric = h('select', { name: 'metric' }, METRICS.map((name) => h('option', { value: name, selected: name === chosen }, name)));
   const form = h('form', { class: 'filters' }, h('label', null, 'model', model), h('label', null, 'GPU model', gpu),
-    h('label', null, 'labels', label), h('label', null, 'metric', metric), h('button', { type: 'submit' }, 'Apply'),
+    h('label', null, 'labels', label), h('label', null, 'metric', metric),
+    h('label', { title: 'leave out runs whose checks failed (benchctl results --strict)' }, strict, 'strict'),
+    h('button', { type: 'submit' }, 'Apply'),
     h('a', { href: '#/results' }, 'clear'));
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     ctx.navigate('#/results', {
       model: model.value.trim(), gpu_model: gpu.value.trim(), label: label.value.split(/\s+/).filter(Boolean),
-      metric: metric.value === METRICS[0] ? '' : metric.value,
+      metric: metric.value === METRICS[0] ? '' : metric.value, strict: strict.checked ? '1' : '',
     });
   });
   return form;
@@ -112,6 +117,7 @@ export async function render(main, route, ctx) {
     view = await getJson('/api/v1/results/grids', {
       model: params.get('model') || '', gpu_model: params.get('gpu_model') || '', label: params.getAll('label'),
       since: params.get('since') || '', until: params.get('until') || '', metric: params.get('metric') || '',
+      strict: params.get('strict') === '1' ? '1' : '',
     });
   } catch (error) {
     replace(body, errorBox('could not load the results', error));
@@ -143,7 +149,7 @@ export async function render(main, route, ctx) {
     }
     parts.push(section);
   }
-  replace(body, parts, h('p', { class: 'note' },
+  replace(body, parts, view.footnote ? h('p', { class: 'note', id: 'results-footnote' }, view.footnote) : null, h('p', { class: 'note' },
     'Median over repeated jobs; in parentheses the spread (min–max, or the 95% confidence interval of the median ' +
     'with 6 or more runs) and the number of runs. Speedup and efficiency are against the 1-device cell of the same ' +
     'precision and batch. The same figures as benchctl results, rendered by benchd.'));
