@@ -152,6 +152,10 @@ std::string JobLogWriter::Begin(const v1::JobStatus& job) {
                {"train.step_time", "s"},
                {"train.data_time", "s"},
                {"train.warmup", ""},
+               {"compute_time_s", "s"},
+               {"forward_backward_time_s", "s"},
+               {"allreduce_wait_time_s", "s"},
+               {"optimizer_time_s", "s"},
                {"train.throughput", "images/s"},
                {"train.iterations", "iterations"},
                {"global_batch_size", "images"}}) {
@@ -217,6 +221,15 @@ std::string JobLogWriter::Add(const v1::JobStatus& job,
       data.Add("train.step_time", sample.step_time_s())
           .Add("train.data_time", sample.data_time_s())
           .Add("train.warmup", sample.warmup() ? 1 : 0);
+      // The step split, named as in the trainer's event; only what the trainer wrote.
+      if (sample.has_compute_time_s()) data.Add("compute_time_s", sample.compute_time_s());
+      if (sample.has_forward_backward_time_s()) {
+        data.Add("forward_backward_time_s", sample.forward_backward_time_s());
+      }
+      if (sample.has_allreduce_wait_time_s()) {
+        data.Add("allreduce_wait_time_s", sample.allreduce_wait_time_s());
+      }
+      if (sample.has_optimizer_time_s()) data.Add("optimizer_time_s", sample.optimizer_time_s());
       out += Dllog(time_ms, sample.elapsed_s(), "LOG",
                    {{"step", absl::StrCat("[0, ", sample.iteration(), "]")},
                     {"data", data.Build()}});

@@ -5,7 +5,10 @@
 //              "type": "METADATA"|"LOG", ...}`: METADATA lines first (metric, metadata
 //              {"unit"...}), one LOG line per rank-0 iteration (step [0, iteration], data
 //              train.loss, train.total_ips, train.compute_ips, train.step_time,
-//              train.data_time, train.warmup), and once the job has ended a summary (step [],
+//              train.data_time, train.warmup, and the step split named as in the trainer's
+//              event, each only where the trainer wrote it: compute_time_s,
+//              forward_backward_time_s, allreduce_wait_time_s, optimizer_time_s), and
+//              once the job has ended a summary (step [],
 //              data train.throughput (only when the job has one), train.iterations (measured,
 //              rank 0), global_batch_size, status, and a note when there is no throughput).
 //   kMllog     MLPerf logging `:::MLLOG {"namespace", "time_ms", "event_type", "key",
@@ -19,7 +22,8 @@
 //              then once ended epoch_stop, block_stop, run_stop (metadata status "success"
 //              or "aborted") and a final throughput (the job's measured images/s) only when
 //              it has one.
-//   kJsonl     one proto-JSON IterationSample per line (proto field names), every rank.
+//   kJsonl     one proto-JSON IterationSample per line (proto field names), every rank;
+//              the step split's fields only where the trainer wrote them.
 //
 // A non-finite loss (a diverged run) is written as the proto3 JSON mapping writes a
 // double, in DLLogger's train.loss and in jsonl's loss alike: the strings "NaN",

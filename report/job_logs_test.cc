@@ -359,6 +359,49 @@ TEST(JobLogsTest, JsonlHasEveryRankWithProtoFieldNames) {
   EXPECT_NE(Field(lines[0], "received_unix_ns"), nullptr);
 }
 
+// The step split (issue 26), named as in the trainer's event: in DLLogger's data and in
+// jsonl where the trainer wrote it (0 included), absent where it did not (no data).
+TEST(JobLogsTest, StepSplitIsLoggedOnlyWhereTheTrainerWroteIt) {
+  auto samples = Samples(2);  // rank 0: samples 0-1, rank 1: samples 2-3
+  for (int i : {0, 2}) {
+    samples[i].set_compute_time_s(0.15);
+    samples[i].set_forward_backward_time_s(0.125);
+    samples[i].set_allreduce_wait_time_s(0);
+    samples[i].set_optimizer_time_s(0.0125);
+  }
+  const char* const kSplit[] = {"compute_time_s", "forward_backward_time_s",
+                                "allreduce_wait_time_s", "optimizer_time_s"};
+  const double kExpected[] = {0.15, 0.125, 0, 0.0125};
+
+  const std::string dll = RenderJobLog(LogFormat::kDllogger, FinishedJob(), samples);
+  const auto lines = ParseLines(dll, "DLLL ");
+  std::vector<const Struct*> iterations;
+  for (const Struct& line : lines) {
+    const Value* step = Field(line, "step");
+    if (step != nullptr && step->list_value().values_size() == 2) {
+      iterations.push_back(&Field(line, "data")->struct_value());
+    }
+  }
+  ASSERT_EQ(iterations.size(), 2u);  // rank 0's
+  for (int k = 0; k < 4; ++k) {
+    ASSERT_NE(Field(*iterations[0], kSplit[k]), nullptr) << kSplit[k];
+    EXPECT_DOUBLE_EQ(Field(*iterations[0], kSplit[k])->number_value(), kExpected[k]);
+    EXPECT_EQ(Field(*iterations[1], kSplit[k]), nullptr) << kSplit[k];
+    EXPECT_THAT(dll, HasSubstr(std::string("\"metric\": \"") + kSplit[k] +
+                               "\", \"metadata\": {\"unit\": \"s\"}"));
+  }
+
+  const auto jsonl = ParseLines(RenderJobLog(LogFormat::kJsonl, FinishedJob(), samples), "");
+  ASSERT_EQ(jsonl.size(), 4u);
+  for (int k = 0; k < 4; ++k) {
+    for (int i : {0, 2}) {
+      ASSERT_NE(Field(jsonl[i], kSplit[k]), nullptr) << kSplit[k];
+      EXPECT_DOUBLE_EQ(Field(jsonl[i], kSplit[k])->number_value(), kExpected[k]);
+    }
+    for (int i : {1, 3}) EXPECT_EQ(Field(jsonl[i], kSplit[k]), nullptr) << kSplit[k];
+  }
+}
+
 TEST(JobLogsTest, WriterSkipsWhatItPrintedAndTracksWhereToResume) {
   v1::JobStatus job = FinishedJob();
   job.set_state(v1::JOB_STATE_RUNNING);

@@ -210,6 +210,11 @@ struct IterationSample {
   double elapsed_s = 0;
   bool warmup = false;
   int64_t received_unix_ns = 0;  // the agent's clock when it read the event; 0: unknown
+  // The step split (docs/trainer-events.md); nullopt where the trainer did not write it.
+  std::optional<double> compute_time_s;
+  std::optional<double> forward_backward_time_s;
+  std::optional<double> allreduce_wait_time_s;
+  std::optional<double> optimizer_time_s;
 };
 
 // One NVML reading of the GPU of one rank; identity (job_id, attempt, rank, seq). A

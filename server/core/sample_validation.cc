@@ -9,6 +9,9 @@ bool TimeOk(double seconds) {
   return std::isfinite(seconds) && seconds >= 0 && seconds <= kMaxSampleSeconds;
 }
 
+// An optional time: unset (no data) or as TimeOk.
+bool TimeOkOpt(const std::optional<double>& seconds) { return !seconds || TimeOk(*seconds); }
+
 bool WithinOpt(const std::optional<double>& value, double low, double high) {
   return !value || (std::isfinite(*value) && *value >= low && *value <= high);
 }
@@ -17,7 +20,9 @@ bool WithinOpt(const std::optional<double>& value, double low, double high) {
 
 std::optional<std::string_view> IterationSampleRejection(const IterationSample& sample,
                                                          const JobSpec& spec) {
-  if (!TimeOk(sample.step_time_s) || !TimeOk(sample.data_time_s) || !TimeOk(sample.elapsed_s)) {
+  if (!TimeOk(sample.step_time_s) || !TimeOk(sample.data_time_s) || !TimeOk(sample.elapsed_s) ||
+      !TimeOkOpt(sample.compute_time_s) || !TimeOkOpt(sample.forward_backward_time_s) ||
+      !TimeOkOpt(sample.allreduce_wait_time_s) || !TimeOkOpt(sample.optimizer_time_s)) {
     return kBadTime;
   }
   if (sample.images <= 0 || sample.images > spec.batch_size) return kBadImages;

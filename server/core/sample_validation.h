@@ -3,9 +3,10 @@
 // of a bounded set used as the `reason` label of /metrics' bench_ingest_errors_total and
 // bench_rank_reports_rejected_total, or nullopt when the value may be stored. Pure.
 //
-// An iteration sample: finite, non-negative step, data and elapsed times (kBadTime), below
-// kMaxSampleSeconds; 0 < images <= the spec's per-device batch (kBadImages); 1 <= iteration
-// <= the spec's iterations (kBadIteration). Its loss is not checked: a non-finite loss is
+// An iteration sample: finite, non-negative step, data and elapsed times and, each where
+// present, step split times (compute, forward-backward, all-reduce wait, optimizer)
+// (kBadTime), below kMaxSampleSeconds; 0 < images <= the spec's per-device batch
+// (kBadImages); 1 <= iteration <= the spec's iterations (kBadIteration). Its loss is not checked: a non-finite loss is
 // data (stored and counted).
 // A GPU reading: only for a rank on a CUDA device (kGpuOnCpuRank), only of the GPU that
 // rank holds on the sending agent, by index and UUID from its registered inventory

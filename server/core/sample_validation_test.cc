@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -46,6 +47,30 @@ TEST(SampleValidationTest, ImpossibleTimesAreBadTime) {
     IterationSample data = Good();
     data.data_time_s = bad;
     EXPECT_EQ(IterationSampleRejection(data, Spec()), kBadTime) << bad;
+  }
+}
+
+// The step split (issue 26): each time, where present, is checked like the step's; absent
+// is no data and accepted, and 0 (a single rank's all-reduce wait) is a time.
+TEST(SampleValidationTest, StepSplitTimesAreCheckedWherePresent) {
+  using Field = std::optional<double> IterationSample::*;
+  const Field fields[] = {&IterationSample::compute_time_s,
+                          &IterationSample::forward_backward_time_s,
+                          &IterationSample::allreduce_wait_time_s,
+                          &IterationSample::optimizer_time_s};
+  const double inf = std::numeric_limits<double>::infinity();
+  for (Field field : fields) {
+    IterationSample zero = Good();
+    zero.*field = 0.0;
+    EXPECT_EQ(IterationSampleRejection(zero, Spec()), std::nullopt);
+    IterationSample real = Good();
+    real.*field = 0.15;
+    EXPECT_EQ(IterationSampleRejection(real, Spec()), std::nullopt);
+    for (double bad : {inf, -inf, -0.001, std::nan(""), 1e300}) {
+      IterationSample sample = Good();
+      sample.*field = bad;
+      EXPECT_EQ(IterationSampleRejection(sample, Spec()), kBadTime) << bad;
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // The web API's handlers over one job's iterations (its samples, paged or downsampled,
 // and its logs) and over one configuration's history (docs/web-api.md).
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -39,6 +40,20 @@ std::string SampleJson(const IterationSample& sample) {
 
 std::string Int64(int64_t value) { return absl::StrCat("\"", value, "\""); }
 
+// The step split's means (docs/web-api.md), each only where some iteration of the bucket
+// has it: ",\"compute_time_s\":…" and so on, or "".
+std::string StepSplitJson(const Store::SampleBucket& b) {
+  std::string json;
+  for (const auto& [name, mean] : {std::pair<const char*, const std::optional<double>&>{
+                                       "compute_time_s", b.mean_compute_time_s},
+                                   {"forward_backward_time_s", b.mean_forward_backward_time_s},
+                                   {"allreduce_wait_time_s", b.mean_allreduce_wait_time_s},
+                                   {"optimizer_time_s", b.mean_optimizer_time_s}}) {
+    if (mean) absl::StrAppend(&json, ",\"", name, "\":", JsonNumber(*mean));
+  }
+  return json;
+}
+
 // One chart point (docs/web-api.md: /samples?points=N).
 std::string PointJson(const Store::SampleBucket& b) {
   const std::string ips =
@@ -48,7 +63,8 @@ std::string PointJson(const Store::SampleBucket& b) {
       "{\"rank\":", b.rank, ",\"first_iteration\":", b.first_iteration,
       ",\"last_iteration\":", b.last_iteration, ",\"samples\":", Int64(b.samples),
       ",\"step_time_s\":", JsonNumber(b.mean_step_time_s),
-      ",\"data_time_s\":", JsonNumber(b.mean_data_time_s), ",\"images\":", Int64(b.images),
+      ",\"data_time_s\":", JsonNumber(b.mean_data_time_s), StepSplitJson(b),
+      ",\"images\":", Int64(b.images),
       ",\"images_per_second\":", ips,
       ",\"loss\":", b.mean_loss ? report::JsonDouble(*b.mean_loss) : "null",
       ",\"nonfinite_losses\":", Int64(b.nonfinite_losses), ",\"elapsed_s\":", JsonNumber(b.elapsed_s),

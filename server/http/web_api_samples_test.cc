@@ -114,6 +114,66 @@ TEST_F(WebApiTest, DownsampledSamplesHaveAtMostNPointsPerRankCoveringEveryIterat
             0);
 }
 
+// The step split (issue 26): a sample's figures the trainer wrote are in its JSON (0
+// included) and one it did not write is absent (no data, never 0), paged and downsampled.
+TEST_F(WebApiTest, SamplesCarryTheStepSplitOnlyWhereTheTrainerWroteIt) {
+  Job job = StoreJob(1, "resnet50", JobState::kSucceeded, 1);
+  std::vector<IterationSample> samples;
+  for (int it = 1; it <= 4; ++it) {
+    IterationSample s;
+    s.job_id = job.id;
+    s.attempt = 1;
+    s.iteration = it;
+    s.step_time_s = 0.5;
+    s.images = 2;
+    s.loss = 1.0;
+    s.elapsed_s = 0.5 * it;
+    if (it <= 2) {
+      s.compute_time_s = 0.5;
+      s.forward_backward_time_s = 0.375;
+      s.allreduce_wait_time_s = 0.0;
+      s.optimizer_time_s = 0.125;
+    }
+    samples.push_back(s);
+  }
+  ASSERT_TRUE(store_->AppendSamplesSync(samples).ok());
+  StartManager();
+  const char* const kSplit[] = {"compute_time_s", "forward_backward_time_s",
+                                "allreduce_wait_time_s", "optimizer_time_s"};
+  const std::map<std::string, double> expected = {{"compute_time_s", 0.5},
+                                                  {"forward_backward_time_s", 0.375},
+                                                  {"allreduce_wait_time_s", 0.0},
+                                                  {"optimizer_time_s", 0.125}};
+
+  HttpResponse response = Get("/api/v1/jobs/" + job.id + "/samples");
+  ASSERT_EQ(response.status, 200) << response.body;
+  Struct page = Parse(response.body);
+  const auto& list = Field(page, "samples").list_value();
+  ASSERT_EQ(list.values_size(), 4);
+  for (int i = 0; i < 4; ++i) {
+    const auto& fields = list.values(i).struct_value().fields();
+    for (const char* name : kSplit) {
+      if (i < 2) {
+        ASSERT_TRUE(fields.count(name) > 0) << name << " " << response.body;
+        EXPECT_EQ(fields.at(name).number_value(), expected.at(name)) << name;
+      } else {
+        EXPECT_FALSE(fields.count(name) > 0) << name << " " << response.body;
+      }
+    }
+  }
+
+  // Points of 2 iterations: the first averages its split, the second has none.
+  Struct chart = Parse(Get("/api/v1/jobs/" + job.id + "/samples", {{"points", "2"}}).body);
+  const auto& points = Field(chart, "points").list_value();
+  ASSERT_EQ(points.values_size(), 2);
+  for (const char* name : kSplit) {
+    const auto& first = points.values(0).struct_value().fields();
+    ASSERT_TRUE(first.count(name) > 0) << name;
+    EXPECT_EQ(first.at(name).number_value(), expected.at(name)) << name;
+    EXPECT_FALSE(points.values(1).struct_value().fields().count(name) > 0) << name;
+  }
+}
+
 TEST_F(WebApiTest, LogsAreWhatBenchctlLogsWritesAsADownload) {
   Job job = StoreJob(1, "resnet50", JobState::kSucceeded, 2);
   StoreSamples(job, 2, 5);

@@ -40,6 +40,10 @@ diagnosis::IterationTiming TimingOf(const IterationSample& s) {
   t.iteration = s.iteration;
   t.step_time_s = s.step_time_s;
   t.data_time_s = s.data_time_s;
+  t.compute_time_s = s.compute_time_s;
+  t.forward_backward_time_s = s.forward_backward_time_s;
+  t.allreduce_wait_time_s = s.allreduce_wait_time_s;
+  t.optimizer_time_s = s.optimizer_time_s;
   t.end_unix_ns = s.received_unix_ns;
   t.warmup = s.warmup;
   return t;

@@ -91,12 +91,22 @@ TEST(AddSamples, IterationsAndReadingsGoToTheirRanks) {
   reading.sm_clock_mhz = 1200;
   reading.power_average_w = 300;
   reading.throttle_reasons = dx::kReasonHwThermal;
-  AddSamples(inputs, {Iter(0, 1), Iter(2, 1), Iter(2, 2, true), other_rank}, {reading});
+  IterationSample split = Iter(2, 1);
+  split.forward_backward_time_s = 0.07;
+  split.allreduce_wait_time_s = 0.01;
+  split.optimizer_time_s = 0.005;
+  AddSamples(inputs, {Iter(0, 1), split, Iter(2, 2, true), other_rank}, {reading});
   ASSERT_EQ(inputs.ranks[0].iterations.size(), 1u);
   ASSERT_EQ(inputs.ranks[2].iterations.size(), 2u);
   EXPECT_TRUE(inputs.ranks[2].iterations[1].warmup);
   EXPECT_EQ(inputs.ranks[2].iterations[0].end_unix_ns, 1'000'000'000LL);
   EXPECT_DOUBLE_EQ(inputs.ranks[2].iterations[0].data_time_s, 0.01);
+  // The step split where the trainer wrote it; unset ("no data") where it did not.
+  EXPECT_EQ(inputs.ranks[2].iterations[0].forward_backward_time_s, 0.07);
+  EXPECT_EQ(inputs.ranks[2].iterations[0].allreduce_wait_time_s, 0.01);
+  EXPECT_EQ(inputs.ranks[2].iterations[0].optimizer_time_s, 0.005);
+  EXPECT_DOUBLE_EQ(inputs.ranks[2].iterations[0].ComputeSeconds(), 0.07);
+  EXPECT_FALSE(inputs.ranks[0].iterations[0].forward_backward_time_s.has_value());
   ASSERT_EQ(inputs.ranks[2].readings.size(), 1u);
   EXPECT_EQ(*inputs.ranks[2].readings[0].sm_clock_mhz, 1200);
   EXPECT_EQ(*inputs.ranks[2].readings[0].power_w, 300);  // the averaged one stands in

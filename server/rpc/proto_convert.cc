@@ -123,6 +123,14 @@ IterationSample FromProto(const v1::IterationSample& proto) {
   sample.elapsed_s = proto.elapsed_s();
   sample.warmup = proto.warmup();
   sample.received_unix_ns = proto.received_unix_ns();
+  if (proto.has_compute_time_s()) sample.compute_time_s = proto.compute_time_s();
+  if (proto.has_forward_backward_time_s()) {
+    sample.forward_backward_time_s = proto.forward_backward_time_s();
+  }
+  if (proto.has_allreduce_wait_time_s()) {
+    sample.allreduce_wait_time_s = proto.allreduce_wait_time_s();
+  }
+  if (proto.has_optimizer_time_s()) sample.optimizer_time_s = proto.optimizer_time_s();
   return sample;
 }
 
@@ -439,6 +447,14 @@ void ToProto(const IterationSample& sample, v1::IterationSample* proto) {
   proto->set_elapsed_s(sample.elapsed_s);
   proto->set_warmup(sample.warmup);
   proto->set_received_unix_ns(sample.received_unix_ns);
+  if (sample.compute_time_s) proto->set_compute_time_s(*sample.compute_time_s);
+  if (sample.forward_backward_time_s) {
+    proto->set_forward_backward_time_s(*sample.forward_backward_time_s);
+  }
+  if (sample.allreduce_wait_time_s) {
+    proto->set_allreduce_wait_time_s(*sample.allreduce_wait_time_s);
+  }
+  if (sample.optimizer_time_s) proto->set_optimizer_time_s(*sample.optimizer_time_s);
 }
 
 void ToProto(const GpuSample& s, v1::GpuSample* p) {

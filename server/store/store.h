@@ -64,7 +64,7 @@ struct AppendResult {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 13;
+  static constexpr int kSchemaVersion = 14;
   // WAL pages (4 KiB each) after which the background thread checkpoints.
   static constexpr int kCheckpointFrames = 8192;
 
@@ -180,6 +180,11 @@ class Store {
     double elapsed_s = 0;          // the largest: the bucket's end on the rank's clock
     bool warmup = false;           // any iteration of the bucket is warm-up
     int64_t received_unix_ns = 0;  // the largest
+    // The step split's means over the bucket's iterations that have it; unset if none.
+    std::optional<double> mean_compute_time_s;
+    std::optional<double> mean_forward_backward_time_s;
+    std::optional<double> mean_allreduce_wait_time_s;
+    std::optional<double> mean_optimizer_time_s;
   };
   absl::StatusOr<std::vector<SampleBucket>> ReadSampleBuckets(const std::string& job_id,
                                                               int attempt, int from_iteration,

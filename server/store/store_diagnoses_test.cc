@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "server/results/job_diagnosis.h"
 #include "server/store/store.h"
 #include "server/store/store_test_fixture.h"
@@ -109,7 +110,7 @@ TEST_F(StoreTest, AnotherAttemptsDiagnosisIsNotTheJobs) {
   EXPECT_EQ(jobs->front().diagnosis, nullptr);
 }
 
-// A database of schema 12 (before diagnoses): its ended jobs come back with "no data",
+// A database from before diagnoses: its ended jobs come back with "no data",
 // its running and cancelled ones with none (a running one is diagnosed when it ends).
 TEST_F(StoreTest, JobsThatEndedBeforeDiagnosesHaveNoData) {
   {
@@ -127,11 +128,12 @@ TEST_F(StoreTest, JobsThatEndedBeforeDiagnosesHaveNoData) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  const char* to_v12 = R"sql(
-DROP TABLE job_diagnoses;
-DELETE FROM schema_version WHERE version > 12;
-)sql";
-  ASSERT_EQ(sqlite3_exec(db, to_v12, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  // job_diagnoses is the last migration's (Store::kSchemaVersion's) table.
+  const std::string before = absl::StrCat(
+      "DROP TABLE job_diagnoses; DELETE FROM schema_version WHERE version >= ",
+      Store::kSchemaVersion, ";");
+  ASSERT_EQ(sqlite3_exec(db, before.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   sqlite3_close(db);
 
   auto store = Store::Open(path_);

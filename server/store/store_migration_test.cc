@@ -1,7 +1,9 @@
-// Store's migrations: a database written by an older schema (1, 2, 5, 6, 7), made here with
-// that schema's own SQL, opens, migrates to Store::kSchemaVersion and loses nothing.
+// Store's migrations: a database written by an older schema (1, 2, 5, 6, 7, 9, 12), made
+// here with that schema's own SQL, opens, migrates to Store::kSchemaVersion and loses
+// nothing.
 #include "server/store/store.h"
 
+#include <cmath>
 #include <future>
 #include <limits>
 #include <map>
@@ -32,6 +34,24 @@ CREATE TABLE jobs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, request_id 
   hang_timeout_s INTEGER NOT NULL DEFAULT 0, requeues INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE job_labels (job_id TEXT NOT NULL REFERENCES jobs(id), key TEXT NOT NULL,
   value TEXT NOT NULL, PRIMARY KEY (job_id, key)) WITHOUT ROWID;
+)sql";
+
+// Takes a database of this schema back to schema 12 (before the step split): the downgrade
+// tests below run it before their own.
+constexpr const char* kToSchema12 = R"sql(
+DROP TABLE job_diagnoses;
+DROP VIEW samples;
+ALTER TABLE sample_rows DROP COLUMN compute_time_s;
+ALTER TABLE sample_rows DROP COLUMN forward_backward_time_s;
+ALTER TABLE sample_rows DROP COLUMN allreduce_wait_time_s;
+ALTER TABLE sample_rows DROP COLUMN optimizer_time_s;
+CREATE VIEW samples AS
+  SELECT r.job_id, r.attempt, r.rank, (s.key & 4294967295) - 2147483648 AS iteration,
+         s.step_time_s, s.images, s.loss, s.data_time_s, s.elapsed_s, s.warmup,
+         s.received_unix_ns, s.power_w_mean, s.sm_clock_mhz_mean
+  FROM sample_series r JOIN sample_rows s
+    ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32;
+DELETE FROM schema_version WHERE version > 12;
 )sql";
 
 TEST_F(StoreTest, ASchemaOneDatabaseIsMigratedWithNothingLost) {
@@ -378,7 +398,6 @@ TEST_F(StoreTest, ASchemaSevenDatabaseKeepsItsConstraintsAsRows) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const char* to_v7 = R"sql(
-DROP TABLE job_diagnoses;
 DROP TABLE join_tokens;
 ALTER TABLE jobs DROP COLUMN data_vs_compute;
 ALTER TABLE rank_summaries DROP COLUMN synthetic_images_per_second;
@@ -395,6 +414,8 @@ UPDATE jobs SET allowed_nodes = 'dgx-01' || char(31) || 'dgx-02' || char(31) || 
   WHERE id = 'job-1';
 DELETE FROM schema_version WHERE version > 7;
 )sql";
+  ASSERT_EQ(sqlite3_exec(db, kToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, to_v7, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   sqlite3_close(db);
 
@@ -440,7 +461,6 @@ TEST_F(StoreTest, ASchemaNineDatabaseKeepsItsJobsAsSyntheticWithoutPath) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const char* to_v9 = R"sql(
-DROP TABLE job_diagnoses;
 DROP TABLE join_tokens;
 ALTER TABLE jobs DROP COLUMN data_vs_compute;
 ALTER TABLE rank_summaries DROP COLUMN synthetic_images_per_second;
@@ -448,6 +468,8 @@ ALTER TABLE jobs DROP COLUMN data_path;
 ALTER TABLE jobs DROP COLUMN loader_threads;
 DELETE FROM schema_version WHERE version > 9;
 )sql";
+  ASSERT_EQ(sqlite3_exec(db, kToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, to_v9, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   sqlite3_close(db);
 
@@ -472,6 +494,78 @@ DELETE FROM schema_version WHERE version > 9;
   EXPECT_EQ(jobs->back().spec, real.spec);
   EXPECT_EQ(jobs->back().spec.data_path, "/data/coco2017");
   EXPECT_EQ(jobs->back().spec.loader_threads, 12);
+}
+
+// Schema 12 had no step split: its samples keep every figure and come back with none of
+// the split (no data, not 0); a sample stored after the migration keeps its split beside
+// them, and the `samples` view shows the new columns.
+TEST_F(StoreTest, ASchemaTwelveDatabaseKeepsItsSamplesWithNoStepSplit) {
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(MakeJob(1)).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, kToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  // Rows as schema 12's benchd wrote them.
+  const char* v12_rows = R"sql(
+INSERT INTO sample_series (id, job_id, attempt, rank) VALUES (1, 'job-1', 1, 0);
+INSERT INTO sample_rows (key, step_time_s, images, loss, data_time_s, elapsed_s, warmup,
+                         received_unix_ns)
+  VALUES ((1 << 32) + 1 + 2147483648, 0.5, 8, 6.9, 0.01, 0.5, 1, 11),
+         ((1 << 32) + 2 + 2147483648, 0.25, 8, NULL, 0.02, 0.75, 0, 12);
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, v12_rows, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto opened = Store::Open(path_);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Store& store = **opened;
+  IterationSample later = Sample("job-1", 0, 3);
+  later.compute_time_s = 0.3;
+  later.forward_backward_time_s = 0.2;
+  later.allreduce_wait_time_s = 0.0;
+  later.optimizer_time_s = 0.05;
+  auto appended = store.AppendSamplesSync({later});
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  EXPECT_EQ(appended->stored, 1);
+  auto samples = store.ReadSamples("job-1", 1);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), 3u);
+  for (int i : {0, 1}) {
+    const IterationSample& old = (*samples)[i];
+    EXPECT_EQ(old.iteration, i + 1);
+    EXPECT_FALSE(old.compute_time_s.has_value());
+    EXPECT_FALSE(old.forward_backward_time_s.has_value());
+    EXPECT_FALSE(old.allreduce_wait_time_s.has_value());
+    EXPECT_FALSE(old.optimizer_time_s.has_value());
+  }
+  EXPECT_EQ((*samples)[0].step_time_s, 0.5);
+  EXPECT_EQ((*samples)[0].data_time_s, 0.01);
+  EXPECT_EQ((*samples)[0].received_unix_ns, 11);
+  EXPECT_TRUE(std::isnan((*samples)[1].loss));
+  EXPECT_EQ((*samples)[2].compute_time_s, 0.3);
+  EXPECT_EQ((*samples)[2].forward_backward_time_s, 0.2);
+  EXPECT_EQ((*samples)[2].allreduce_wait_time_s, 0.0);
+  EXPECT_EQ((*samples)[2].optimizer_time_s, 0.05);
+
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT count(compute_time_s), count(forward_backward_time_s), "
+                               "count(allreduce_wait_time_s), count(optimizer_time_s), "
+                               "(SELECT max(version) FROM schema_version) FROM samples",
+                               -1, &stmt, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  for (int column = 0; column < 4; ++column) EXPECT_EQ(sqlite3_column_int64(stmt, column), 1);
+  EXPECT_EQ(sqlite3_column_int64(stmt, 4), Store::kSchemaVersion);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
 }
 
 }  // namespace

@@ -19,8 +19,20 @@
 namespace bench {
 namespace {
 
-// The rows of a SELECT of (rank, iteration, step_time_s, images, loss, data_time_s,
-// elapsed_s, warmup, received_unix_ns) over one attempt's samples.
+// The columns a sample is read back with, after (rank, iteration). NULL in a step split
+// column is no data (nullopt).
+constexpr char kSampleSelectColumns[] =
+    "s.step_time_s, s.images, s.loss, s.data_time_s, s.elapsed_s, s.warmup, "
+    "s.received_unix_ns, s.compute_time_s, s.forward_backward_time_s, "
+    "s.allreduce_wait_time_s, s.optimizer_time_s ";
+
+std::optional<double> OptionalDouble(Statement& select, int column) {
+  if (select.IsNull(column)) return std::nullopt;
+  return select.Double(column);
+}
+
+// The rows of a SELECT of (rank, iteration, kSampleSelectColumns) over one attempt's
+// samples.
 absl::StatusOr<std::vector<IterationSample>> ReadSampleRows(Statement& select,
                                                             const std::string& job_id,
                                                             int attempt) {
@@ -40,6 +52,10 @@ absl::StatusOr<std::vector<IterationSample>> ReadSampleRows(Statement& select,
     s.elapsed_s = select.Double(6);
     s.warmup = select.Int(7) != 0;
     s.received_unix_ns = select.Int(8);
+    s.compute_time_s = OptionalDouble(select, 9);
+    s.forward_backward_time_s = OptionalDouble(select, 10);
+    s.allreduce_wait_time_s = OptionalDouble(select, 11);
+    s.optimizer_time_s = OptionalDouble(select, 12);
     samples.push_back(std::move(s));
   }
   return samples;
@@ -47,9 +63,9 @@ absl::StatusOr<std::vector<IterationSample>> ReadSampleRows(Statement& select,
 
 
 // Samples go in with multi-row INSERT statements of these sizes (largest first), which
-// spares SQLite most of its per-statement work; 64 rows are 512 parameters.
+// spares SQLite most of its per-statement work; 64 rows are 768 parameters.
 constexpr int kInsertRowSizes[] = {64, 8, 1};
-constexpr int kSampleColumns = 8;
+constexpr int kSampleColumns = 12;
 
 const std::string& InsertSamplesSql(int rows) {
   static const auto* sql = new std::map<int, std::string>([] {
@@ -57,7 +73,8 @@ const std::string& InsertSamplesSql(int rows) {
     for (int n : kInsertRowSizes) {
       std::string text =
           "INSERT INTO sample_rows (key, step_time_s, images, loss, "
-          "data_time_s, elapsed_s, warmup, received_unix_ns) VALUES ";
+          "data_time_s, elapsed_s, warmup, received_unix_ns, compute_time_s, "
+          "forward_backward_time_s, allreduce_wait_time_s, optimizer_time_s) VALUES ";
       for (int r = 0; r < n; ++r) {
         absl::StrAppend(&text, r == 0 ? "(" : ",(");
         for (int c = 1; c <= kSampleColumns; ++c) {
@@ -94,6 +111,18 @@ void BindSample(Statement* insert, int row, int64_t series, const IterationSampl
   insert->Bind(base + 6, s.elapsed_s);
   insert->Bind(base + 7, int64_t{s.warmup ? 1 : 0});
   insert->Bind(base + 8, s.received_unix_ns);
+  // NULL: the trainer did not write the figure.
+  int column = base + 9;
+  for (const std::optional<double>* time :
+       {&s.compute_time_s, &s.forward_backward_time_s, &s.allreduce_wait_time_s,
+        &s.optimizer_time_s}) {
+    if (*time) {
+      insert->Bind(column, **time);
+    } else {
+      insert->BindNull(column);
+    }
+    ++column;
+  }
 }
 
 // The id of the sample series (job, attempt, rank), made on first use.
@@ -265,12 +294,13 @@ absl::StatusOr<std::vector<IterationSample>> Store::ReadSamples(const std::strin
 absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db, const std::string& job_id,
                                                            int attempt, int from_iteration) {
   ASSIGN_OR_RETURN(Statement * select,
-                   db.Prepare("SELECT r.rank, (s.key & 4294967295) - 2147483648, "
-                              "s.step_time_s, s.images, s.loss, s.data_time_s, s.elapsed_s, "
-                              "s.warmup, s.received_unix_ns FROM sample_series r "
-                              "JOIN sample_rows s ON s.key >= (r.id << 32) + ?3 + 2147483648 "
-                              "AND s.key < (r.id + 1) << 32 "
-                              "WHERE r.job_id=?1 AND r.attempt=?2 ORDER BY r.rank, s.key"));
+                   db.Prepare(absl::StrCat(
+                       "SELECT r.rank, (s.key & 4294967295) - 2147483648, ",
+                       kSampleSelectColumns,
+                       "FROM sample_series r "
+                       "JOIN sample_rows s ON s.key >= (r.id << 32) + ?3 + 2147483648 "
+                       "AND s.key < (r.id + 1) << 32 "
+                       "WHERE r.job_id=?1 AND r.attempt=?2 ORDER BY r.rank, s.key")));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
   select->Bind(3, int64_t{from_iteration});
@@ -338,14 +368,13 @@ absl::StatusOr<std::vector<IterationSample>> Store::ReadSamplesPage(
   // The cursor's rank continues after its iteration, later ranks from from_iteration.
   ASSIGN_OR_RETURN(
       Statement * select,
-      reader_db_->Prepare(
-          "SELECT r.rank, (s.key & 4294967295) - 2147483648, s.step_time_s, s.images, "
-          "s.loss, s.data_time_s, s.elapsed_s, s.warmup, s.received_unix_ns "
+      reader_db_->Prepare(absl::StrCat(
+          "SELECT r.rank, (s.key & 4294967295) - 2147483648, ", kSampleSelectColumns,
           "FROM sample_series r JOIN sample_rows s ON s.key >= (r.id << 32) + "
           "(CASE WHEN r.rank = ?3 THEN max(?4, ?5) ELSE ?5 END) + 2147483648 "
           "AND s.key < (r.id + 1) << 32 "
           "WHERE r.job_id=?1 AND r.attempt=?2 AND r.rank >= ?3 AND (?6 < 0 OR r.rank = ?6) "
-          "ORDER BY r.rank, s.key LIMIT ?7"));
+          "ORDER BY r.rank, s.key LIMIT ?7")));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
   select->Bind(3, int64_t{after ? after->rank : -1});
@@ -404,7 +433,9 @@ absl::StatusOr<std::vector<Store::SampleBucket>> Store::ReadSampleBuckets(
             "sum(images), sum(step_time_s), "
             "avg(CASE WHEN loss IS NOT NULL AND abs(loss) < 9e999 THEN loss END), "
             "sum(loss IS NULL OR abs(loss) = 9e999), max(elapsed_s), max(warmup), "
-            "max(received_unix_ns) FROM sample_rows WHERE key >= ?1 AND key <= ?2 "
+            "max(received_unix_ns), avg(compute_time_s), avg(forward_backward_time_s), "
+            "avg(allreduce_wait_time_s), avg(optimizer_time_s) "
+            "FROM sample_rows WHERE key >= ?1 AND key <= ?2 "
             "GROUP BY (key - ?1) / ?3 ORDER BY 1"));
     select->Bind(1, first);
     select->Bind(2, last);
@@ -426,6 +457,10 @@ absl::StatusOr<std::vector<Store::SampleBucket>> Store::ReadSampleBuckets(
       b.elapsed_s = select->Double(9);
       b.warmup = select->Int(10) != 0;
       b.received_unix_ns = select->Int(11);
+      b.mean_compute_time_s = OptionalDouble(*select, 12);
+      b.mean_forward_backward_time_s = OptionalDouble(*select, 13);
+      b.mean_allreduce_wait_time_s = OptionalDouble(*select, 14);
+      b.mean_optimizer_time_s = OptionalDouble(*select, 15);
       buckets.push_back(b);
     }
   }

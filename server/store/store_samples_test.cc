@@ -99,6 +99,64 @@ TEST_F(StoreTest, ReadSamplesFromAnIteration) {
   EXPECT_EQ((*from3)[3].iteration, 4);
 }
 
+// The step split (issue 26) round-trips per (rank, iteration) through each insert size (64,
+// 8 and 1 rows): a figure the trainer wrote comes back as itself, 0 included, and one it
+// did not write comes back unset (NULL), never 0; chart buckets average only the iterations
+// that have it.
+TEST_F(StoreTest, StepSplitTimesRoundTripWithNoDataKeptUnset) {
+  auto store = std::move(Store::Open(path_)).value();
+  ASSERT_TRUE(store->InsertJob(MakeJob(1)).ok());
+  std::vector<IterationSample> batch;
+  for (int it = 1; it <= 73; ++it) {  // 64 + 8 + 1 rows
+    IterationSample s = Sample("job-1", 0, it);
+    if (it % 2 == 1) {  // odd iterations have the split, even ones none
+      s.compute_time_s = 0.01 * it;
+      s.forward_backward_time_s = 0.005 * it;
+      s.allreduce_wait_time_s = it == 1 ? 0.0 : 0.001 * it;
+      s.optimizer_time_s = 0.002 * it;
+    }
+    if (it == 72) s.compute_time_s = 0.5;  // one field alone
+    batch.push_back(s);
+  }
+  ASSERT_TRUE(store->AppendSamplesSync(batch).ok());
+  auto samples = store->ReadSamples("job-1", 1);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), 73u);
+  for (const IterationSample& s : *samples) {
+    SCOPED_TRACE(s.iteration);
+    const IterationSample& sent = batch[s.iteration - 1];
+    EXPECT_EQ(s.compute_time_s, sent.compute_time_s);
+    EXPECT_EQ(s.forward_backward_time_s, sent.forward_backward_time_s);
+    EXPECT_EQ(s.allreduce_wait_time_s, sent.allreduce_wait_time_s);
+    EXPECT_EQ(s.optimizer_time_s, sent.optimizer_time_s);
+  }
+  ASSERT_TRUE((*samples)[0].allreduce_wait_time_s.has_value());
+  EXPECT_EQ(*(*samples)[0].allreduce_wait_time_s, 0.0);
+  EXPECT_FALSE((*samples)[1].compute_time_s.has_value());
+  EXPECT_EQ((*samples)[71].compute_time_s, 0.5);
+  EXPECT_FALSE((*samples)[71].optimizer_time_s.has_value());
+
+  auto page = store->ReadSamplesPage("job-1", 1, 3, std::nullopt, std::nullopt, 2);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].optimizer_time_s, 0.002 * 3);
+  EXPECT_FALSE((*page)[1].optimizer_time_s.has_value());
+
+  // Buckets of 2 iterations: (1, 2) averages iteration 1's figures alone.
+  auto buckets = store->ReadSampleBuckets("job-1", 1, 0, std::nullopt, 37);
+  ASSERT_TRUE(buckets.ok()) << buckets.status();
+  ASSERT_EQ(buckets->size(), 37u);
+  EXPECT_EQ((*buckets)[0].mean_compute_time_s, 0.01);
+  EXPECT_EQ((*buckets)[0].mean_allreduce_wait_time_s, 0.0);
+  EXPECT_EQ((*buckets)[0].mean_optimizer_time_s, 0.002);
+  EXPECT_EQ((*buckets)[0].mean_forward_backward_time_s, 0.005);
+  auto only_even = store->ReadSampleBuckets("job-1", 1, 0, std::nullopt, 73);
+  ASSERT_TRUE(only_even.ok()) << only_even.status();
+  ASSERT_EQ(only_even->size(), 73u);
+  EXPECT_FALSE((*only_even)[1].mean_compute_time_s.has_value());
+  EXPECT_FALSE((*only_even)[1].mean_optimizer_time_s.has_value());
+}
+
 // Reads leave no read transaction open: rows appended after a read (a running job's) are
 // seen by the next one, by buckets and pages alike.
 TEST_F(StoreTest, ReadsAfterAppendsSeeTheNewRows) {

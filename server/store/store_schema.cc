@@ -338,7 +338,24 @@ CREATE TABLE join_tokens (
   revoked INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql",
-    // 13: each finished job's diagnosis (issue 26: stragglers, excess time by cause,
+    // 13: the step split per iteration (issue 26, docs/trainer-events.md): nullable REAL
+    // columns, NULL meaning the trainer did not write the figure (no data, never 0); rows
+    // stored before have NULL in each. The `samples` view is made again with them.
+    R"sql(
+ALTER TABLE sample_rows ADD COLUMN compute_time_s REAL;
+ALTER TABLE sample_rows ADD COLUMN forward_backward_time_s REAL;
+ALTER TABLE sample_rows ADD COLUMN allreduce_wait_time_s REAL;
+ALTER TABLE sample_rows ADD COLUMN optimizer_time_s REAL;
+DROP VIEW samples;
+CREATE VIEW samples AS
+  SELECT r.job_id, r.attempt, r.rank, (s.key & 4294967295) - 2147483648 AS iteration,
+         s.step_time_s, s.images, s.loss, s.data_time_s, s.elapsed_s, s.warmup,
+         s.received_unix_ns, s.power_w_mean, s.sm_clock_mhz_mean, s.compute_time_s,
+         s.forward_backward_time_s, s.allreduce_wait_time_s, s.optimizer_time_s
+  FROM sample_series r JOIN sample_rows s
+    ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32;
+)sql",
+    // 14: each finished job's diagnosis (issue 26: stragglers, excess time by cause,
     // checks; server/results/job_diagnosis.h), per attempt; `result` is its JSON, NULL
     // when there is none ("no data": `note` says why). Jobs that ended before this
     // migration get such a row: they say why they have none.

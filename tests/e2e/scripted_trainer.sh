@@ -5,7 +5,9 @@
 # load, while these do. It speaks bench-train's event stream (docs/trainer-events.md):
 # a start event, one iter event per iteration and a summary, every step reported as
 # exactly $BENCH_SCRIPTED_STEP_S seconds (default 0.1; each is also slept, so the rank
-# runs about that long and its GPU is sampled meanwhile). It reads --model, --precision,
+# runs about that long and its GPU is sampled meanwhile), with a fixed step split:
+# compute = the step, forward-backward 7/8 of it (3/4 with more than one rank), all-reduce
+# wait 0 (1/8 with more than one rank), optimizer 1/8. It reads --model, --precision,
 # --bs, --iters, --warmup and --image-size from its arguments (bench-train's flags, as
 # the agent passes them; others are ignored) and RANK, WORLD_SIZE and LOCAL_RANK from
 # its environment, and exits 0.
@@ -29,9 +31,11 @@ BEGIN {
   if (precision == "amp" || precision == "bf16") in_effect = "amp_bf16"
   printf "{\"event\":\"start\",\"rank\":%d,\"model\":\"%s\",\"parameters\":1,\"precision\":\"%s\",\"requested_precision\":\"%s\",\"device\":\"cpu\",\"world_size\":%d,\"local_rank\":%d,\"batch_size\":%d,\"image_size\":%d,\"iterations\":%d,\"warmup_iterations\":%d,\"backend\":\"none\",\"data\":\"synthetic\",\"versions\":{\"torch\":\"scripted\",\"bench_train\":\"scripted\",\"bench_train_build\":\"scripted\"}}\n", rank, model, in_effect, precision, world, local_rank, bs, size, iters, warmup
   fflush()
+  wait_s = world > 1 ? step / 8 : 0
+  fb_s = step * 7 / 8 - wait_s
   for (i = 1; i <= iters; i++) {
     system("sleep " step)
-    printf "{\"event\":\"iter\",\"rank\":%d,\"iteration\":%d,\"step_time_s\":%s,\"compute_time_s\":%s,\"images\":%d,\"loss\":1.0,\"data_time_s\":0,\"elapsed_s\":%.6f,\"warmup\":%s}\n", rank, i, step, step, bs, i * step, i <= warmup ? "true" : "false"
+    printf "{\"event\":\"iter\",\"rank\":%d,\"iteration\":%d,\"step_time_s\":%s,\"compute_time_s\":%s,\"forward_backward_time_s\":%.9f,\"allreduce_wait_time_s\":%.9f,\"optimizer_time_s\":%.9f,\"images\":%d,\"loss\":1.0,\"data_time_s\":0,\"elapsed_s\":%.6f,\"warmup\":%s}\n", rank, i, step, step, fb_s, wait_s, step / 8, bs, i * step, i <= warmup ? "true" : "false"
     fflush()
   }
   measured = iters - warmup

@@ -2,7 +2,7 @@
 // whole grid and re-running it duplicates nothing; job logs in DLLogger and MLPerf
 // formats parse as JSON with the keys those tools need; the per-GPU variability report
 // flags a device that is slower than the fleet (an agent whose scripted ranks report
-// slower steps).
+// slower steps); the step split a trainer writes reaches the API and `benchctl logs`.
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "tests/e2e/cluster.h"
+#include "tests/e2e/http_get.h"
 
 namespace bench::testing {
 namespace {
@@ -246,6 +247,71 @@ TEST_F(VariabilityTest, TheSlowDeviceIsFlaggedAndTheOthersAreNot) {
   EXPECT_THAT(status.stdout_text, HasSubstr("\"cuda_driver\":\"12.4\""));
   EXPECT_THAT(status.stdout_text, HasSubstr("\"torch\":\""));
   EXPECT_THAT(status.stdout_text, HasSubstr("\"bench_train_build\":\""));
+}
+
+// The step split (issue 26) end to end: the scripted trainer writes a fixed split of its
+// 0.1 s step (one rank: forward-backward 0.0875 s, all-reduce wait 0, optimizer 0.0125 s);
+// the agent carries it, benchd stores it, and the web API's samples and `benchctl logs`
+// (jsonl and DLLogger) show it for every iteration.
+TEST_F(VariabilityTest, TheStepSplitReachesTheApiAndTheLogs) {
+  CommandResult submit =
+      cluster_->Benchctl({"submit", "--gpus", "1", "--bs", "2", "--model", "resnet18", "--iters",
+                          "4", "--warmup", "1", "--image-size", "32", "--node", "node-a"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  const std::string job = FirstLine(submit.stdout_text);
+  bool done = false;
+  for (int i = 0; i < 1200 && !done; ++i) {
+    CommandResult status = cluster_->Benchctl({"status", job, "--format", "json"});
+    ASSERT_EQ(status.stdout_text.find("JOB_STATE_FAILED"), std::string::npos)
+        << status.stdout_text;
+    done = status.stdout_text.find("JOB_STATE_SUCCEEDED") != std::string::npos;
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(done) << job;
+  const std::vector<std::pair<std::string, double>> split = {{"compute_time_s", 0.1},
+                                                             {"forward_backward_time_s", 0.0875},
+                                                             {"allreduce_wait_time_s", 0.0},
+                                                             {"optimizer_time_s", 0.0125}};
+  auto expect_split = [&](const Struct& object, const std::string& where) {
+    for (const auto& [name, seconds] : split) {
+      ASSERT_TRUE(object.fields().contains(name)) << name << " in " << where;
+      EXPECT_NEAR(object.fields().at(name).number_value(), seconds, 1e-9) << name << " in "
+                                                                          << where;
+    }
+  };
+
+  absl::StatusOr<std::string> api =
+      HttpGet(cluster_->http_port(), "/api/v1/jobs/" + job + "/samples");
+  ASSERT_TRUE(api.ok()) << api.status();
+  absl::StatusOr<Value> page = ParseJson(*api);
+  ASSERT_TRUE(page.ok()) << page.status() << *api;
+  const auto& samples = page->struct_value().fields().at("samples").list_value();
+  ASSERT_EQ(samples.values_size(), 4) << *api;
+  for (const Value& sample : samples.values()) expect_split(sample.struct_value(), *api);
+
+  CommandResult jsonl = cluster_->Benchctl({"logs", job, "--format", "jsonl"});
+  ASSERT_EQ(jsonl.exit_code, 0) << jsonl.output;
+  ASSERT_EQ(Lines(jsonl.stdout_text).size(), 4u) << jsonl.stdout_text;
+  for (const std::string& line : Lines(jsonl.stdout_text)) {
+    absl::StatusOr<Value> parsed = ParseJson(line);
+    ASSERT_TRUE(parsed.ok()) << parsed.status() << line;
+    expect_split(parsed->struct_value(), line);
+  }
+
+  CommandResult dllogger = cluster_->Benchctl({"logs", job});
+  ASSERT_EQ(dllogger.exit_code, 0) << dllogger.output;
+  int iterations = 0;
+  for (const std::string& line : Lines(dllogger.stdout_text)) {
+    absl::string_view rest = line;
+    ASSERT_TRUE(absl::ConsumePrefix(&rest, "DLLL ")) << line;
+    absl::StatusOr<Value> parsed = ParseJson(std::string(rest));
+    ASSERT_TRUE(parsed.ok()) << parsed.status() << line;
+    const auto& fields = parsed->struct_value().fields();
+    if (!fields.contains("step") || fields.at("step").list_value().values_size() != 2) continue;
+    ++iterations;
+    expect_split(fields.at("data").struct_value(), line);
+  }
+  EXPECT_EQ(iterations, 4) << dllogger.stdout_text;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
@@ -49,6 +50,21 @@ double Double(const Struct& object, const char* key) {
     default:
       return 0;
   }
+}
+
+// An optional time: a number, or "NaN", "Infinity", "-Infinity" as the proto3 JSON mapping
+// writes them (read as themselves, for the controller to refuse); absent, null or anything
+// else is no data (nullopt), never 0.
+std::optional<double> OptionalDouble(const Struct& object, const char* key) {
+  const Value* value = Field(object, key);
+  if (value == nullptr) return std::nullopt;
+  if (value->kind_case() == Value::kNumberValue) return value->number_value();
+  if (value->kind_case() == Value::kStringValue) {
+    if (value->string_value() == "NaN") return std::numeric_limits<double>::quiet_NaN();
+    if (value->string_value() == "Infinity") return std::numeric_limits<double>::infinity();
+    if (value->string_value() == "-Infinity") return -std::numeric_limits<double>::infinity();
+  }
+  return std::nullopt;
 }
 
 int64_t Integer(const Struct& object, const char* key) {
@@ -130,6 +146,14 @@ absl::StatusOr<TrainerEvent> ParseTrainerEvent(absl::string_view line) {
     s.set_data_time_s(Number(object, contract::kFieldDataTime));
     s.set_elapsed_s(Number(object, contract::kFieldElapsed));
     s.set_warmup(Bool(object, contract::kFieldWarmup));
+    if (auto t = OptionalDouble(object, contract::kFieldComputeTime)) s.set_compute_time_s(*t);
+    if (auto t = OptionalDouble(object, contract::kFieldForwardBackwardTime)) {
+      s.set_forward_backward_time_s(*t);
+    }
+    if (auto t = OptionalDouble(object, contract::kFieldAllreduceWaitTime)) {
+      s.set_allreduce_wait_time_s(*t);
+    }
+    if (auto t = OptionalDouble(object, contract::kFieldOptimizerTime)) s.set_optimizer_time_s(*t);
   } else if (out.name == contract::kEventSummary) {
     out.kind = TrainerEvent::Kind::kSummary;
     auto& s = out.summary;

@@ -27,7 +27,9 @@ struct TrainerEvent {
   std::string precision;            // in effect: "fp32", "tf32", "amp_bf16", "amp_fp16"
   std::string requested_precision;  // as given to --precision ("" from older trainers)
   std::map<std::string, std::string> versions;  // the "versions" object's string values
-  // kIter: iteration, step_time_s, images, loss, data_time_s, elapsed_s, warmup.
+  // kIter: iteration, step_time_s, images, loss, data_time_s, elapsed_s, warmup, and each
+  // of the step split (compute_time_s, forward_backward_time_s, allreduce_wait_time_s,
+  // optimizer_time_s) only where the event has it (unset: no data).
   // job_id, attempt and rank are left for the caller, which knows them.
   benchfleet::v1::IterationSample sample;
   // kSummary: measured_iterations, measured_images, window_s, step_time_median_s,
@@ -42,7 +44,9 @@ struct TrainerEvent {
 // an "iter" event lacks a positive "iteration" (it would have no sample identity).
 // Numeric fields that are absent or null read as 0, except the loss: written as the
 // proto3 JSON mapping writes a double, "NaN", "Infinity" and "-Infinity" read as
-// themselves, and null (older trainers wrote a non-finite loss so) reads as NaN.
+// themselves, and null (older trainers wrote a non-finite loss so) reads as NaN. The step
+// split's times are unset when absent or null; a number or "NaN"/"Infinity"/"-Infinity"
+// sets them (the controller refuses a non-finite or negative one).
 absl::StatusOr<TrainerEvent> ParseTrainerEvent(absl::string_view line);
 
 }  // namespace bench::agent

@@ -43,6 +43,44 @@ TEST(TrainerEventParserTest, Iter) {
   EXPECT_TRUE(event->sample.warmup());
 }
 
+// The step split (issue 26): each field the event has is carried, including 0 (a single
+// rank's all-reduce wait); one it lacks, or writes as null, is unset (no data), never 0.
+TEST(TrainerEventParserTest, IterCarriesTheStepSplitAndLeavesMissingFieldsUnset) {
+  auto full = ParseTrainerEvent(
+      R"({"event":"iter","rank":0,"iteration":3,"step_time_s":0.5,"images":2,"loss":1,)"
+      R"("data_time_s":0.05,"compute_time_s":0.45,"forward_backward_time_s":0.3,)"
+      R"("allreduce_wait_time_s":0,"optimizer_time_s":0.125})");
+  ASSERT_TRUE(full.ok()) << full.status();
+  ASSERT_TRUE(full->sample.has_compute_time_s());
+  EXPECT_DOUBLE_EQ(full->sample.compute_time_s(), 0.45);
+  ASSERT_TRUE(full->sample.has_forward_backward_time_s());
+  EXPECT_DOUBLE_EQ(full->sample.forward_backward_time_s(), 0.3);
+  ASSERT_TRUE(full->sample.has_allreduce_wait_time_s());
+  EXPECT_EQ(full->sample.allreduce_wait_time_s(), 0);
+  ASSERT_TRUE(full->sample.has_optimizer_time_s());
+  EXPECT_DOUBLE_EQ(full->sample.optimizer_time_s(), 0.125);
+
+  // An older trainer: compute only; null reads as no data.
+  auto older = ParseTrainerEvent(
+      R"({"event":"iter","rank":0,"iteration":4,"step_time_s":0.5,"images":2,"loss":1,)"
+      R"("compute_time_s":0.5,"allreduce_wait_time_s":null})");
+  ASSERT_TRUE(older.ok()) << older.status();
+  EXPECT_TRUE(older->sample.has_compute_time_s());
+  EXPECT_FALSE(older->sample.has_forward_backward_time_s());
+  EXPECT_FALSE(older->sample.has_allreduce_wait_time_s());
+  EXPECT_FALSE(older->sample.has_optimizer_time_s());
+
+  // A non-finite time reads as itself, for the controller to refuse (not as 0).
+  auto nonfinite = ParseTrainerEvent(
+      R"({"event":"iter","rank":0,"iteration":5,"step_time_s":0.5,"images":2,"loss":1,)"
+      R"("optimizer_time_s":"NaN","forward_backward_time_s":"Infinity"})");
+  ASSERT_TRUE(nonfinite.ok()) << nonfinite.status();
+  ASSERT_TRUE(nonfinite->sample.has_optimizer_time_s());
+  EXPECT_TRUE(std::isnan(nonfinite->sample.optimizer_time_s()));
+  ASSERT_TRUE(nonfinite->sample.has_forward_backward_time_s());
+  EXPECT_EQ(nonfinite->sample.forward_backward_time_s(), std::numeric_limits<double>::infinity());
+}
+
 TEST(TrainerEventParserTest, IterWithNullLossReadsNaN) {
   auto event = ParseTrainerEvent(
       R"({"event":"iter","rank":0,"iteration":1,"step_time_s":0.1,"images":2,"loss":null})");
