@@ -50,6 +50,9 @@ inline constexpr char kEnvLocalRank[] = "LOCAL_RANK";
 inline constexpr char kEnvLocalWorldSize[] = "LOCAL_WORLD_SIZE";
 inline constexpr char kEnvMasterAddr[] = "MASTER_ADDR";
 inline constexpr char kEnvMasterPort[] = "MASTER_PORT";
+// Not torchrun's: the agent's name (its --name), set by bench-agent for every rank, so
+// that a rank knows its node (the simulated trainer and fault scenarios select by it).
+inline constexpr char kEnvNodeName[] = "BENCH_NODE_NAME";
 
 // --- The events: one JSON object per line on stdout -------------------------------------
 // Every event has kFieldEvent (one of the names below) and kFieldRank.

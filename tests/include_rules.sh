@@ -28,6 +28,11 @@
 #   (b2) those headers, common/log.cc and common/build_info.cc (compiled into bench-train),
 #        include only standard headers (<...> without a folder, or <sys/...>/<unistd.h>)
 #        and each other.
+#   (b3) worker/sim/ (bench-sim-train, the simulated trainer): as (b), and nothing from
+#        worker/train/ or torch either: the standard library, POSIX and common/'s
+#        standard-library-only headers (bench_fault_scenario, bench_log). Its tests
+#        (*_test.cc) may also include worker/agent/trainer_event_parser.h, the parser they
+#        read the events with.
 #   (c)  worker/train/: a header whose contract comment (the comment block it opens with)
 #        says "Torch-free" includes no torch/, ATen/, c10/ or caffe2/ header, and no
 #        worker/train header that includes one (directly or further down).
@@ -153,6 +158,9 @@ trace_torch() {  # FILE
 }
 
 # --- The rules, one include line at a time -------------------------------------------
+# worker/sim/ where the tree has it (the checker's own small test trees may not).
+SIM_DIRS=()
+[ -d worker/sim ] && SIM_DIRS=(worker/sim)
 while IFS=: read -r file n path open; do
   [ -z "$file" ] && continue
   case "$file" in
@@ -220,6 +228,16 @@ while IFS=: read -r file n path open; do
         report "$file" "$n" g "report/ renders the v1 API's messages for benchctl and benchd alike: nothing from server/, ctl/, worker/ or gRPC" "$path"
       fi
       ;;
+    worker/sim/*)
+      if [[ $path =~ ^(grpc|grpcpp|grpc\+\+|google/protobuf|absl|benchfleet|proto)/ ]] ||
+         [[ $path == *.pb.h ]] || is_torch "$path" ||
+         in_folder "$path" server || in_folder "$path" ctl || in_folder "$path" worker/train ||
+         { in_folder "$path" worker/agent &&
+           ! { [[ $file == *_test.cc ]] && [ "$path" = worker/agent/trainer_event_parser.h ]; }; } ||
+         { in_folder "$path" common && ! is_std_only_common "$path"; }; then
+        report "$file" "$n" b3 "worker/sim is the simulated trainer: standard library, POSIX and ${STD_ONLY_COMMON[*]} only (its tests may include worker/agent/trainer_event_parser.h)" "$path"
+      fi
+      ;;
     worker/agent/*)
       if in_folder "$path" server || in_folder "$path" ctl || in_folder "$path" worker/train ||
          is_torch "$path"; then
@@ -227,9 +245,9 @@ while IFS=: read -r file n path open; do
       fi
       ;;
   esac
-done < <(include_lines server httpd ctl common report worker/agent; printf '%s\n' "$TRAIN_INCLUDES")
+done < <(include_lines server httpd ctl common report worker/agent "${SIM_DIRS[@]}"; printf '%s\n' "$TRAIN_INCLUDES")
 
-files_checked=$(find server httpd worker/agent worker/train ctl common report -type f \( -name '*.h' -o -name '*.hh' \
+files_checked=$(find server httpd worker/agent worker/train "${SIM_DIRS[@]}" ctl common report -type f \( -name '*.h' -o -name '*.hh' \
   -o -name '*.hpp' -o -name '*.cc' -o -name '*.cpp' -o -name '*.cxx' -o -name '*.cu' -o -name '*.cuh' \) |
   grep -c .)
 
@@ -239,5 +257,5 @@ if [ "$violations" -gt 0 ]; then
   exit 1
 fi
 echo "include_rules: OK: $files_checked files in server/, httpd/, worker/, ctl/, common/, report/;" \
-  "${#torch_free[@]} Torch-free headers in worker/train (rules a, a2, a3, b, b2, c, d, e, f, g, h, i)"
+  "${#torch_free[@]} Torch-free headers in worker/train (rules a, a2, a3, b, b2, b3, c, d, e, f, g, h, i)"
 exit 0

@@ -62,7 +62,7 @@ rc=0
 select=()
 [[ -n "$EXCLUDE" ]] && select=(-E "$EXCLUDE")
 # No extra arguments: the labels CI runs (ctest -L takes a regular expression).
-labels=${SANITIZE_LABELS:-server|httpd|agent|ctl|report|common|fuzz}
+labels=${SANITIZE_LABELS:-server|httpd|agent|sim|ctl|report|common|fuzz}
 (($#)) || [[ $labels == all ]] || select+=(-L "^($labels)\$")
 # --no-tests=error: a selection that matches nothing fails instead of passing.
 "${nice[@]}" ctest --test-dir "$build" --output-on-failure --no-tests=error --timeout 1800 \

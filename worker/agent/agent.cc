@@ -403,6 +403,7 @@ void Agent::OnAssign(const benchfleet::v1::Assignment& assignment) {
     options.host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     options.kill_grace = options_.kill_grace;
     options.gpu_ranks_on_cpu = options_.gpu_ranks_on_cpu;
+    options.fault_scenario = options_.fault_scenario;
     options.gpu_sampler = telemetry_.sampler.get();
     options.gpu_uuids = gpu_uuids_;
     options.telemetry_note = telemetry_.note;

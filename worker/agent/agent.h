@@ -80,6 +80,9 @@ struct AgentOptions {
   double gpu_sample_hz = 10;
   // Test mode: offer NVML's GPUs but run their ranks on the CPU (RankSupervisorOptions).
   bool gpu_ranks_on_cpu = false;
+  // Tests and demonstrations only: a fault scenario passed to every rank's trainer
+  // (RankSupervisorOptions::fault_scenario). Empty, the default: none.
+  std::string fault_scenario;
   absl::Duration kill_grace = absl::Seconds(5);
   // On Shutdown: how long to wait for samples and reports to reach the controller.
   absl::Duration shutdown_flush_timeout = absl::Seconds(5);

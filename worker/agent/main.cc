@@ -22,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/build_info.h"
+#include "common/fault_scenario.h"
 #include "common/grpc_credentials.h"
 #include "common/log.h"
 #include "common/sd_notify.h"
@@ -72,6 +73,10 @@ ABSL_FLAG(uint64_t, spool_max_bytes, uint64_t{1} << 30,
 ABSL_FLAG(bool, gpu_ranks_on_cpu, false,
           "for tests: offer NVML's GPUs (e.g. a fake libnvidia-ml) but run the ranks "
           "placed on them on the CPU, still sampling their GPUs");
+ABSL_FLAG(std::string, fault_scenario, "",
+          "for tests and demonstrations only: a fault scenario FILE (docs/agent.md) passed to "
+          "every rank's trainer as --fault-scenario, planting slow ranks and data stalls; "
+          "off by default");
 
 namespace {
 
@@ -192,6 +197,20 @@ int main(int argc, char** argv) {
                                        "BENCH_NVML_LIBRARY", bench::agent::kDefaultNvmlLibrary);
   options.gpu_sample_hz = absl::GetFlag(FLAGS_gpu_sample_hz);
   options.gpu_ranks_on_cpu = absl::GetFlag(FLAGS_gpu_ranks_on_cpu);
+  options.fault_scenario = absl::GetFlag(FLAGS_fault_scenario);
+  if (!options.fault_scenario.empty()) {
+    // Checked now, so that a typo fails the agent, not every job; absolute, because the
+    // ranks may not share the agent's working directory.
+    std::string error;
+    if (!bench::FaultScenario::Load(options.fault_scenario, &error)) {
+      std::fprintf(stderr, "bench-agent: --fault-scenario %s\n", error.c_str());
+      return 2;
+    }
+    if (char* absolute = ::realpath(options.fault_scenario.c_str(), nullptr)) {
+      options.fault_scenario = absolute;
+      std::free(absolute);
+    }
+  }
   options.labels = std::move(*labels);
   options.data_roots = std::move(data_roots);
   options.state_dir = absl::GetFlag(FLAGS_state_dir);

@@ -1,6 +1,7 @@
 // The agent's side of the agent↔trainer contract (common/trainer_contract.h): a launch
 // built from a spec with every field the trainer sees set passes only the contract's
-// flags, each once, and all of them; its environment is the contract's.
+// flags, each once, and all of them; its environment is the contract's. --fault-scenario
+// (tests and demonstrations only) is passed only when the agent's own is set.
 #include <map>
 #include <set>
 #include <string>
@@ -48,8 +49,8 @@ bool IsSwitch(const std::string& flag) {
 // The launch's flags and their values (a switch's is ""); fails on a flag outside the
 // contract or given twice.
 std::map<std::string, std::string> ContractFlags(const RankLaunch& launch) {
-  const std::set<std::string> known(std::begin(contract::kLaunchFlags),
-                                    std::end(contract::kLaunchFlags));
+  std::set<std::string> known(std::begin(contract::kLaunchFlags), std::end(contract::kLaunchFlags));
+  known.insert(contract::kFlagFaultScenario);  // only with the agent's --fault-scenario
   std::map<std::string, std::string> flags;
   for (size_t i = 1; i < launch.argv.size(); ++i) {
     const std::string& flag = launch.argv[i];
@@ -92,12 +93,28 @@ TEST(RankLaunchContractTest, EverySpecFieldBecomesAContractFlag) {
   EXPECT_EQ(ValueOf(flags, contract::kFlagLoaderThreads), "6");
   EXPECT_EQ(ValueOf(flags, contract::kFlagDevice), contract::kDeviceCpu);
   EXPECT_EQ(ValueOf(flags, contract::kFlagThreads), "3");
+  // Fault injection is off by default: never passed.
+  EXPECT_EQ(flags.count(contract::kFlagFaultScenario), 0u);
+}
+
+TEST(RankLaunchContractTest, TheAgentsFaultScenarioReachesEveryRank) {
+  RankSupervisorOptions options;
+  options.fault_scenario = "/etc/benchfleet/demo-scenario.txt";
+  for (size_t index : {0, 1}) {
+    Assignment assignment = EverySpecField("cpu");
+    assignment.add_ranks(3);
+    const std::map<std::string, std::string> flags =
+        ContractFlags(BuildRankLaunch(assignment, index, "node-a", 29500, options));
+    EXPECT_EQ(ValueOf(flags, contract::kFlagFaultScenario), "/etc/benchfleet/demo-scenario.txt")
+        << "rank index " << index;
+  }
 }
 
 TEST(RankLaunchContractTest, ACudaLaunchAndItsEnvironmentKeepToTheContract) {
   RankSupervisorOptions options;
   options.bench_train = "/opt/bench-train";
   options.host_cores = 8;
+  options.node_name = "gpu-node-7";
   RankLaunch launch = BuildRankLaunch(EverySpecField("cuda"), 0, "node-a", 29511, options);
   const std::map<std::string, std::string> flags = ContractFlags(launch);
   EXPECT_EQ(ValueOf(flags, contract::kFlagDevice), std::string(contract::kDeviceCudaPrefix) + "1");
@@ -109,6 +126,7 @@ TEST(RankLaunchContractTest, ACudaLaunchAndItsEnvironmentKeepToTheContract) {
   EXPECT_EQ(env[contract::kEnvLocalWorldSize], "1");
   EXPECT_EQ(env[contract::kEnvMasterAddr], "node-a");
   EXPECT_EQ(env[contract::kEnvMasterPort], "29511");
+  EXPECT_EQ(env[contract::kEnvNodeName], "gpu-node-7");  // the agent's name, always
 }
 
 }  // namespace

@@ -85,6 +85,7 @@ RankLaunch BuildRankLaunch(const benchfleet::v1::Assignment& assignment, size_t 
        on_gpu ? absl::StrCat(contract::kDeviceCudaPrefix, device_index) : contract::kDeviceCpu);
   int threads = std::max(1, options.cpu_threads);
   if (!on_gpu) pass(contract::kFlagThreads, absl::StrCat(threads));
+  if (!options.fault_scenario.empty()) pass(contract::kFlagFaultScenario, options.fault_scenario);
   launch.env = {
       {contract::kEnvRank, absl::StrCat(assignment.ranks(static_cast<int>(index)))},
       {contract::kEnvWorldSize, absl::StrCat(assignment.world_size())},
@@ -92,6 +93,7 @@ RankLaunch BuildRankLaunch(const benchfleet::v1::Assignment& assignment, size_t 
       {contract::kEnvLocalWorldSize, absl::StrCat(assignment.ranks_size())},
       {contract::kEnvMasterAddr, master_addr},
       {contract::kEnvMasterPort, absl::StrCat(master_port)},
+      {contract::kEnvNodeName, options.node_name},
   };
   if (on_gpu) {
     // The device index is NVML's, which counts GPUs in PCI bus order; CUDA must count the
@@ -284,6 +286,7 @@ void RankSupervisor::ReadStdout(Rank* rank) {
         rank->parameters = event->parameters;
         rank->versions = std::move(event->versions);
         rank->precision = event->precision;
+        rank->simulated = event->simulated;
         const bool requested_other = !event->requested_precision.empty() &&
                                      !event->precision.empty() &&
                                      event->requested_precision != event->precision;
@@ -300,6 +303,7 @@ void RankSupervisor::ReadStdout(Rank* rank) {
         started.set_parameters(rank->parameters);
         started.mutable_versions()->insert(rank->versions.begin(), rank->versions.end());
         started.set_precision(rank->precision);
+        started.set_simulated(rank->simulated);
         benchfleet::v1::ReportStatusRequest request;
         *request.add_ranks() = std::move(started);
         SendReport(std::move(request));
@@ -374,6 +378,7 @@ void RankSupervisor::Supervise(Rank* rank) {
   report.set_parameters(rank->parameters);
   report.mutable_versions()->insert(rank->versions.begin(), rank->versions.end());
   report.set_precision(rank->precision);
+  report.set_simulated(rank->simulated);
   {
     absl::MutexLock lock(&mu_);
     if (succeeded) {

@@ -44,7 +44,8 @@ struct RankSupervisorOptions {
   // This node's address: where the rendezvous port is picked when hosting rank 0, and
   // MASTER_ADDR when the assignment names none.
   std::string address = "127.0.0.1";
-  std::string node_name;  // this agent's name, in messages (a missing data path)
+  // This agent's name: in messages (a missing data path) and every rank's BENCH_NODE_NAME.
+  std::string node_name;
   // The folders real-data jobs may read, with what is below them (--data-root); empty:
   // no real data at all. A job's data_path is checked against them (CheckDataPath,
   // data_path.h) before any rank starts.
@@ -55,6 +56,10 @@ struct RankSupervisorOptions {
   // Test mode (--gpu-ranks-on-cpu): GPU ranks (device_kind "cuda") are launched with
   // --device cpu and cpu_threads threads, as CPU ranks; their GPU is still sampled.
   bool gpu_ranks_on_cpu = false;
+  // Tests and demonstrations only (--fault-scenario): a scenario file (common/
+  // fault_scenario.h) passed to every rank as trainer_contract.h's kFlagFaultScenario.
+  // Empty, the default: not passed.
+  std::string fault_scenario;
   // Samples each GPU rank's GPU while it runs. Not owned; null: GPUs are not sampled.
   GpuSampler* gpu_sampler = nullptr;
   std::map<int, std::string> gpu_uuids;  // GPU index -> UUID, for the GPU samples
@@ -128,6 +133,7 @@ class RankSupervisor {
     int64_t parameters = 0;
     std::map<std::string, std::string> versions;  // from the start event
     std::string precision;                        // in effect, from the start event
+    bool simulated = false;                       // the start event's "simulated"
     int64_t nonfinite_losses = 0;                 // iter events with a NaN or infinite loss
     std::string error_message;
     uint64_t last_sample_ticket = 0;

@@ -131,14 +131,17 @@ class RecordingReportSink : public ReportSink {
 // $MODE: "ok" (5 iterations and a summary), "fail1" (rank 1 fails with exit 3, the
 // others hang), "hang" (start, then sleep), "stubborn" (ignores SIGTERM),
 // "nosummary" (exits 0 without a summary), "diverge" (asked for amp, runs fp32; its loss
-// goes Infinity then NaN, and it gives up with "loss diverged: ..." and exit 1).
+// goes Infinity then NaN, and it gives up with "loss diverged: ..." and exit 1),
+// "simulated" (as "ok", its start event marked "simulated": true, as bench-sim-train's).
+// Each also records its BENCH_NODE_NAME in node.$RANK.
 constexpr char kFakeTrainer[] = R"SH(#!/bin/sh
 DIR="$(dirname "$0")"
 echo "$@" > "$DIR/args.$RANK"
 env | grep -E '^(RANK|WORLD_SIZE|LOCAL_RANK|MASTER_ADDR|MASTER_PORT|OMP_NUM_THREADS)=' | sort > "$DIR/env.$RANK"
+echo "$BENCH_NODE_NAME" > "$DIR/node.$RANK"
 echo "a human log line on stdout"
 echo "rank $RANK starting" >&2
-[ "$MODE" = diverge ] || printf '{"event":"start","rank":%s,"model":"resnet50","parameters":1234,"precision":"fp32","device":"cpu"}\n' "$RANK"
+[ "$MODE" = diverge ] || [ "$MODE" = simulated ] || printf '{"event":"start","rank":%s,"model":"resnet50","parameters":1234,"precision":"fp32","device":"cpu"}\n' "$RANK"
 iter() {
   printf '{"event":"iter","rank":%s,"iteration":%d,"step_time_s":0.01,"images":2,"loss":1.5,"data_time_s":0,"elapsed_s":0.05,"warmup":false}\n' "$RANK" "$1"
 }
@@ -168,6 +171,11 @@ stubborn)
   sleep 30 ;;
 nosummary)
   iter 1
+  exit 0 ;;
+simulated)
+  printf '{"event":"start","rank":%s,"model":"resnet50","parameters":0,"precision":"fp32","device":"cuda:0","simulated":true}\n' "$RANK"
+  for i in 1 2 3 4 5; do iter $i; done
+  printf '{"event":"summary","rank":%s,"measured_iterations":4,"measured_images":8,"window_s":0.04,"images_per_second":200,"step_time_median_s":0.01}\n' "$RANK"
   exit 0 ;;
 diverge)
   printf '{"event":"start","rank":%s,"model":"resnet50","parameters":1234,"precision":"fp32","requested_precision":"amp","device":"cpu"}\n' "$RANK"
@@ -343,6 +351,47 @@ TEST_F(RankSupervisorTest, ADivergingRankDeliversEveryIterationAndItsPrecision) 
             "loss diverged: non-finite loss in 4 consecutive iterations (from iteration 2)");
   EXPECT_EQ(final_report.precision(), "fp32");
   EXPECT_EQ(reports.samples_at_final(0), 5) << "final report before its samples";
+}
+
+// A simulated trainer's mark reaches the controller with the start event and in the final
+// report; every rank learns the agent's name from BENCH_NODE_NAME.
+TEST_F(RankSupervisorTest, ASimulatedRankIsReportedSimulatedAndKnowsItsNode) {
+  SlowUploadRpc rpc;
+  SampleUploader uploader(&rpc, UploaderOptions());
+  RecordingReportSink reports(&rpc);
+  RankSupervisorOptions options = Options(WriteTrainer("simulated"));
+  options.node_name = "sim-node-3";
+  RankSupervisor supervisor(TwoRanks(), options, &uploader, &reports);
+  supervisor.Start();
+  supervisor.Join();
+
+  bool started_simulated = false;
+  for (const auto& request : reports.reports()) {
+    for (const auto& rank : request.ranks()) {
+      if (rank.state() == benchfleet::v1::RANK_STATE_STARTED && !rank.precision().empty()) {
+        EXPECT_TRUE(rank.simulated()) << rank.rank();
+        started_simulated = true;
+      }
+    }
+  }
+  EXPECT_TRUE(started_simulated) << "no STARTED report with the start event";
+  auto finals = reports.final_states();
+  for (int rank : {0, 1}) {
+    EXPECT_EQ(finals[rank].state(), benchfleet::v1::RANK_STATE_SUCCEEDED) << rank;
+    EXPECT_TRUE(finals[rank].simulated()) << rank;
+    EXPECT_EQ(ReadFile(absl::StrCat("node.", rank)), "sim-node-3\n");
+  }
+}
+
+TEST_F(RankSupervisorTest, ARealRankIsNotSimulated) {
+  SlowUploadRpc rpc;
+  SampleUploader uploader(&rpc, UploaderOptions());
+  RecordingReportSink reports(&rpc);
+  RankSupervisor supervisor(TwoRanks(), Options(WriteTrainer("ok")), &uploader, &reports);
+  supervisor.Start();
+  supervisor.Join();
+  auto finals = reports.final_states();
+  for (int rank : {0, 1}) EXPECT_FALSE(finals[rank].simulated()) << rank;
 }
 
 TEST_F(RankSupervisorTest, GivenMasterPortIsUsedAndNotReported) {

@@ -126,6 +126,7 @@ absl::StatusOr<TrainerEvent> ParseTrainerEvent(absl::string_view line) {
     out.device = String(object, contract::kFieldDevice);
     out.precision = String(object, contract::kFieldPrecision);
     out.requested_precision = String(object, contract::kFieldRequestedPrecision);
+    out.simulated = Bool(object, contract::kFieldSimulated);
     const Value* versions = Field(object, contract::kFieldVersions);
     if (versions != nullptr && versions->kind_case() == Value::kStructValue) {
       for (const auto& [key, value] : versions->struct_value().fields()) {

@@ -27,6 +27,7 @@ struct TrainerEvent {
   std::string precision;            // in effect: "fp32", "tf32", "amp_bf16", "amp_fp16"
   std::string requested_precision;  // as given to --precision ("" from older trainers)
   std::map<std::string, std::string> versions;  // the "versions" object's string values
+  bool simulated = false;  // "simulated": true (bench-sim-train): every figure is simulated
   // kIter: iteration, step_time_s, images, loss, data_time_s, elapsed_s, warmup, and each
   // of the step split (compute_time_s, forward_backward_time_s, allreduce_wait_time_s,
   // optimizer_time_s) only where the event has it (unset: no data).

@@ -23,6 +23,7 @@ TEST(TrainerEventParserTest, Start) {
   EXPECT_EQ(event->device, "cpu");
   EXPECT_EQ(event->precision, "fp32");
   EXPECT_EQ(event->requested_precision, "");  // an older trainer's start event
+  EXPECT_FALSE(event->simulated);             // a real trainer's
   EXPECT_EQ(event->versions, (std::map<std::string, std::string>{{"torch", "1.13.1"},
                                                                  {"bench_train", "0.1.0"}}));
 }
@@ -95,6 +96,18 @@ TEST(TrainerEventParserTest, StartWithRequestedPrecision) {
   ASSERT_TRUE(event.ok()) << event.status();
   EXPECT_EQ(event->precision, "fp32");
   EXPECT_EQ(event->requested_precision, "amp");
+}
+
+TEST(TrainerEventParserTest, StartOfASimulatedTrainerSaysSo) {
+  auto event = ParseTrainerEvent(
+      R"({"event":"start","rank":1,"precision":"fp32","device":"cuda:3","simulated":true})");
+  ASSERT_TRUE(event.ok()) << event.status();
+  EXPECT_TRUE(event->simulated);
+  EXPECT_EQ(event->device, "cuda:3");
+  // Only a JSON true marks it.
+  auto other = ParseTrainerEvent(R"({"event":"start","rank":1,"simulated":"yes"})");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_FALSE(other->simulated);
 }
 
 // bench-train writes a non-finite loss as the proto3 JSON mapping does (a string).
