@@ -1,6 +1,7 @@
 #include "server/diagnosis/diagnosis_test_support.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 
