@@ -111,7 +111,7 @@ function diagnosisBox(job, figures) {
   }
   const failing = num(d.failing_checks) || 0;
   return h('div', null,
-    d.available ? h('p', { class: failing ? 'error' : 'note', id: 'job-diagnosis-verdict' },
+    d.available ? h('p', { class: failing ? 'note flag-bad' : 'note', id: 'job-diagnosis-verdict' },
       failing ? `${failing} failing check${failing === 1 ? '' : 's'}: results --strict leaves this run out.` : 'Every check passed.') : null,
     h('pre', { class: 'diagnosis', id: 'job-diagnosis' }, figures && figures.diagnosis ? figures.diagnosis : (d.note || 'no data')));
 }

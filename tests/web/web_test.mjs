@@ -178,10 +178,12 @@ function markdownTables(text) {
 }
 
 // The page's results grids in the same shape: each table under the h2/h3 before it, each
-// note as {its text: ['note']}.
+// note (and the footnote on runs with failing checks) as {its text: ['note']}.
 async function shownTables(page) {
   return page.evaluate(() => {
     const out = {};
+    const footnote = document.querySelector('#results-footnote');
+    if (footnote) out[footnote.textContent] = ['note'];
     for (const section of document.querySelectorAll('section.grid-section')) {
       let title = null;
       for (const node of section.children) {
@@ -309,6 +311,16 @@ test('the results grid shows exactly what benchctl results prints', async () => 
   await page.click('table.grid.medians a[href*="devices=2"]');
   await page.waitForSelector('main[data-view="jobs"][data-ready="1"]');
   assert.deepEqual(await page.locator('table.jobs tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.job)), [jobs.two]);
+  // --strict: without the runs whose checks failed, as benchctl results --strict.
+  await open(page, '#/results?strict=1');
+  assert.equal(await page.isChecked('#results-strict'), true);
+  const strict = await benchctl('results', '--strict', '--format', 'markdown');
+  assert.ok(!strict.includes('failing checks'), strict);
+  if (strict.startsWith('no results')) {
+    assert.equal(await page.locator('#no-results').count(), 1);
+  } else {
+    assert.deepEqual(await shownTables(page), markdownTables(strict));
+  }
   // Another metric: the fake GPUs' power, as benchctl results --metric power.
   await open(page, '#/results?metric=power');
   assert.equal(await page.inputValue('select[name="metric"]'), 'power');
