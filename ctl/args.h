@@ -38,6 +38,7 @@ enum class Command {
   kHelp, kSubmit, kStatus, kList, kCancel, kAgents, kResults,
   kSweep, kGpus, kBaseline, kBaselines, kCompare, kLogs, kQueue, kVersion, kJoinToken,
   kScreen,
+  kDiagnose,
 };
 
 enum class OutputFormat { kText, kJson, kTable, kMarkdown, kCsv, kDllogger, kMllog, kJsonl };
@@ -78,6 +79,7 @@ struct ResultsFilter {
   TimeBound until;        // --until
   std::map<std::string, std::string> labels;  // --label k=v (repeatable)
   bool simulated = false;  // --simulated: simulated jobs' cells instead of real ones
+  bool strict = false;                        // --strict: without runs failing a check
 };
 
 // `join-token create|list|revoke` (issue 24's agent bootstrap; ctl/join_token_command.h).

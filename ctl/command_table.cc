@@ -301,6 +301,10 @@ std::vector<FlagSpec> ResultsFlags() {
     state.options.filter.simulated = on;
     return absl::OkStatus();
   }));
+  flags.push_back(Bool("--strict", "strict", [](ParseState& state, bool on) {
+    state.options.filter.strict = on;
+    return absl::OkStatus();
+  }));
   flags.push_back(Format({{"table", OutputFormat::kTable},
                           {"markdown", OutputFormat::kMarkdown},
                           {"csv", OutputFormat::kCsv},
@@ -349,6 +353,18 @@ std::vector<CommandSpec> BuildTable() {
                    nullptr,
                    [](const CliOptions& o, const CommandContext& c) {
                      return RunStatus(o.job_id, o.format, c);
+                   }});
+  table.push_back({"diagnose",
+                   Command::kDiagnose,
+                   {"JOB"},
+                   "diagnose: missing JOB id",
+                   text,
+                   {TextOrJson()},
+                   "a finished job's diagnosis computed again from its stored data:\n"
+                   "stragglers, excess time by cause, checks (docs/diagnosis.md)",
+                   nullptr,
+                   [](const CliOptions& o, const CommandContext& c) {
+                     return RunDiagnose(o.job_id, o.format, c);
                    }});
   table.push_back(
       {"list",
@@ -418,7 +434,9 @@ std::vector<CommandSpec> BuildTable() {
                    "--metric energy_per_image|images_per_watt|power|sm_clock|temperature\n"
                    "fills the grid with GPU telemetry instead (csv/json carry all);\n"
                    "--simulated shows simulated jobs' cells (bench-sim-train) instead\n"
-                   "of real ones, titled \"simulated\": the two never mix",
+                   "of real ones, titled \"simulated\": the two never mix;\n"
+                   "a trailing ! marks cells with runs whose checks failed (benchctl\n"
+                   "status JOB shows them); --strict leaves those runs out",
                    nullptr,
                    [](const CliOptions& o, const CommandContext& c) {
                      return RunResults(o.model, o.filter, o.format, o.metric, c);

@@ -163,6 +163,20 @@ absl::StatusOr<int> RunStatus(const std::string& job_id, OutputFormat format,
   return 0;
 }
 
+absl::StatusOr<int> RunDiagnose(const std::string& job_id, OutputFormat format,
+                                const CommandContext& context) {
+  v1::DiagnoseJobRequest request;
+  request.set_job_id(job_id);
+  ASSIGN_OR_RETURN(v1::DiagnoseJobResponse response,
+                   context.client->Call(&Stub::DiagnoseJob, request));
+  if (format == OutputFormat::kJson) {
+    *context.out << ToJson(response.diagnosis());
+    return 0;
+  }
+  *context.out << FormatDiagnosisSection(response.diagnosis());
+  return 0;
+}
+
 absl::StatusOr<int> RunList(OutputFormat format, const CommandContext& context) {
   ASSIGN_OR_RETURN(std::vector<v1::JobStatus> jobs, ListJobs(context));
   *context.out << (format == OutputFormat::kJson ? ToJsonArray(jobs) : FormatJobsTable(jobs));
@@ -227,6 +241,7 @@ absl::StatusOr<int> RunResults(const std::string& model, const ResultsFilter& fi
   request.set_until_unix_ms(ResolveTimeBound(filter.until, now));
   for (const auto& [key, value] : filter.labels) (*request.mutable_labels())[key] = value;
   request.set_simulated(filter.simulated);
+  request.set_strict(filter.strict);
   ASSIGN_OR_RETURN(v1::ResultsResponse response, context.client->Call(&Stub::Results, request));
   if (format == OutputFormat::kJson) {  // the same bytes as GET /api/v1/results
     *context.out << report::RenderResultsJson(request, response);
@@ -250,7 +265,8 @@ absl::StatusOr<int> RunResults(const std::string& model, const ResultsFilter& fi
       }
       const auto grids = BuildGrids(cells, metric);
       *context.out << (format == OutputFormat::kMarkdown ? RenderGridsMarkdown(grids)
-                                                         : RenderGridsTable(grids));
+                                                         : RenderGridsTable(grids))
+                   << report::FailingChecksFootnote(cells);
     }
   }
   return 0;

@@ -63,6 +63,10 @@ absl::StatusOr<int> RunCompare(const std::string& job_a, const std::string& job_
 // One GetSamples and the log as it stands; with follow, polls every poll_interval for new
 // iterations until the job is terminal (printing nothing while it is still queued), then
 // prints the closing lines. Without follow, a job still running is said so on err.
+// `diagnose JOB`: the Controller's DiagnoseJob (the analyses again, on the stored data),
+// printed as status's "diagnosis:" section (report/diagnosis_view.h) or as JSON.
+absl::StatusOr<int> RunDiagnose(const std::string& job_id, OutputFormat format,
+                                const CommandContext& context);
 absl::StatusOr<int> RunLogs(const std::string& job_id, OutputFormat format, bool follow,
                             const CommandContext& context);
 

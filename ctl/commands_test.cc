@@ -18,6 +18,7 @@
 #include <grpcpp/grpcpp.h>
 #include "absl/synchronization/mutex.h"
 #include "ctl/test_command_server.h"
+#include "ctl/views.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -225,6 +226,38 @@ class FakeController final : public v1::Controller::Service {
     return grpc::Status::OK;
   }
 
+  // j-42's diagnosis: one straggler, one failing check (the same answer every call);
+  // FAILED_PRECONDITION for any other job, as benchd's for a job that has not ended.
+  grpc::Status DiagnoseJob(grpc::ServerContext*, const v1::DiagnoseJobRequest* request,
+                           v1::DiagnoseJobResponse* response) override {
+    if (request->job_id() != "j-42") {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "job " + request->job_id() +
+                              " is RUNNING: only a job that ended "
+                              "SUCCEEDED or FAILED has a diagnosis");
+    }
+    response->set_job_id("j-42");
+    *response->mutable_diagnosis() = Diagnosis();
+    return grpc::Status::OK;
+  }
+  static v1::JobDiagnosis Diagnosis() {
+    v1::JobDiagnosis d;
+    d.set_attempt(1);
+    d.set_available(true);
+    d.mutable_stragglers()->set_applicable(true);
+    d.mutable_stragglers()->set_ranks(2);
+    v1::Straggler* s = d.mutable_stragglers()->add_stragglers();
+    s->set_rank(1);
+    s->set_node("dgx-2");
+    s->set_gpu_index(3);
+    d.mutable_excess()->set_applicable(true);
+    v1::DiagnosisCheck* check = d.add_checks();
+    check->set_name("steady_cv");
+    check->set_outcome("fail");
+    d.set_failing_checks(1);
+    return d;
+  }
+
   // j-42 runs 2 ranks; the first call sees iterations 1-3 RUNNING, later calls 1-5 and
   // SUCCEEDED. Honours from_iteration.
   grpc::Status GetSamples(grpc::ServerContext*, const v1::GetSamplesRequest* request,
@@ -395,6 +428,38 @@ TEST_F(CommandsTest, Status) {
   EXPECT_THAT(out_.str(), HasSubstr("\"iterations_done\":45"));
   EXPECT_EQ(Run({"status", "nope"}), 1);
   EXPECT_EQ(err_.str(), "benchctl: job_id: no job \"nope\"\n");
+}
+
+// `diagnose` prints status's "diagnosis:" section, the same on every run; status shows the
+// section of a job that has one.
+TEST_F(CommandsTest, DiagnosePrintsStatussSectionTheSameEachTime) {
+  EXPECT_EQ(Run({"diagnose", "j-42"}), 0);
+  const std::string first = out_.str();
+  EXPECT_EQ(first, FormatDiagnosisSection(FakeController::Diagnosis()));
+  EXPECT_THAT(first, HasSubstr("diagnosis:\n  stragglers: 1 rank lost"));
+  EXPECT_THAT(first, HasSubstr("steady_cv  FAIL"));
+  EXPECT_EQ(Run({"diagnose", "j-42"}), 0);
+  EXPECT_EQ(out_.str(), first);
+  EXPECT_EQ(Run({"diagnose", "j-42", "--format", "json"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("\"failing_checks\":1"));
+  EXPECT_EQ(Run({"diagnose", "j-7"}), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("only a job that ended SUCCEEDED or FAILED"));
+
+  v1::JobStatus job;
+  job.set_id("j-9");
+  job.set_state(v1::JOB_STATE_SUCCEEDED);
+  *job.mutable_diagnosis() = FakeController::Diagnosis();
+  service_.AddJob(job);
+  EXPECT_EQ(Run({"status", "j-9"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr(first));
+}
+
+TEST_F(CommandsTest, ResultsMarksRunsWithFailingChecksAndStrictLeavesThemOut) {
+  EXPECT_EQ(Run({"results"}), 0);
+  EXPECT_FALSE(service_.last_results().strict());
+  EXPECT_THAT(out_.str(), Not(HasSubstr("failing checks")));
+  EXPECT_EQ(Run({"results", "--strict"}), 0);
+  EXPECT_TRUE(service_.last_results().strict());
 }
 
 TEST_F(CommandsTest, ListCancelAgents) {

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "common/allocation_text.h"
 #include "common/spec_names.h"
+#include "report/diagnosis_view.h"
 #include "report/grid.h"
 #include "report/job_figures.h"
 #include "report/text_table.h"
@@ -354,6 +355,7 @@ std::string FormatJobText(const JobStatus& job, const std::string& data_wait) {
     out += job.simulated() ? "gpus (measured window, simulated):\n" : "gpus (measured window):\n";
     out += Indent(FormatGpuTelemetryTable(job));
   }
+  if (job.has_diagnosis()) out += FormatDiagnosisSection(job.diagnosis());
   out += "history:\n";
   if (job.history().empty()) out += "  -\n";
   for (const auto& transition : job.history()) {
@@ -363,6 +365,10 @@ std::string FormatJobText(const JobStatus& job, const std::string& data_wait) {
     out += "\n";
   }
   return out;
+}
+
+std::string FormatDiagnosisSection(const benchfleet::v1::JobDiagnosis& diagnosis) {
+  return absl::StrCat("diagnosis:\n", Indent(report::DiagnosisText(diagnosis)));
 }
 
 std::string FormatGpuTelemetryTable(const JobStatus& job) {

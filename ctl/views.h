@@ -53,6 +53,8 @@ std::string FormatRankDevicesTable(const benchfleet::v1::JobStatus& job);
 // placements, rank devices and history. The data source always; `data_wait`, where not
 // empty, as the "data wait" line (DataWaitText).
 std::string FormatJobText(const benchfleet::v1::JobStatus& job, const std::string& data_wait = "");
+// "diagnosis:" and report::DiagnosisText indented: status's section, and `diagnose`'s output.
+std::string FormatDiagnosisSection(const benchfleet::v1::JobDiagnosis& diagnosis);
 // Per GPU of a finished job: energy per image and power / clock / temperature over
 // the measured window ("no data" where a figure is missing).
 std::string FormatGpuTelemetryTable(const benchfleet::v1::JobStatus& job);

@@ -348,7 +348,16 @@ std::string FormatCellText(const ResultCell& cell) {
     case benchfleet::v1::BASELINE_VERDICT_ABOVE: text += " ABOVE"; break;
     default: break;
   }
+  if (cell.failing_check_runs() > 0) text += "!";
   return text;
+}
+
+std::string FailingChecksFootnote(const std::vector<ResultCell>& cells) {
+  int runs = 0;
+  for (const ResultCell& cell : cells) runs += cell.failing_check_runs();
+  if (runs == 0) return "";
+  return absl::StrCat("\n! ", runs, runs == 1 ? " run" : " runs",
+                      " with failing checks; --strict leaves them out\n");
 }
 
 std::string FormatScaling(const std::optional<Scaling>& scaling) {

@@ -86,9 +86,14 @@ std::string DevicesHeader(const std::string& device_kind);
 // One images/s cell as the grid shows it:
 //   "1412.0 (n=1)", "1412.0 (1400.1–1420.3, n=3)", "1412.0 (95% CI 1400.1–1420.3, n=8)",
 //   "1412.0 (1400.1–1420.3, n=3; 1 failed; 1 pending)", then " REGRESSION" when the
-//   baseline verdict is BELOW and " ABOVE" when ABOVE; without a successful run
+//   baseline verdict is BELOW and " ABOVE" when ABOVE, then "!" when some of its runs
+//   failed a check (FailingChecksFootnote); without a successful run
 //   "no data", "no data (1 failed)", "no data (2 pending)". Never a made-up zero.
 std::string FormatCellText(const benchfleet::v1::ResultCell& cell);
+// Where a cell's runs include some whose diagnosis has a failing check
+// (failing_check_runs), FormatCellText ends in "!"; this is the footnote under the grids:
+// "\n! 3 runs with failing checks; --strict leaves them out\n", "" when there is none.
+std::string FailingChecksFootnote(const std::vector<benchfleet::v1::ResultCell>& cells);
 // "7.39x (92.4%)", or "no data".
 std::string FormatScaling(const std::optional<Scaling>& scaling);
 // "0.93x REGRESSION", "1.01x within", "1.08x ABOVE"; "-" without a baseline.

@@ -207,6 +207,24 @@ TEST(GridTest, MissingCellIsNeverZero) {
   EXPECT_THAT(table, HasSubstr("   2    no data   no data\n"));
 }
 
+// A cell with runs whose checks failed ends in "!", and the grids get the footnote.
+TEST(GridTest, RunsWithFailingChecksAreMarkedWithAFootnote) {
+  ResultCell cell = Cell("m", 1, PRECISION_AMP, 256, 1412.0);
+  ResultCell other = Cell("m", 2, PRECISION_AMP, 256, 2800.0);
+  EXPECT_EQ(FailingChecksFootnote({cell, other}), "");
+  cell.set_failing_check_runs(2);
+  other.set_failing_check_runs(1);
+  EXPECT_EQ(FormatCellText(cell).back(), '!');
+  EXPECT_EQ(FormatCellText(cell), "1412.0 (1411.0–1413.0, n=3)!");
+  EXPECT_EQ(FailingChecksFootnote({cell, other}),
+            "\n! 3 runs with failing checks; --strict leaves them out\n");
+  other.set_failing_check_runs(0);
+  EXPECT_EQ(FailingChecksFootnote({cell}).find("! 2 runs"), 1u);
+  cell.set_failing_check_runs(1);
+  EXPECT_EQ(FailingChecksFootnote({cell}),
+            "\n! 1 run with failing checks; --strict leaves them out\n");
+}
+
 TEST(GridTest, CellTextShowsSpreadCountsAndHonestGaps) {
   ResultCell cell = Cell("m", 1, PRECISION_AMP, 256, 1412.0);
   cell.set_min_images_per_second(1400.1);

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "report/json_output.h"
@@ -123,13 +124,15 @@ std::string GridJson(const Grid& grid) {
 
 }  // namespace
 
-std::string RenderGridsViewJson(const std::vector<Grid>& grids, GridMetric metric) {
+std::string RenderGridsViewJson(const std::vector<Grid>& grids, GridMetric metric,
+                                const std::string& footnote) {
   std::vector<std::string> items;
   items.reserve(grids.size());
   for (const Grid& grid : grids) items.push_back(GridJson(grid));
   return absl::StrCat(JsonObject()
                           .Add("metric", GridMetricName(metric))
                           .AddRaw("grids", absl::StrCat("[", absl::StrJoin(items, ","), "]"))
+                          .Add("footnote", std::string(absl::StripAsciiWhitespace(footnote)))
                           .Build(),
                       "\n");
 }
@@ -137,7 +140,8 @@ std::string RenderGridsViewJson(const std::vector<Grid>& grids, GridMetric metri
 std::string RenderResultsGridsJson(const benchfleet::v1::ResultsRequest& request,
                                    const benchfleet::v1::ResultsResponse& response,
                                    GridMetric metric) {
-  return RenderGridsViewJson(BuildGrids(CellsMatching(request, response), metric), metric);
+  const std::vector<benchfleet::v1::ResultCell> cells = CellsMatching(request, response);
+  return RenderGridsViewJson(BuildGrids(cells, metric), metric, FailingChecksFootnote(cells));
 }
 
 }  // namespace bench::report

@@ -25,7 +25,9 @@ namespace bench::report {
 // {"text","ratio" (null: none),"verdict" (a BaselineVerdict name)}. A table with a
 // `note` (the line benchctl prints instead, e.g. no 1-GPU cell) has no header and no rows.
 // `metric`: the grids' (BuildGrids's argument), named in "metric" even without a grid.
-std::string RenderGridsViewJson(const std::vector<Grid>& grids, GridMetric metric);
+// "footnote": grid.h's FailingChecksFootnote without its line breaks ("" when none).
+std::string RenderGridsViewJson(const std::vector<Grid>& grids, GridMetric metric,
+                                const std::string& footnote = "");
 
 // The grids view of a Results answer: BuildGrids(CellsMatching(request, response), metric),
 // the cells `benchctl results --metric M` lays out for the same request.

@@ -167,7 +167,7 @@ TEST(GridViewTest, TheRequestFiltersAndTheMetricIsNamedWithoutGrids) {
   ASSERT_EQ(List(view, "grids").values_size(), 1);
   EXPECT_EQ(At(List(view, "grids").values(0).struct_value(), "model").string_value(), "resnet18");
   EXPECT_EQ(RenderResultsGridsJson(request, {}, GridMetric::kSmClock),
-            "{\"metric\": \"sm_clock\", \"grids\": []}\n");
+            "{\"metric\": \"sm_clock\", \"grids\": [], \"footnote\": \"\"}\n");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "report/diagnosis_view.h"
 #include "report/json_output.h"
 
 namespace bench::report {
@@ -19,6 +20,7 @@ std::string JobFiguresJson(const benchfleet::v1::JobStatus& job) {
   return absl::StrCat(
       JsonObject()
           .Add("vs_compute", job.spec().data_vs_compute() ? DataVsComputeText(job) : "")
+          .Add("diagnosis", job.has_diagnosis() ? DiagnosisText(job.diagnosis()) : "")
           .Build(),
       "\n");
 }

@@ -15,7 +15,8 @@ namespace bench::report {
 std::string DataVsComputeText(const benchfleet::v1::JobStatus& job);
 
 // The job's text figures as one JSON object and '\n' (docs/web-api.md):
-// {"vs_compute": DataVsComputeText, or "" when the spec does not ask for it}.
+// {"vs_compute": DataVsComputeText, or "" when the spec does not ask for it,
+//  "diagnosis": report/diagnosis_view.h's DiagnosisText, or "" until the job has one}.
 std::string JobFiguresJson(const benchfleet::v1::JobStatus& job);
 
 }  // namespace bench::report

@@ -31,10 +31,20 @@ TEST(JobFiguresTest, DataVsComputeReadsAsBenchctlStatus) {
 TEST(JobFiguresTest, TheJsonCarriesTheTextOnlyWhenTheSpecAsksForIt) {
   EXPECT_EQ(JobFiguresJson(MeasuredJob()),
             "{\"vs_compute\": \"0.62 of compute: 120.2 images/s on its data, 193.1 on synthetic "
-            "data\"}\n");
+            "data\", \"diagnosis\": \"\"}\n");
   benchfleet::v1::JobStatus plain = MeasuredJob();
   plain.mutable_spec()->set_data_vs_compute(false);
-  EXPECT_EQ(JobFiguresJson(plain), "{\"vs_compute\": \"\"}\n");
+  EXPECT_EQ(JobFiguresJson(plain), "{\"vs_compute\": \"\", \"diagnosis\": \"\"}\n");
+}
+
+// A diagnosed job's figures carry status's diagnosis section, unindented.
+TEST(JobFiguresTest, TheJsonCarriesTheDiagnosisOnceTheJobHasOne) {
+  benchfleet::v1::JobStatus job = MeasuredJob();
+  job.mutable_diagnosis()->set_note("no data: the job ended before this benchd diagnosed jobs");
+  EXPECT_EQ(JobFiguresJson(job),
+            "{\"vs_compute\": \"0.62 of compute: 120.2 images/s on its data, 193.1 on synthetic "
+            "data\", \"diagnosis\": \"no data: the job ended before this benchd diagnosed "
+            "jobs\\n\"}\n");
 }
 
 }  // namespace

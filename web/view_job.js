@@ -3,7 +3,9 @@
 // /api/v1/jobs/ID/events while it runs; its environment, devices, history, errors, GPU
 // telemetry and baseline; links to its logs as DLLogger, MLLOG or JSON lines. With
 // --data-vs-compute its "vs compute" figure as benchctl status words it (benchd renders it:
-// /api/v1/jobs/ID/text, report/job_figures.h).
+// /api/v1/jobs/ID/text, report/job_figures.h); once it ended SUCCEEDED or FAILED its
+// diagnosis (stragglers, excess time by cause, checks) as benchctl status's "diagnosis:"
+// section, rendered by benchd too (report/diagnosis_view.h).
 import { getJson, followEvents, apiUrl } from './api.js';
 import { h, replace, table, noData, errorBox, jobLink, hashHref } from './dom.js';
 import {
@@ -100,6 +102,21 @@ function telemetryTable(job) {
     gpus.map((g) => [String(num(g.rank) || 0), g.agent || '', String(num(g.gpu_index) || 0), String(num(g.samples) || 0),
       figure(g.energy_j, 1, 'J'), has(g.energy_per_image_j) ? general(num(g.energy_per_image_j), 4) : noData(),
       percentiles(g.power_w, 1), percentiles(g.sm_clock_mhz, 0), percentiles(g.temperature_c, 0)]), { class: 'telemetry' });
+}
+
+// The job's diagnosis: benchd's text (/text's "diagnosis", benchctl status's section), with
+// the failing checks counted from the job's JSON.
+function diagnosisBox(job, figures) {
+  const d = job.diagnosis;
+  if (!d) {
+    return h('p', { class: 'note' }, isTerminal(job.state) && stateName(job.state) !== 'CANCELLED'
+      ? 'Diagnosing…' : 'A job is diagnosed once it ends (succeeded or failed).');
+  }
+  const failing = num(d.failing_checks) || 0;
+  return h('div', null,
+    d.available ? h('p', { class: failing ? 'note flag-bad' : 'note', id: 'job-diagnosis-verdict' },
+      failing ? `${failing} failing check${failing === 1 ? '' : 's'}: results --strict leaves this run out.` : 'Every check passed.') : null,
+    h('pre', { class: 'diagnosis', id: 'job-diagnosis' }, figures && figures.diagnosis ? figures.diagnosis : (d.note || 'no data')));
 }
 
 function historyTable(job) {
@@ -282,16 +299,17 @@ export async function render(main, route, ctx) {
   const devicesBox = h('div');
   const telemetryBox = h('div');
   const envBox = h('div');
+  const diagnosisBoxEl = h('div');
   const historyBox = h('div');
   const logs = h('p', { class: 'downloads' }, 'Logs: ', ['dllogger', 'mllog', 'jsonl'].map((format) =>
     h('a', { href: apiUrl(`/api/v1/jobs/${encodeURIComponent(id)}/logs`, { format }), download: `${id}.${format === 'jsonl' ? 'jsonl' : format + '.log'}` },
       { dllogger: 'DLLogger', mllog: 'MLPerf MLLOG', jsonl: 'JSON lines' }[format])),
   ' · ', h('a', { href: hashHref('#/compare', { a: id }) }, 'compare with…'));
 
-  // The job's figures benchd words (data vs compute), read again with the job.
+  // The job's figures benchd words (data vs compute, the diagnosis), read again with the job.
   let figures = null;
   const loadFigures = async () => {
-    if (!job.spec?.data_vs_compute) return;
+    if (!job.spec?.data_vs_compute && !job.diagnosis) return;
     try {
       figures = await getJson(`/api/v1/jobs/${encodeURIComponent(id)}/text`);
     } catch (error) {
@@ -347,11 +365,13 @@ export async function render(main, route, ctx) {
     replace(devicesBox, devicesTable(job));
     replace(telemetryBox, telemetryTable(job));
     replace(envBox, environment(job));
+    replace(diagnosisBoxEl, diagnosisBox(job, figures));
     replace(historyBox, historyTable(job));
   };
 
   replace(main, h('div', { class: 'title-row' }, title, live), summaryBox, problemsBox,
     h('h2', null, 'Throughput, power and SM clock'), chartBox, chartNote, logs,
+    h('h2', null, 'Diagnosis'), diagnosisBoxEl,
     h('h2', null, 'Devices'), devicesBox, h('h2', null, 'GPU telemetry (measured window)'), telemetryBox,
     h('h2', null, 'Environment'), envBox, h('h2', null, 'History'), historyBox);
   drawStatus();
@@ -371,7 +391,20 @@ export async function render(main, route, ctx) {
   ctx.ready();
 
   const cleanupChart = () => { if (chart) chart.destroy(); };
-  if (isTerminal(job.state)) return cleanupChart;
+  // benchd diagnoses a job just after it ends: read the job again until it has one.
+  let diagnosisTries = 0;
+  const awaitDiagnosis = () => {
+    if (job.diagnosis || !ctx.current() || ++diagnosisTries > 30 || stateName(job.state) === 'CANCELLED') return;
+    setTimeout(() => getJson(`/api/v1/jobs/${encodeURIComponent(id)}`).then((status) => {
+      if (!ctx.current()) return;
+      job = status;
+      if (job.diagnosis) reloadFigures(); else awaitDiagnosis();
+    }, () => awaitDiagnosis()), 1000);
+  };
+  if (isTerminal(job.state)) {
+    awaitDiagnosis();
+    return cleanupChart;
+  }
 
   live.hidden = false;
   live.textContent = 'live';
@@ -400,6 +433,7 @@ export async function render(main, route, ctx) {
         live.className = 'live stale';
         live.textContent = 'ended';
         reloadFigures();
+        awaitDiagnosis();
         // The final figures and the complete samples.
         getJson(`/api/v1/jobs/${encodeURIComponent(id)}/samples`, { points: CHART_POINTS }).then((answer) => {
           if (!ctx.current()) return;

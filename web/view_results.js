@@ -6,6 +6,9 @@
 // a scaling plot per precision × batch from the cells' figures. Each cell links to its runs
 // in the jobs view. simulated=true shows the simulated jobs' grids (bench-sim-train, issue
 // 26) instead of the real ones, titled "simulated" and marked; the two never mix.
+// A cell whose runs include one with a failing check ends in "!" (benchd's
+// text) with the footnote under the grids; "strict" (strict=1) leaves those runs out, as
+// benchctl results --strict.
 import { getJson } from './api.js';
 import { h, replace, noData, errorBox, hashHref } from './dom.js';
 import { num, precisionName } from './format.js';
@@ -89,12 +92,14 @@ function filterForm(params, ctx) {
   const model = h('input', { name: 'model', value: params.get('model') || '', placeholder: 'any', size: 12 });
   const gpu = h('input', { name: 'gpu_model', value: params.get('gpu_model') || '', placeholder: 'any', size: 22 });
   const label = h('input', { name: 'label', value: params.getAll('label').join(' '), placeholder: 'k=v', size: 14 });
+  const strict = h('input', { type: 'checkbox', name: 'strict', id: 'results-strict', checked: params.get('strict') === '1' });
   const chosen = params.get('metric') || METRICS[0];
   const metric = h('select', { name: 'metric' }, METRICS.map((name) => h('option', { value: name, selected: name === chosen }, name)));
   const simulated = h('input', { type: 'checkbox', name: 'simulated', checked: params.get('simulated') === 'true' });
   const form = h('form', { class: 'filters' }, h('label', null, 'model', model), h('label', null, 'GPU model', gpu),
     h('label', null, 'labels', label), h('label', null, 'metric', metric),
     h('label', { title: 'the simulated jobs\' results (bench-sim-train) instead of the real ones' }, 'simulated', simulated),
+    h('label', { title: 'leave out runs whose checks failed (benchctl results --strict)' }, strict, 'strict'),
     h('button', { type: 'submit' }, 'Apply'),
     h('a', { href: '#/results' }, 'clear'));
   form.addEventListener('submit', (event) => {
@@ -102,6 +107,7 @@ function filterForm(params, ctx) {
     ctx.navigate('#/results', {
       model: model.value.trim(), gpu_model: gpu.value.trim(), label: label.value.split(/\s+/).filter(Boolean),
       metric: metric.value === METRICS[0] ? '' : metric.value, simulated: simulated.checked ? 'true' : '',
+      strict: strict.checked ? '1' : '',
     });
   });
   return form;
@@ -117,6 +123,7 @@ export async function render(main, route, ctx) {
       model: params.get('model') || '', gpu_model: params.get('gpu_model') || '', label: params.getAll('label'),
       since: params.get('since') || '', until: params.get('until') || '', metric: params.get('metric') || '',
       simulated: params.get('simulated') === 'true' ? 'true' : '',
+      strict: params.get('strict') === '1' ? '1' : '',
     });
   } catch (error) {
     replace(body, errorBox('could not load the results', error));
@@ -151,7 +158,7 @@ export async function render(main, route, ctx) {
     }
     parts.push(section);
   }
-  replace(body, parts, h('p', { class: 'note' },
+  replace(body, parts, view.footnote ? h('p', { class: 'note', id: 'results-footnote' }, view.footnote) : null, h('p', { class: 'note' },
     'Median over repeated jobs; in parentheses the spread (min–max, or the 95% confidence interval of the median ' +
     'with 6 or more runs) and the number of runs. Speedup and efficiency are against the 1-device cell of the same ' +
     'precision and batch. The same figures as benchctl results, rendered by benchd.'));

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,8 @@
 #include "common/gpu_info.h"
 
 namespace bench {
+
+struct JobDiagnosis;  // server/results/job_diagnosis.h
 
 // Precision and DeviceKind (with PrecisionText, DeviceKindText) are
 // common/configuration_key.h's.
@@ -167,6 +170,9 @@ struct Job {
   // the job is simulated. Set once and kept (across attempts): a simulated job never
   // enters real results (ConfigurationKey::simulated).
   bool simulated = false;
+  // The current attempt's diagnosis (server/results/job_diagnosis.h), once computed after
+  // it ended SUCCEEDED or FAILED, or reloaded; null until then and for other jobs.
+  std::shared_ptr<const JobDiagnosis> diagnosis;
 };
 
 // The GPU model of a job's ranks: their GPU name, or the distinct names sorted and

@@ -123,6 +123,7 @@ void JobManager::Transition(Job& job, JobState state, std::string reason) {
   if (IsTerminal(state) && job.attempt > 0) {
     LogLossHealth(job);
     JoinTelemetry(job);
+    if (ShouldDiagnose(job)) DiagnoseJob(job);
   }
 }
 
@@ -177,6 +178,31 @@ void JobManager::OnTelemetryJoined(const std::string& job_id, int attempt,
   job->telemetry_note = absl::StrJoin(notes, "; ");
   if (events_ != nullptr) events_->OnTelemetryJoined(*job);
   Persist(*job);
+  Notify(*job);
+}
+
+void JobManager::DiagnoseJob(const Job& job) {
+  std::string id = job.id;
+  int attempt = job.attempt;
+  bool queued = store_->DiagnoseJobAsync(
+      JobInputsOf(job), attempt, [this, id, attempt](absl::StatusOr<JobDiagnosis> diagnosis) {
+        OnJobDiagnosed(id, attempt, std::move(diagnosis));
+      });
+  if (queued) ++joins_in_flight_;
+}
+
+void JobManager::OnJobDiagnosed(const std::string& job_id, int attempt,
+                                absl::StatusOr<JobDiagnosis> diagnosis) {
+  absl::MutexLock lock(&mu_);
+  --joins_in_flight_;
+  if (!diagnosis.ok()) {
+    // Not stored: the next benchd start (Recover) diagnoses the job again.
+    Log(job_id, ": could not diagnose: ", diagnosis.status().ToString());
+    return;
+  }
+  Job* job = FindJob(job_id);
+  if (job == nullptr || job->attempt != attempt) return;
+  job->diagnosis = std::make_shared<const JobDiagnosis>(*std::move(diagnosis));
   Notify(*job);
 }
 

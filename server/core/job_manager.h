@@ -330,6 +330,12 @@ class JobManager {
   void JoinTelemetry(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnTelemetryJoined(const std::string& job_id, int attempt,
                          absl::StatusOr<JoinedTelemetry> joined);
+  // After an attempt ended SUCCEEDED or FAILED: its diagnosis
+  // (server/results/job_diagnosis.h), computed and stored on the store's writer thread,
+  // then recorded on the job.
+  void DiagnoseJob(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnJobDiagnosed(const std::string& job_id, int attempt,
+                      absl::StatusOr<JobDiagnosis> diagnosis);
   std::string AgentOfRank(const Job& job, int rank) const;
 
   Store* const store_;

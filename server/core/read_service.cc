@@ -112,4 +112,16 @@ std::vector<ScreeningListEntry> ReadService::ListScreenings() {
   return ListScreeningsOf(snapshot.jobs);
 }
 
+absl::StatusOr<JobDiagnosis> ReadService::Diagnose(const std::string& job_id) {
+  absl::StatusOr<JobView> view = manager_->Get(job_id);
+  if (!view.ok()) return view.status();
+  const Job& job = view->job;
+  if (!ShouldDiagnose(job)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job.id, " is ", JobStateText(job.state),
+                     ": only a job that ended SUCCEEDED or FAILED has a diagnosis"));
+  }
+  return store_->RediagnoseJob(JobInputsOf(job), job.attempt);
+}
+
 }  // namespace bench

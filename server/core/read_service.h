@@ -53,6 +53,10 @@ class ReadService {
   absl::StatusOr<ScreeningView> Screening(const std::string& screening_id);
   // Every screening, newest first.
   std::vector<ScreeningListEntry> ListScreenings();
+  // The job's diagnosis computed again from its stored data (`benchctl diagnose`): the
+  // same analyses as at its end, nothing stored. NOT_FOUND for an unknown job,
+  // FAILED_PRECONDITION for a job that has not ended SUCCEEDED or FAILED.
+  absl::StatusOr<JobDiagnosis> Diagnose(const std::string& job_id);
 
  private:
   Store* const store_;

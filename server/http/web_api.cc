@@ -210,6 +210,13 @@ absl::StatusOr<v1::ResultsRequest> ResultsRequestOf(const HttpRequest& request) 
         absl::StrCat("simulated: expected true or false, got \"", simulated.substr(0, 32), "\""));
   }
   proto.set_simulated(simulated == "true");
+  // strict=1 (or true): without the runs whose diagnosis has a failing check.
+  const std::string strict = request.Query("strict").value_or("");
+  if (!strict.empty() && strict != "1" && strict != "0" && strict != "true" && strict != "false") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("strict: expected 1 or 0, got \"", strict.substr(0, 32), "\""));
+  }
+  proto.set_strict(strict == "1" || strict == "true");
   return proto;
 }
 
@@ -328,7 +335,7 @@ HttpResponse WebApi::JobText(const HttpRequest& request, const std::string& job_
 
 HttpResponse WebApi::Results(const HttpRequest& request) const {
   if (absl::Status s = CheckParams(request, {"model", "gpu_model", "node", "since", "until",
-                                             "label", "job_ids", "simulated"});
+                                             "label", "job_ids", "simulated", "strict"});
       !s.ok()) {
     return JsonError(s);
   }
@@ -348,7 +355,7 @@ HttpResponse WebApi::Results(const HttpRequest& request) const {
 
 HttpResponse WebApi::ResultsGrids(const HttpRequest& request) const {
   if (absl::Status s = CheckParams(request, {"model", "gpu_model", "node", "since", "until",
-                                             "label", "metric", "simulated"});
+                                             "label", "metric", "simulated", "strict"});
       !s.ok()) {
     return JsonError(s);
   }

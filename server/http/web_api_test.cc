@@ -4,7 +4,10 @@
 // history: web_api_samples_test.cc.
 #include "server/http/web_api_test_fixture.h"
 
+#include <future>
 #include "httpd/http_test_client.h"
+
+#include "report/diagnosis_view.h"
 #include "report/grid_view.h"
 #include "report/job_figures.h"
 
@@ -215,7 +218,7 @@ TEST_F(WebApiTest, ResultsGridsAreTheGridsBenchctlPrintsWithTheirFigures) {
               HasSubstr(text));
   EXPECT_GT(cell.fields().at("value").number_value(), 0);
   EXPECT_EQ(Get("/api/v1/results/grids", {{"model", "vgg"}}).body,
-            "{\"metric\": \"images_per_second\", \"grids\": []}\n");
+            "{\"metric\": \"images_per_second\", \"grids\": [], \"footnote\": \"\"}\n");
   HttpResponse bad = Get("/api/v1/results/grids", {{"metric", "joules"}});
   EXPECT_EQ(bad.status, 400);
   EXPECT_THAT(bad.body, HasSubstr("metric: unknown metric \\\"joules\\\""));
@@ -241,9 +244,68 @@ TEST_F(WebApiTest, JobTextIsDataVsComputeAsBenchctlStatusWordsIt) {
   EXPECT_EQ(got.body, report::JobFiguresJson(status));
   EXPECT_EQ(Field(Parse(got.body), "vs_compute").string_value(),
             "0.50 of compute: 4.0 images/s on its data, 8.0 on synthetic data");
-  EXPECT_EQ(Get(absl::StrCat("/api/v1/jobs/", plain.id, "/text")).body, "{\"vs_compute\": \"\"}\n");
+  EXPECT_EQ(Get(absl::StrCat("/api/v1/jobs/", plain.id, "/text")).body,
+            "{\"vs_compute\": \"\", \"diagnosis\": \"\"}\n");
   EXPECT_EQ(Get("/api/v1/jobs/job-404/text").status, 404);
   EXPECT_EQ(Get(absl::StrCat("/api/v1/jobs/", job.id, "/text"), {{"x", "1"}}).status, 400);
+}
+
+// A job's diagnosis: in its JSON (the proto's mapping) and as benchctl status's text.
+TEST_F(WebApiTest, AJobsDiagnosisIsInItsJsonAndItsText) {
+  Job job = StoreJob(1, "resnet50", JobState::kSucceeded);
+  std::vector<IterationSample> samples;
+  for (int i = 1; i <= 6; ++i) {
+    samples.push_back({job.id, 1, 0, i, 0.25, 8, 1.0, 0.001, 0.25 * i, i == 1, 0});
+  }
+  ASSERT_TRUE(store_->AppendSamplesSync(samples).ok());
+  std::promise<absl::StatusOr<JobDiagnosis>> done;
+  ASSERT_TRUE(store_->DiagnoseJobAsync(
+      JobInputsOf(job), 1, [&](absl::StatusOr<JobDiagnosis> d) { done.set_value(std::move(d)); }));
+  ASSERT_TRUE(done.get_future().get().ok());
+  StartManager();
+  v1::JobStatus status;
+  ToProto(*manager_->Get(job.id), &status);
+  ASSERT_TRUE(status.has_diagnosis());
+  EXPECT_TRUE(status.diagnosis().available());
+  HttpResponse text = Get(absl::StrCat("/api/v1/jobs/", job.id, "/text"));
+  EXPECT_EQ(text.body, report::JobFiguresJson(status));
+  EXPECT_EQ(Field(Parse(text.body), "diagnosis").string_value(),
+            report::DiagnosisText(status.diagnosis()));
+  EXPECT_THAT(Field(Parse(text.body), "diagnosis").string_value(), HasSubstr("\nchecks: "));
+  const Struct json = Parse(Get(absl::StrCat("/api/v1/jobs/", job.id)).body);
+  const Struct& diagnosis = Field(json, "diagnosis").struct_value();
+  EXPECT_TRUE(diagnosis.fields().at("available").bool_value());
+  EXPECT_GT(diagnosis.fields().at("checks").list_value().values_size(), 0);
+}
+
+// results?strict=1 leaves out the runs with a failing check; a bad value is refused.
+TEST_F(WebApiTest, ResultsStrictLeavesOutRunsWithFailingChecks) {
+  StoreJob(1, "resnet50", JobState::kSucceeded, 2);
+  // Two ranks, only rank 0 stored its iterations: same_iterations fails.
+  Job failing = StoreJob(2, "resnet50", JobState::kSucceeded, 2);
+  std::vector<IterationSample> samples;
+  for (int i = 1; i <= 6; ++i) {
+    samples.push_back({failing.id, 1, 0, i, 0.25, 8, 1.0, 0.001, 0.25 * i, i == 1, 0});
+  }
+  ASSERT_TRUE(store_->AppendSamplesSync(samples).ok());
+  std::promise<absl::StatusOr<JobDiagnosis>> done;
+  ASSERT_TRUE(store_->DiagnoseJobAsync(
+      JobInputsOf(failing), 1,
+      [&](absl::StatusOr<JobDiagnosis> d) { done.set_value(std::move(d)); }));
+  absl::StatusOr<JobDiagnosis> diagnosis = done.get_future().get();
+  ASSERT_TRUE(diagnosis.ok()) << diagnosis.status();
+  ASSERT_GT(diagnosis->FailingChecks(), 0);
+  StartManager();
+  EXPECT_THAT(Get("/api/v1/results").body, HasSubstr("\"job-100002\""));
+  EXPECT_THAT(Get("/api/v1/results").body, HasSubstr("\"failing_check_runs\":1"));
+  EXPECT_THAT(Get("/api/v1/results", {{"strict", "1"}}).body, Not(HasSubstr("job-100002")));
+  EXPECT_THAT(Get("/api/v1/results/grids").body, HasSubstr("! 1 run with failing checks"));
+  EXPECT_EQ(Get("/api/v1/results", {{"strict", "1"}}).status, 200);
+  EXPECT_EQ(Get("/api/v1/results/grids", {{"strict", "true"}}).status, 200);
+  HttpResponse bad = Get("/api/v1/results", {{"strict", "yes"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.body, HasSubstr("strict: "));
+  EXPECT_THAT(Get("/api/v1/results", {{"strict", "1"}}).body, HasSubstr("\"job-100001\""));
 }
 
 TEST_F(WebApiTest, CompareIsBenchctlsComparisonJson) {

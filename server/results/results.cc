@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "server/results/job_diagnosis.h"
 #include "server/results/telemetry.h"
 
 namespace bench {
@@ -92,7 +93,12 @@ bool Matches(const Job& job, const ResultsFilter& filter) {
     auto it = job.spec.labels.find(key);
     if (it == job.spec.labels.end() || it->second != value) return false;
   }
+  if (filter.strict && HasFailingChecks(job)) return false;
   return true;
+}
+
+bool HasFailingChecks(const Job& job) {
+  return job.diagnosis != nullptr && job.diagnosis->FailingChecks() > 0;
 }
 
 std::vector<ResultCell> BuildResultCells(const std::vector<Job>& jobs,
@@ -107,6 +113,7 @@ ResultRow ResultRowOf(const Job& job) {
   row.key = ConfigurationOf(job);
   row.state = job.state;
   row.id = job.id;
+  row.failing_checks = HasFailingChecks(job);
   if (job.state != JobState::kSucceeded) return row;
   row.throughput = JobThroughput(job.summaries, job.spec.devices);
   if (!row.throughput) return row;
@@ -162,6 +169,7 @@ std::vector<ResultCell> BuildResultCells(const std::vector<ResultRow>& rows,
     }
     values[at].push_back(*row.throughput);
     cell.job_ids.push_back(row.id);
+    if (row.failing_checks) ++cell.failing_check_runs;
     AddTelemetry(row, telemetry[at]);
   }
   std::vector<ResultCell> out;

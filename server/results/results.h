@@ -37,8 +37,12 @@ struct ResultsFilter {
   absl::Time since = absl::InfinitePast();   // created at or after
   absl::Time until = absl::InfiniteFuture();  // created before
   std::map<std::string, std::string> labels;  // each must be present with this value
+  // Leave out the jobs whose diagnosis has a failing check (`benchctl results --strict`).
+  bool strict = false;
 };
 bool Matches(const Job& job, const ResultsFilter& filter);
+// The job's diagnosis has a failing check (no diagnosis: no).
+bool HasFailingChecks(const Job& job);
 
 // One configuration's jobs.
 //
@@ -68,6 +72,9 @@ struct ResultCell {
   int failed_runs = 0;
   int unmeasured_runs = 0;
   int pending_runs = 0;
+  // Of the runs, those whose diagnosis (job_diagnosis.h) has a failing check: counted in
+  // the figures, marked (benchctl results' `!`); 0 under ResultsFilter::strict.
+  int failing_check_runs = 0;
   // The median against the configuration's baseline; unset without one or without runs.
   std::optional<BaselineComparison> baseline;
   // Medians over the cell's runs that have the figure (GPU telemetry); unset: no data.
@@ -89,6 +96,7 @@ struct ResultRow {
   JobState state = JobState::kQueued;
   std::string id;
   std::optional<double> throughput;  // JobThroughput, SUCCEEDED jobs only
+  bool failing_checks = false;       // its diagnosis has a failing check
   // Telemetry (SUCCEEDED jobs with a throughput): energy per image (> 0) and the means
   // over its GPUs of their medians, each unset where the job has no such figure.
   std::optional<double> energy_per_image_j;

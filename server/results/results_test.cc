@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "server/results/job_diagnosis.h"
+
 namespace bench {
 namespace {
 
@@ -125,6 +127,41 @@ TEST(ResultsTest, FailedPendingAndUnmeasuredJobsAreCountedNotFigured) {
   EXPECT_EQ(cells[0].unmeasured_runs, 1);
   EXPECT_FALSE(cells[0].cv.has_value()) << "one run has no spread";
   EXPECT_FALSE(cells[0].ci95.has_value());
+}
+
+// A run whose diagnosis has a failing check counts, marked; --strict leaves it out. A run
+// whose diagnosis passes, or that has none ("no data"), always counts.
+TEST(ResultsTest, RunsWithAFailingCheckAreCountedOrLeftOutWhenStrict) {
+  auto with_checks = [](Job job, diagnosis::CheckOutcome outcome) {
+    auto d = std::make_shared<JobDiagnosis>();
+    d->available = true;
+    d->checks = {{"steady_cv", outcome, 12.0, 10.0, "%", ""}};
+    job.diagnosis = std::move(d);
+    return job;
+  };
+  Job failing = with_checks(Finished("bad", 1, 128, Precision::kAmp, {Summary(0, 50, 1.0)}),
+                            diagnosis::CheckOutcome::kFail);
+  Job passing = with_checks(Finished("ok", 1, 128, Precision::kAmp, {Summary(0, 100, 1.0)}),
+                            diagnosis::CheckOutcome::kPass);
+  Job none = Finished("old", 1, 128, Precision::kAmp, {Summary(0, 110, 1.0)});
+  Job failed_run = WithState(
+      with_checks(Finished("f", 1, 128, Precision::kAmp, {}), diagnosis::CheckOutcome::kFail),
+      JobState::kFailed);
+  ResultsFilter filter;
+  std::vector<ResultCell> cells = BuildResultCells({failing, passing, none, failed_run}, filter);
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].job_ids, (std::vector<std::string>{"bad", "ok", "old"}));
+  EXPECT_EQ(cells[0].failing_check_runs, 1);
+  EXPECT_EQ(cells[0].failed_runs, 1);
+  EXPECT_DOUBLE_EQ(cells[0].median_images_per_second, 100);
+
+  filter.strict = true;
+  cells = BuildResultCells({failing, passing, none, failed_run}, filter);
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].job_ids, (std::vector<std::string>{"ok", "old"}));
+  EXPECT_EQ(cells[0].failing_check_runs, 0);
+  EXPECT_EQ(cells[0].failed_runs, 0);
+  EXPECT_DOUBLE_EQ(cells[0].median_images_per_second, 105);
 }
 
 TEST(ResultsTest, AConfigurationWithOnlyFailedOrQueuedJobsHasACellWithNoRuns) {

@@ -232,6 +232,20 @@ grpc::ServerUnaryReactor* ControllerService::GetSamples(grpc::CallbackServerCont
   return call->Reply(samples.status());
 }
 
+grpc::ServerUnaryReactor* ControllerService::DiagnoseJob(grpc::CallbackServerContext* context,
+                                                         const grpc::ByteBuffer* request,
+                                                         grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall<v1::DiagnoseJobRequest, v1::DiagnoseJobResponse>(response);
+  BENCH_ADMIT_OR_REPLY(call, Action::kRead);
+  const std::string& job_id = call->request().job_id();
+  absl::StatusOr<JobDiagnosis> diagnosis = reads_->Diagnose(job_id);
+  if (diagnosis.ok()) {
+    call->response()->set_job_id(job_id);
+    ToProto(*diagnosis, call->response()->mutable_diagnosis());
+  }
+  return call->Reply(diagnosis.status());
+}
+
 namespace {
 absl::Status NoJoinTokens() {
   return absl::FailedPreconditionError("this benchd keeps no join tokens");

@@ -40,12 +40,13 @@ using Service =
     C::WithRawCallbackMethod_ListBaselines<
     C::WithRawCallbackMethod_GpuVariability<
     C::WithRawCallbackMethod_GetSamples<
+    C::WithRawCallbackMethod_DiagnoseJob<
     C::WithRawCallbackMethod_CreateJoinToken<
     C::WithRawCallbackMethod_ListJoinTokens<
     C::WithRawCallbackMethod_RevokeJoinToken<
     C::WithRawCallbackMethod_GetScreening<
     C::WithRawCallbackMethod_ListScreenings<
-    C::Service>>>>>>>>>>>>>>>>>;
+    C::Service>>>>>>>>>>>>>>>>>>;
 // clang-format on
 }  // namespace raw_controller
 
@@ -94,6 +95,9 @@ class ControllerService final : public raw_controller::Service {
   grpc::ServerUnaryReactor* GetSamples(grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* DiagnoseJob(grpc::CallbackServerContext* context,
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* CreateJoinToken(grpc::CallbackServerContext* context,
                                             const grpc::ByteBuffer* request,
                                             grpc::ByteBuffer* response) override;

@@ -437,6 +437,24 @@ TEST_F(ControllerServiceTest, BaselinesVariabilitySamplesAndEnvironmentOverGrpc)
     EXPECT_EQ(controller_->GetSamples(&context, request, &response).error_code(),
               grpc::StatusCode::NOT_FOUND);
   }
+  {  // The diagnosis computed again from the stored data (benchctl diagnose).
+    grpc::ClientContext context;
+    v1::DiagnoseJobRequest request;
+    request.set_job_id(id);
+    v1::DiagnoseJobResponse response;
+    ASSERT_TRUE(controller_->DiagnoseJob(&context, request, &response).ok());
+    EXPECT_EQ(response.job_id(), id);
+    EXPECT_TRUE(response.diagnosis().available()) << response.diagnosis().note();
+    EXPECT_GT(response.diagnosis().checks_size(), 0);
+  }
+  {
+    grpc::ClientContext context;
+    v1::DiagnoseJobRequest request;
+    request.set_job_id("job-999999");
+    v1::DiagnoseJobResponse response;
+    EXPECT_EQ(controller_->DiagnoseJob(&context, request, &response).error_code(),
+              grpc::StatusCode::NOT_FOUND);
+  }
   stream_context.TryCancel();
   while (stream->Read(&event)) {
   }

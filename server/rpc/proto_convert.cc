@@ -180,6 +180,7 @@ ResultsFilter FromProto(const v1::ResultsRequest& proto) {
   if (proto.until_unix_ms() != 0) filter.until = absl::FromUnixMillis(proto.until_unix_ms());
   filter.labels.insert(proto.labels().begin(), proto.labels().end());
   filter.configuration.simulated = proto.simulated();
+  filter.strict = proto.strict();
   return filter;
 }
 
@@ -316,6 +317,7 @@ void ToProto(const JobView& view, v1::JobStatus* proto) {
     allocation->set_nodes(job.allocation.nodes);
     allocation->set_ended(job.allocation.ended);
   }
+  if (job.diagnosis != nullptr) ToProto(*job.diagnosis, proto->mutable_diagnosis());
 }
 
 void ToProto(const GpuTelemetry& gpu, v1::GpuTelemetry* proto) {
@@ -395,6 +397,7 @@ void ToProto(const ResultCell& cell, v1::ResultCell* proto) {
   if (cell.median_power_w) proto->set_median_power_w(*cell.median_power_w);
   if (cell.median_sm_clock_mhz) proto->set_median_sm_clock_mhz(*cell.median_sm_clock_mhz);
   if (cell.median_temperature_c) proto->set_median_temperature_c(*cell.median_temperature_c);
+  proto->set_failing_check_runs(cell.failing_check_runs);
 }
 
 void ToProto(const AssignmentMessage& assignment, v1::Assignment* proto) {

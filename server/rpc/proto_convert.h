@@ -12,6 +12,7 @@
 #include "server/core/job.h"
 #include "server/core/views.h"
 #include "server/results/baseline.h"
+#include "server/results/job_diagnosis.h"
 #include "server/results/results.h"
 #include "server/results/variability.h"
 
@@ -35,6 +36,8 @@ void ToProto(const Baseline& baseline, benchfleet::v1::Baseline* proto);
 void ToProto(const GpuVariability& gpu, benchfleet::v1::GpuVariability* proto);
 void ToProto(const IterationSample& sample, benchfleet::v1::IterationSample* proto);
 void ToProto(const GpuSample& sample, benchfleet::v1::GpuSample* proto);
+// proto_convert_diagnosis.cc
+void ToProto(const JobDiagnosis& diagnosis, benchfleet::v1::JobDiagnosis* proto);
 // Never the secret (nor its hash).
 void ToProto(const JoinTokenRecord& token, benchfleet::v1::JoinToken* proto);
 

@@ -40,6 +40,7 @@
 #include "server/auth/join_token.h"
 #include "server/core/job.h"
 #include "server/results/baseline.h"
+#include "server/results/job_diagnosis.h"
 #include "server/results/telemetry.h"
 
 struct sqlite3;
@@ -63,7 +64,7 @@ struct AppendResult {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 15;
+  static constexpr int kSchemaVersion = 16;
   // WAL pages (4 KiB each) after which the background thread checkpoints.
   static constexpr int kCheckpointFrames = 8192;
 
@@ -114,6 +115,16 @@ class Store {
   };
   using TelemetryDone = std::function<void(absl::StatusOr<JoinedTelemetry>)>;
   bool JoinTelemetryAsync(TelemetryRequest request, TelemetryDone done);
+
+  // Diagnoses the attempt (server/results/job_diagnosis.h): on the writer thread, after
+  // everything queued before it, reads its iterations and GPU readings, adds them to
+  // `facts` (JobInputsOf the job), runs the analyses, stores the result in job_diagnoses
+  // (replacing the attempt's row) and hands it to `done`. Returns false, and never calls
+  // `done`, once the store is shutting down (as JoinTelemetryAsync).
+  using DiagnosisDone = std::function<void(absl::StatusOr<JobDiagnosis>)>;
+  bool DiagnoseJobAsync(diagnosis::JobInputs facts, int attempt, DiagnosisDone done);
+  // The same analyses on the reader connection, stored nothing (`benchctl diagnose`).
+  absl::StatusOr<JobDiagnosis> RediagnoseJob(const diagnosis::JobInputs& facts, int attempt);
 
   // Stores `baseline`, replacing the one of the same configuration; `done` runs as
   // above.

@@ -56,4 +56,8 @@ absl::Status WriteGpuTelemetryRows(Database& db, const Job& job);
 absl::Status LoadGpuTelemetry(Database& db, const std::map<std::string, size_t>& index,
                               std::vector<Job>& jobs);
 
+// store_diagnoses.cc: fills each job's diagnosis (current attempt) from job_diagnoses.
+absl::Status LoadDiagnoses(Database& db, const std::map<std::string, size_t>& index,
+                           std::vector<Job>& jobs);
+
 }  // namespace bench

@@ -243,6 +243,7 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
   RETURN_IF_ERROR(LoadRankSummaries(db, loaded));
   RETURN_IF_ERROR(LoadAllocations(db, loaded));
   RETURN_IF_ERROR(LoadGpuTelemetry(db, loaded.index, loaded.jobs));
+  RETURN_IF_ERROR(LoadDiagnoses(db, loaded.index, loaded.jobs));
   return std::move(loaded.jobs);
 }
 

@@ -62,6 +62,7 @@ ALTER TABLE gpu_samples DROP COLUMN xid_errors;
 // Takes a database of this schema back to schema 12 (before the step split and the simulated mark): the downgrade
 // tests below run it before their own.
 constexpr const char* kToSchema12 = R"sql(
+DROP TABLE job_diagnoses;
 ALTER TABLE jobs DROP COLUMN simulated;
 DROP VIEW samples;
 ALTER TABLE sample_rows DROP COLUMN compute_time_s;
@@ -656,7 +657,8 @@ INSERT INTO sample_rows (key, step_time_s, images, loss, data_time_s, elapsed_s,
   sqlite3_close(db);
 }
 
-// Issue 26's migration (the jobs' simulated mark): jobs stored before it are real.
+// Issue 26's migration 15 (the jobs' simulated mark): jobs stored before it are real
+// (taken back to schema 14: without the mark and without migration 16's diagnoses).
 TEST_F(StoreTest, JobsStoredBeforeTheSimulatedMarkAreReal) {
   Job old_job = MakeJob(1);
   {
@@ -667,8 +669,9 @@ TEST_F(StoreTest, JobsStoredBeforeTheSimulatedMarkAreReal) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const std::string back = absl::StrCat(
-      "ALTER TABLE jobs DROP COLUMN simulated; DELETE FROM schema_version WHERE version > ",
-      Store::kSchemaVersion - 1, ";");
+      "DROP TABLE job_diagnoses; ALTER TABLE jobs DROP COLUMN simulated; "
+      "DELETE FROM schema_version WHERE version > ",
+      Store::kSchemaVersion - 2, ";");
   ASSERT_EQ(sqlite3_exec(db, back.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
       << sqlite3_errmsg(db);
   sqlite3_close(db);

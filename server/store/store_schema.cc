@@ -375,6 +375,24 @@ CREATE VIEW samples AS
     R"sql(
 ALTER TABLE jobs ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 16: each finished job's diagnosis (issue 26: stragglers, excess time by cause,
+    // checks; server/results/job_diagnosis.h), per attempt; `result` is its JSON, NULL
+    // when there is none ("no data": `note` says why). Jobs that ended before this
+    // migration get such a row: they say why they have none.
+    R"sql(
+CREATE TABLE job_diagnoses (
+  job_id TEXT NOT NULL REFERENCES jobs(id),
+  attempt INTEGER NOT NULL,
+  available INTEGER NOT NULL,
+  note TEXT NOT NULL,
+  failing_checks INTEGER NOT NULL,
+  result TEXT,
+  PRIMARY KEY (job_id, attempt)
+) WITHOUT ROWID;
+INSERT INTO job_diagnoses (job_id, attempt, available, note, failing_checks, result)
+  SELECT id, attempt, 0, 'no data: the job ended before this benchd diagnosed jobs', 0, NULL
+  FROM jobs WHERE state IN ('SUCCEEDED', 'FAILED') AND attempt > 0;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);

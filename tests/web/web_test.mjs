@@ -7,6 +7,7 @@
 //     (any --metric), rendered by benchd (the page asks /api/v1/results/grids and formats
 //     no figure of its own),
 //   - the job view of a --data-vs-compute job shows benchctl status's "vs compute" figure,
+//   - the job view shows a finished job's diagnosis as benchctl status's section prints it,
 //   - the job view's chart grows while a real job runs (its event stream),
 //   - a deep link reproduces its view,
 //   - the script-named job renders as text (no dialog fires, the text is visible),
@@ -179,10 +180,12 @@ function markdownTables(text) {
 }
 
 // The page's results grids in the same shape: each table under the h2/h3 before it, each
-// note as {its text: ['note']}.
+// note (and the footnote on runs with failing checks) as {its text: ['note']}.
 async function shownTables(page) {
   return page.evaluate(() => {
     const out = {};
+    const footnote = document.querySelector('#results-footnote');
+    if (footnote) out[footnote.textContent] = ['note'];
     for (const section of document.querySelectorAll('section.grid-section')) {
       let title = null;
       for (const node of section.children) {
@@ -311,6 +314,16 @@ test('the results grid shows exactly what benchctl results prints', async () => 
   await page.click('table.grid.medians a[href*="devices=2"]');
   await page.waitForSelector('main[data-view="jobs"][data-ready="1"]');
   assert.deepEqual(await page.locator('table.jobs tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.job)), [jobs.two]);
+  // --strict: without the runs whose checks failed, as benchctl results --strict.
+  await open(page, '#/results?strict=1');
+  assert.equal(await page.isChecked('#results-strict'), true);
+  const strict = await benchctl('results', '--strict', '--format', 'markdown');
+  assert.ok(!strict.includes('failing checks'), strict);
+  if (strict.startsWith('no results')) {
+    assert.equal(await page.locator('#no-results').count(), 1);
+  } else {
+    assert.deepEqual(await shownTables(page), markdownTables(strict));
+  }
   // Another metric: the fake GPUs' power, as benchctl results --metric power.
   await open(page, '#/results?metric=power');
   assert.equal(await page.inputValue('select[name="metric"]'), 'power');
@@ -337,6 +350,25 @@ test('the job view shows data vs compute as benchctl status words it', async () 
   // A job without --data-vs-compute has no such line, as in benchctl status.
   await open(page, `#/job/${jobs.second}`);
   assert.equal(await page.locator('main .kv dt', { hasText: 'vs compute' }).count(), 0);
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('the job view shows the diagnosis as benchctl status prints it', async () => {
+  // benchd diagnoses a job just after it ends.
+  await waitFor('the two-slot job\'s diagnosis', async () => Boolean((await api(`/api/v1/jobs/${jobs.two}`)).diagnosis));
+  const status = await benchctl('status', jobs.two);
+  const lines = status.split('\n');
+  const from = lines.indexOf('diagnosis:');
+  const to = lines.indexOf('history:');
+  assert.ok(from >= 0 && to > from, status);
+  const expected = lines.slice(from + 1, to).map((l) => l.replace(/^ {2}/, '')).join('\n') + '\n';
+  assert.match(expected, /^stragglers: /, status);
+  assert.match(expected, /\nchecks: \d+ pass, \d+ fail, \d+ not applicable\n/, status);
+  const { page, problems, close } = await newPage();
+  await open(page, `#/job/${jobs.two}`);
+  await page.waitForSelector('#job-diagnosis', { timeout: 30000 });
+  assert.equal(await page.textContent('#job-diagnosis'), expected);
   assert.deepEqual(problems, []);
   await close();
 });

@@ -1,0 +1,97 @@
+// Store operations on job diagnoses (server/results/job_diagnosis.h): computed on the
+// writer thread when an attempt ends, kept in `job_diagnoses` (one row per job and
+// attempt, the result as job_diagnosis_json.h's JSON), loaded with the jobs, and
+// recomputed on the reader for `benchctl diagnose`.
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "server/results/job_diagnosis_json.h"
+#include "server/store/sqlite_db.h"
+#include "server/store/store.h"
+#include "server/store/store_internal.h"
+
+namespace bench {
+namespace {
+
+absl::Status WriteDiagnosisRow(Database& db, const std::string& job_id,
+                               const JobDiagnosis& diagnosis) {
+  ASSIGN_OR_RETURN(Statement * insert,
+                   db.Prepare("INSERT OR REPLACE INTO job_diagnoses (job_id, attempt, "
+                              "available, note, failing_checks, result) "
+                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  insert->Bind(1, job_id);
+  insert->Bind(2, int64_t{diagnosis.attempt});
+  insert->Bind(3, int64_t{diagnosis.available ? 1 : 0});
+  insert->Bind(4, diagnosis.note);
+  insert->Bind(5, int64_t{diagnosis.FailingChecks()});
+  if (diagnosis.available) {
+    insert->Bind(6, DiagnosisToJson(diagnosis));
+  } else {
+    insert->BindNull(6);
+  }
+  return insert->Run();
+}
+
+}  // namespace
+
+absl::Status LoadDiagnoses(Database& db, const std::map<std::string, size_t>& index,
+                           std::vector<Job>& jobs) {
+  ASSIGN_OR_RETURN(Statement * select, db.Prepare("SELECT job_id, attempt, available, note, result "
+                                                  "FROM job_diagnoses"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    auto it = index.find(select->Text(0));
+    if (it == index.end()) continue;
+    Job& job = jobs[it->second];
+    if (select->Int(1) != job.attempt) continue;
+    auto diagnosis = std::make_shared<JobDiagnosis>();
+    diagnosis->attempt = job.attempt;
+    diagnosis->note = select->Text(3);
+    if (select->Int(2) != 0 && !select->IsNull(4)) {
+      absl::StatusOr<JobDiagnosis> parsed = DiagnosisFromJson(select->Text(4));
+      if (parsed.ok()) {
+        *diagnosis = *std::move(parsed);
+      } else {
+        Log("job ", job.id, ": ", parsed.status().message());
+        diagnosis->note = absl::StrCat("no data: ", parsed.status().message());
+      }
+    }
+    job.diagnosis = std::move(diagnosis);
+  }
+  return absl::OkStatus();
+}
+
+bool Store::DiagnoseJobAsync(diagnosis::JobInputs facts, int attempt, DiagnosisDone done) {
+  auto result = std::make_shared<JobDiagnosis>();
+  auto apply = [facts = std::move(facts), attempt, result](Database& db) -> absl::Status {
+    ASSIGN_OR_RETURN(auto samples, SelectSamples(db, facts.job_id, attempt));
+    ASSIGN_OR_RETURN(auto gpu_samples, SelectGpuSamples(db, facts.job_id, attempt));
+    diagnosis::JobInputs inputs = facts;
+    AddSamples(inputs, samples, gpu_samples);
+    *result = Diagnose(inputs, attempt);
+    return WriteDiagnosisRow(db, facts.job_id, *result);
+  };
+  return TryEnqueue({std::move(apply), [result, done = std::move(done)](absl::Status status) {
+                       if (status.ok()) {
+                         done(std::move(*result));
+                       } else {
+                         done(status);
+                       }
+                     }});
+}
+
+absl::StatusOr<JobDiagnosis> Store::RediagnoseJob(const diagnosis::JobInputs& facts, int attempt) {
+  std::vector<IterationSample> samples;
+  std::vector<GpuSample> gpu_samples;
+  {
+    std::lock_guard<std::mutex> lock(reader_mu_);
+    ASSIGN_OR_RETURN(samples, SelectSamples(*reader_db_, facts.job_id, attempt));
+    ASSIGN_OR_RETURN(gpu_samples, SelectGpuSamples(*reader_db_, facts.job_id, attempt));
+  }
+  diagnosis::JobInputs inputs = facts;
+  AddSamples(inputs, samples, gpu_samples);
+  return Diagnose(inputs, attempt);
+}
+
+}  // namespace bench
