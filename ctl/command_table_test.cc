@@ -25,7 +25,7 @@ TEST(CommandTableTest, EveryCommandOnceWithAHandler) {
     EXPECT_EQ(&CommandSpecFor(spec.command), &spec) << spec.name;
     EXPECT_EQ(spec.positionals.empty(), std::string(spec.missing_positional).empty()) << spec.name;
   }
-  EXPECT_EQ(commands.size(), 17u);
+  EXPECT_EQ(commands.size(), 18u);
 }
 
 TEST(CommandTableTest, UsageShowsEveryFlagOnItsCommandsLines) {
