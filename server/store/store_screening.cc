@@ -24,13 +24,18 @@ constexpr char kReadingsSql[] =
     "pcie_gen, pcie_gen_max, pcie_width, pcie_width_max, ecc_corrected, ecc_uncorrected, "
     "xid_errors FROM gpu_samples WHERE job_id=?1 AND attempt=?2 AND rank=0 ORDER BY seq";
 
+// One sqlite3_column_value per column (not a type call and a value call: each takes the
+// connection's mutex).
 void SetDouble(const Statement& row, int column, std::optional<double>& field) {
-  if (!row.IsNull(column)) field = row.Double(column);
+  sqlite3_value* value = row.Value(column);
+  if (sqlite3_value_type(value) != SQLITE_NULL) field = sqlite3_value_double(value);
 }
 
 template <typename Int>
 void SetInt(const Statement& row, int column, std::optional<Int>& field) {
-  if (!row.IsNull(column)) field = static_cast<Int>(row.Int(column));
+  sqlite3_value* value = row.Value(column);
+  if (sqlite3_value_type(value) != SQLITE_NULL)
+    field = static_cast<Int>(sqlite3_value_int64(value));
 }
 
 absl::Status ReadStepTimes(Statement& select, std::vector<double>& step_times) {
