@@ -83,24 +83,26 @@ absl::StatusOr<ScreeningView> ReadService::Screening(const std::string& screenin
   view.id = screening_id;
   view.created = snapshot.jobs.front().created;
   view.jobs = static_cast<int>(snapshot.jobs.size());
-  std::vector<diagnosis::ScreenedGpu> gpus;
+  // The ended jobs, read in one narrow pass over the store (Store::ReadScreeningRows).
+  std::vector<const Job*> ended;
+  std::vector<std::pair<std::string, int>> attempts;
   for (const Job& job : snapshot.jobs) {
     view.created = std::min(view.created, job.created);
     if (!IsTerminal(job.state)) {
       ++view.pending;
       continue;
     }
-    std::vector<IterationSample> samples;
-    std::vector<GpuSample> gpu_samples;
-    if (job.attempt >= 1) {
-      absl::StatusOr<std::vector<IterationSample>> read = store_->ReadSamples(job.id, job.attempt);
-      if (!read.ok()) return read.status();
-      samples = std::move(*read);
-      absl::StatusOr<std::vector<GpuSample>> readings = store_->ReadGpuSamples(job.id, job.attempt);
-      if (!readings.ok()) return readings.status();
-      gpu_samples = std::move(*readings);
-    }
-    gpus.push_back(ScreenedGpuOf(job, samples, gpu_samples));
+    ended.push_back(&job);
+    attempts.emplace_back(job.id, job.attempt);
+  }
+  absl::StatusOr<std::vector<Store::ScreeningRows>> rows = store_->ReadScreeningRows(attempts);
+  if (!rows.ok()) return rows.status();
+  std::vector<diagnosis::ScreenedGpu> gpus;
+  gpus.reserve(ended.size());
+  for (size_t i = 0; i < ended.size(); ++i) {
+    Store::ScreeningRows& read = (*rows)[i];
+    gpus.push_back(
+        ScreenedGpuOfMeasured(*ended[i], std::move(read.step_times_s), std::move(read.readings)));
   }
   view.report = diagnosis::Screen(gpus);
   return view;

@@ -51,8 +51,8 @@ diagnosis::GpuReading GpuReadingOf(const GpuSample& s) {
   return r;
 }
 
-diagnosis::ScreenedGpu ScreenedGpuOf(const Job& job, const std::vector<IterationSample>& samples,
-                                     const std::vector<GpuSample>& gpu_samples) {
+diagnosis::ScreenedGpu ScreenedGpuOfMeasured(const Job& job, std::vector<double> step_times_s,
+                                             std::vector<diagnosis::GpuReading> readings) {
   diagnosis::ScreenedGpu gpu;
   gpu.job_id = job.id;
   gpu.configuration = ConfigurationOf(job);
@@ -72,6 +72,13 @@ diagnosis::ScreenedGpu ScreenedGpuOf(const Job& job, const std::vector<Iteration
         job.reason.empty() ? std::string(job.state == JobState::kCancelled ? "cancelled" : "failed")
                            : job.reason;
   }
+  gpu.step_times_s = std::move(step_times_s);
+  gpu.readings = std::move(readings);
+  return gpu;
+}
+
+diagnosis::ScreenedGpu ScreenedGpuOf(const Job& job, const std::vector<IterationSample>& samples,
+                                     const std::vector<GpuSample>& gpu_samples) {
   std::vector<const IterationSample*> measured;
   for (const IterationSample& sample : samples) {
     if (sample.rank == 0 && !sample.warmup) measured.push_back(&sample);
@@ -80,11 +87,14 @@ diagnosis::ScreenedGpu ScreenedGpuOf(const Job& job, const std::vector<Iteration
             [](const IterationSample* a, const IterationSample* b) {
               return a->iteration < b->iteration;
             });
-  for (const IterationSample* sample : measured) gpu.step_times_s.push_back(sample->step_time_s);
+  std::vector<double> step_times_s;
+  step_times_s.reserve(measured.size());
+  for (const IterationSample* sample : measured) step_times_s.push_back(sample->step_time_s);
+  std::vector<diagnosis::GpuReading> readings;
   for (const GpuSample& sample : gpu_samples) {
-    if (sample.rank == 0) gpu.readings.push_back(GpuReadingOf(sample));
+    if (sample.rank == 0) readings.push_back(GpuReadingOf(sample));
   }
-  return gpu;
+  return ScreenedGpuOfMeasured(job, std::move(step_times_s), std::move(readings));
 }
 
 std::vector<ScreeningListEntry> ListScreeningsOf(const std::vector<Job>& jobs) {

@@ -41,6 +41,11 @@ diagnosis::GpuReading GpuReadingOf(const GpuSample& sample);
 diagnosis::ScreenedGpu ScreenedGpuOf(const Job& job, const std::vector<IterationSample>& samples,
                                      const std::vector<GpuSample>& gpu_samples);
 
+// The same from what the store's narrow read gave (Store::ReadScreeningRows): rank 0's
+// measured step times in iteration order and its readings, taken as they are.
+diagnosis::ScreenedGpu ScreenedGpuOfMeasured(const Job& job, std::vector<double> step_times_s,
+                                             std::vector<diagnosis::GpuReading> readings);
+
 // A screening's answer: its id, its jobs and the verdicts over its ended ones.
 struct ScreeningView {
   std::string id;

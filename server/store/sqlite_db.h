@@ -43,6 +43,9 @@ class Statement {
   double Double(int column) const { return sqlite3_column_double(stmt_, column); }
   std::string Text(int column) const;
   bool IsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+  // The column's value in one call (read it with sqlite3_value_type/_double/_int64), valid
+  // until the next Step or Reset: for reads of many nullable columns per row.
+  sqlite3_value* Value(int column) const { return sqlite3_column_value(stmt_, column); }
   int changes() const;
 
  private:

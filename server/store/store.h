@@ -39,6 +39,7 @@
 #include "absl/time/time.h"
 #include "server/auth/join_token.h"
 #include "server/core/job.h"
+#include "server/diagnosis/inputs.h"
 #include "server/results/baseline.h"
 #include "server/results/job_diagnosis.h"
 #include "server/results/telemetry.h"
@@ -196,6 +197,17 @@ class Store {
   absl::StatusOr<std::vector<GpuSample>> ReadGpuSamplesAfter(const std::string& job_id,
                                                              int attempt, int rank,
                                                              int64_t after_seq, int limit);
+  // Fleet screening's narrow read (store_screening.cc; ReadService::Screening): of one
+  // job's attempt, only what diagnosis::ScreenedGpu needs, read straight into its shape.
+  struct ScreeningRows {
+    std::vector<double> step_times_s;             // rank 0's measured (non-warm-up), by iteration
+    std::vector<diagnosis::GpuReading> readings;  // rank 0's GPU readings, by seq
+  };
+  // For each (job id, attempt) of `attempts`, in order, its ScreeningRows (empty for an
+  // attempt below 1 or one with nothing stored); iterations >= 0 only, as ReadSamples.
+  // One lock of the reader for all, the same two prepared statements for every job.
+  absl::StatusOr<std::vector<ScreeningRows>> ReadScreeningRows(
+      const std::vector<std::pair<std::string, int>>& attempts);
   // Per (rank, iteration): the joined mean power and SM clock (unset where not joined).
   struct IterationMeans {
     std::optional<double> power_w;
