@@ -66,14 +66,18 @@ echo "simulated fleet: benchctl screen exited $screen_rc (3: a GPU was flagged)"
 echo
 echo "simulated fleet: a 32-rank job over the four nodes; rank 11 is planted 10 % slow in iterations 120-180"
 job_rc=0
-job=$("$BIN/benchctl" submit --gpus 32 --nodes 4 --gpus-per-node 8 --bs 256 --iters 300 \
-  --warmup 20 --name "simulated straggler") || job_rc=$?
-if [ "$job_rc" = 0 ]; then
-  "$BIN/benchctl" watch "$job" >/dev/null 2>&1 || true
+"$BIN/benchctl" submit --gpus 32 --nodes 4 --gpus-per-node 8 --bs 256 --iters 300 \
+  --warmup 20 --name "simulated straggler" --wait >"$RUN_DIR/job.txt" || job_rc=$?
+job=$(head -1 "$RUN_DIR/job.txt")
+if [ -n "$job" ]; then
   "$BIN/benchctl" status "$job"
+  echo
+  echo "simulated fleet: the job's diagnosis (benchctl diagnose $job; status shows it once stored)"
+  "$BIN/benchctl" diagnose "$job" || true
 else
   echo "simulated fleet: the submit failed (see $RUN_DIR/benchd.log)"
 fi
+[ "$job_rc" = 0 ] || echo "simulated fleet: the job did not succeed (see $RUN_DIR/agent-*.log)"
 echo
 echo "simulated fleet: the screening page: http://127.0.0.1:$HTTP_PORT/#/screening"
 echo "simulated fleet: database $RUN_DIR/bench.db; logs in $RUN_DIR"

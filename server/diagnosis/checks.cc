@@ -113,6 +113,34 @@ bool AllZero(const std::vector<GpuReading>& readings) {
   return true;
 }
 
+// The measured window on the rank's clock: its first measured iteration's start to its last
+// one's end (iterations without an end time place no window); {0, 0} without one.
+std::pair<int64_t, int64_t> WindowOf(const PreparedRank& rank) {
+  int64_t from = 0, to = 0;
+  for (const IterationTiming& it : rank.measured) {
+    if (it.end_unix_ns == 0) continue;
+    const int64_t start = it.end_unix_ns - static_cast<int64_t>(it.step_time_s * 1e9);
+    from = from == 0 ? start : std::min(from, start);
+    to = std::max(to, it.end_unix_ns);
+  }
+  return {from, to};
+}
+
+// A reading taken while a clock event held the SM clock down: a throttle reason that lowers
+// clocks (power cap, thermal, power brake, hardware slowdown) with the SM clock below
+// kThrottledClockRatio of its maximum; where the maximum is unknown, a thermal, power-brake
+// or hardware-slowdown reason alone (a power cap at an unknown clock is not counted).
+bool Throttled(const GpuReading& r) {
+  const uint64_t reasons = r.throttle_reasons.value_or(0);
+  constexpr uint64_t kForcing = kReasonHwSlowdown | kReasonSwThermal | kReasonHwThermal |
+                                kReasonHwPowerBrake;
+  if (r.sm_clock_mhz && r.max_sm_clock_mhz && *r.max_sm_clock_mhz > 0) {
+    return (reasons & (kForcing | kReasonSwPowerCap)) != 0 &&
+           *r.sm_clock_mhz < kThrottledClockRatio * *r.max_sm_clock_mhz;
+  }
+  return (reasons & kForcing) != 0;
+}
+
 Check TelemetryCheck(const JobInputs& job, const std::vector<PreparedRank>& ranks) {
   if (job.device_kind == DeviceKind::kCpu) {
     return NotApplicable(kCheckTelemetry, "CPU slots have no GPU telemetry");
@@ -130,15 +158,7 @@ Check TelemetryCheck(const JobInputs& job, const std::vector<PreparedRank>& rank
       silent.push_back(who);
       continue;
     }
-    // The window on this rank's clock: its first measured iteration's start to its last
-    // one's end (iterations without an end time place no window).
-    int64_t from = 0, to = 0;
-    for (const IterationTiming& it : rank.measured) {
-      if (it.end_unix_ns == 0) continue;
-      const int64_t start = it.end_unix_ns - static_cast<int64_t>(it.step_time_s * 1e9);
-      from = from == 0 ? start : std::min(from, start);
-      to = std::max(to, it.end_unix_ns);
-    }
+    const auto [from, to] = WindowOf(rank);
     if (to == 0) continue;
     int64_t previous = from;
     int64_t gap = 0;
@@ -169,15 +189,42 @@ Check TelemetryCheck(const JobInputs& job, const std::vector<PreparedRank>& rank
                                               worst_gap_s, worst));
 }
 
-Check ThrottlingCheck(const ExcessReport& excess) {
+Check ThrottlingCheck(const ExcessReport& excess, const std::vector<PreparedRank>& ranks) {
   if (!excess.applicable || excess.total_step_s <= 0) {
     return NotApplicable(kCheckThrottling, "no measured iteration to attribute");
   }
   const double seconds = excess.ThrottleSeconds();
-  const double pct = 100 * seconds / excess.total_step_s;
-  return Make(kCheckThrottling, PassIf(pct < kThrottleBoundPct), pct, kThrottleBoundPct, "%",
-              absl::StrFormat("%.3f s of %.3f s measured lost to clock events", seconds,
-                              excess.total_step_s));
+  const double excess_pct = 100 * seconds / excess.total_step_s;
+  // The worst GPU's share of its window's readings taken with its clock held down: a GPU
+  // throttled through the whole window costs no excess over the job's own ideal step (the
+  // ideal is as slow), yet its clocks were throttled.
+  double worst_pct = 0;
+  std::string worst;
+  for (const PreparedRank& rank : ranks) {
+    const auto [from, to] = WindowOf(rank);
+    if (rank.gpu_index < 0 || to == 0) continue;
+    int in_window = 0, throttled = 0;
+    for (const GpuReading& reading : rank.readings) {
+      if (reading.time_unix_ns < from || reading.time_unix_ns > to) continue;
+      ++in_window;
+      throttled += Throttled(reading) ? 1 : 0;
+    }
+    if (in_window == 0) continue;
+    const double pct = 100.0 * throttled / in_window;
+    if (pct > worst_pct) {
+      worst_pct = pct;
+      worst = absl::StrFormat("rank %d (%s GPU %d)", rank.rank, rank.node, rank.gpu_index);
+    }
+  }
+  const bool pass = worst_pct < kThrottledReadingsBoundPct && excess_pct < kThrottleBoundPct;
+  return Make(kCheckThrottling, PassIf(pass), worst_pct, kThrottledReadingsBoundPct, "%",
+              absl::StrFormat("%s; %.3f s of %.3f s measured lost to clock events (%.2f %%, "
+                              "bound %.0f %%)",
+                              worst.empty() ? std::string("no reading with a throttled clock")
+                                            : absl::StrFormat("%.1f %% of the readings of %s "
+                                                              "with a throttled clock",
+                                                              worst_pct, worst),
+                              seconds, excess.total_step_s, excess_pct, kThrottleBoundPct));
 }
 
 Check SameIterationsCheck(const JobInputs& job, const std::vector<PreparedRank>& ranks) {
@@ -212,7 +259,7 @@ std::vector<Check> RunChecks(const JobInputs& job, const ExcessReport& excess) {
   checks.push_back(PrecisionCheck(job));
   checks.push_back(SkippedStepsCheck(job, ranks));
   checks.push_back(TelemetryCheck(job, ranks));
-  checks.push_back(ThrottlingCheck(excess));
+  checks.push_back(ThrottlingCheck(excess, ranks));
   checks.push_back(SameIterationsCheck(job, ranks));
   return checks;
 }

@@ -14,8 +14,11 @@
 //   telemetry        the longest stretch of the window without a reading of some GPU, in
 //                    s (fails above kTelemetryGapBoundS), or a GPU whose series is all zero
 //                    or empty; not applicable on CPU slots.
-//   throttling       excess time blamed on clock events (attribution.h's throttle causes)
-//                    as % of the measured time; fails at >= kThrottleBoundPct.
+//   throttling       the worst GPU's share of its window's readings taken with a clock
+//                    event holding its SM clock below kThrottledClockRatio of its maximum,
+//                    in %; fails at >= kThrottledReadingsBoundPct, or when the excess time
+//                    blamed on clock events (attribution.h) is >= kThrottleBoundPct of the
+//                    measured time. Not applicable without a measured iteration.
 //   same_iterations  (rank, iteration) pairs of the window missing on some rank (the
 //                    window: the union of the ranks' measured iterations, at least the
 //                    iterations asked); fails above 0.
@@ -45,6 +48,8 @@ inline constexpr double kCvBoundPct = 10.0;
 inline constexpr int kSkippedStepsBase = 16;
 inline constexpr double kTelemetryGapBoundS = 2.0;
 inline constexpr double kThrottleBoundPct = 1.0;
+inline constexpr double kThrottledReadingsBoundPct = 5.0;
+inline constexpr double kThrottledClockRatio = 0.99;
 
 enum class CheckOutcome { kPass, kFail, kNotApplicable };
 // "pass", "fail", "not_applicable".
