@@ -19,19 +19,20 @@
 #include <vector>
 
 #include "common/configuration_key.h"
+#include "common/fault_scenario.h"
 
 namespace bench::diagnosis {
 
-// NVML's clock-event ("throttle") reason bits (nvmlClocksEventReasons), as the agent
-// stores them in a reading's `throttle_reasons` mask.
-inline constexpr uint64_t kReasonGpuIdle = 0x1;
-inline constexpr uint64_t kReasonApplicationsClocks = 0x2;
-inline constexpr uint64_t kReasonSwPowerCap = 0x4;
-inline constexpr uint64_t kReasonHwSlowdown = 0x8;
-inline constexpr uint64_t kReasonSyncBoost = 0x10;
-inline constexpr uint64_t kReasonSwThermal = 0x20;
-inline constexpr uint64_t kReasonHwThermal = 0x40;
-inline constexpr uint64_t kReasonHwPowerBrake = 0x80;
+// NVML's clock-event ("throttle") reason bits, as the agent stores them in a reading's
+// `throttle_reasons` mask: the one table is common/fault_scenario.h's.
+inline constexpr uint64_t kReasonGpuIdle = throttle::kGpuIdle;
+inline constexpr uint64_t kReasonApplicationsClocks = throttle::kApplicationsClocks;
+inline constexpr uint64_t kReasonSwPowerCap = throttle::kSwPowerCap;
+inline constexpr uint64_t kReasonHwSlowdown = throttle::kHwSlowdown;
+inline constexpr uint64_t kReasonSyncBoost = throttle::kSyncBoost;
+inline constexpr uint64_t kReasonSwThermal = throttle::kSwThermal;
+inline constexpr uint64_t kReasonHwThermal = throttle::kHwThermal;
+inline constexpr uint64_t kReasonHwPowerBrake = throttle::kHwPowerBrake;
 
 // One measured (or warm-up) iteration of one rank, as bench-train reported it
 // (common/trainer_contract.h's `iter` event). An unset field is "no data", never 0.
