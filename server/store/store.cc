@@ -72,6 +72,7 @@ Store::~Store() {
 
 int Store::OnWalCommit(void* arg, sqlite3*, const char*, int frames) {
   auto* store = static_cast<Store*>(arg);
+  store->wal_frames_.store(frames, std::memory_order_relaxed);
   if (frames >= kCheckpointFrames && !store->checkpoint_pending_.exchange(true)) {
     {
       std::lock_guard<std::mutex> lock(store->checkpoint_mu_);
@@ -101,8 +102,19 @@ void Store::CheckpointLoop() {
     if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
       Log("store: background checkpoint of ", path_, " failed: ", sqlite3_errstr(rc));
     }
-    restart_wanted_.store(true, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> lock(checkpoint_mu_);
+      restart_wanted_.store(true, std::memory_order_release);
+    }
+    checkpoint_done_cv_.notify_all();
   }
+}
+
+void Store::WaitForCheckpoint() {
+  std::unique_lock<std::mutex> lock(checkpoint_mu_);
+  checkpoint_done_cv_.wait(lock, [this] {
+    return checkpoint_stopping_ || restart_wanted_.load(std::memory_order_acquire);
+  });
 }
 
 void Store::RestartWal() {
@@ -222,6 +234,10 @@ void Store::WriterLoop() {
       }
     }
     for (size_t i = 0; i < batch.size(); ++i) batch[i].done(results[i]);
+    if (checkpoint_pending_.load(std::memory_order_acquire) &&
+        wal_frames_.load(std::memory_order_relaxed) >= kWalCeilingFrames) {
+      WaitForCheckpoint();
+    }
     if (restart_wanted_.load(std::memory_order_acquire)) RestartWal();
   }
 }

@@ -17,7 +17,10 @@
 // Checkpoints (copying the WAL back into the database) run on a background thread with
 // its own connection once the WAL passes kCheckpointFrames pages, not on the writer
 // thread; the writer only restarts the WAL from its start after such a checkpoint (a
-// copy of the pages written meanwhile), so the WAL stays bounded.
+// copy of the pages written meanwhile), so the WAL stays bounded. Should the checkpoint
+// fall behind (a starved thread, a slow disk) until the WAL reaches kWalCeilingFrames,
+// the writer waits for it before its next transaction: the bound holds however the
+// threads are scheduled.
 #pragma once
 
 #include <atomic>
@@ -68,6 +71,8 @@ class Store {
   static constexpr int kSchemaVersion = 16;
   // WAL pages (4 KiB each) after which the background thread checkpoints.
   static constexpr int kCheckpointFrames = 8192;
+  // WAL pages at which the writer waits for a pending checkpoint (see above).
+  static constexpr int kWalCeilingFrames = 2 * kCheckpointFrames;
 
   // Opens or creates the database at `path` and migrates it to kSchemaVersion. A file
   // that is not a database, or whose schema is newer than this build, is an error
@@ -256,6 +261,8 @@ class Store {
   static int OnWalCommit(void* store, sqlite3* db, const char* name, int frames);
   // On the writer thread between transactions, after a background checkpoint.
   void RestartWal();
+  // On the writer thread: blocks until the pending checkpoint is done (or stopping).
+  void WaitForCheckpoint();
   // On the writer thread: when SQLite opened the database read-only (its disk was
   // read-only at the time) and the file can be written now, every connection is
   // reopened, so that writes resume.
@@ -277,12 +284,15 @@ class Store {
   std::unique_ptr<Database> checkpoint_db_;  // used by checkpoint_thread_
   std::mutex checkpoint_mu_;
   std::condition_variable checkpoint_cv_;
+  std::condition_variable checkpoint_done_cv_;  // restart_wanted_ set (under checkpoint_mu_)
   bool checkpoint_wanted_ = false;     // guarded by checkpoint_mu_
   bool checkpoint_stopping_ = false;   // guarded by checkpoint_mu_
   // Set by the writer when it asks for a checkpoint, cleared once the WAL restarted.
   std::atomic<bool> checkpoint_pending_{false};
   // Set by the checkpointer when its checkpoint is done: the writer restarts the WAL.
   std::atomic<bool> restart_wanted_{false};
+  // The WAL's size in pages after the writer's last commit.
+  std::atomic<int> wal_frames_{0};
   std::thread checkpoint_thread_;
 };
 
