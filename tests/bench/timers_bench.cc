@@ -162,18 +162,24 @@ int main(int argc, char** argv) {
     }
     dir = pattern;
   }
-  const std::string path = dir + "/timers.db";
-  const bool exists = std::filesystem::exists(path);
-  absl::StatusOr<std::unique_ptr<bench::Store>> store = bench::Store::Open(path);
-  if (!store.ok()) return Fail("open " + path, store.status());
-  if (!exists) {
+  // DIR/timers.db holds the ended jobs; each run works on a copy of it (DIR/run.db), as
+  // the jobs it submits stay in the database.
+  const std::string base = dir + "/timers.db";
+  if (!std::filesystem::exists(base)) {
+    absl::StatusOr<std::unique_ptr<bench::Store>> built = bench::Store::Open(base);
+    if (!built.ok()) return Fail("open " + base, built.status());
     const Steady::time_point t = Steady::now();
-    if (absl::Status s = Build(**store, ended); !s.ok()) return Fail("build", s);
-    std::printf("built %s: %lld ended jobs in %.1f s\n", path.c_str(),
+    if (absl::Status s = Build(**built, ended); !s.ok()) return Fail("build", s);
+    std::printf("built %s: %lld ended jobs in %.1f s\n", base.c_str(),
                 static_cast<long long>(ended), Us(Steady::now() - t) / 1e6);
   } else {
-    std::printf("reusing %s\n", path.c_str());
+    std::printf("reusing %s (its jobs, whatever ENDED_JOBS says)\n", base.c_str());
   }
+  const std::string path = dir + "/run.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  std::filesystem::copy_file(base, path);
+  absl::StatusOr<std::unique_ptr<bench::Store>> store = bench::Store::Open(path);
+  if (!store.ok()) return Fail("open " + path, store.status());
   bench::JobManager manager(store->get(), bench::JobManagerOptions{});
   Steady::time_point t = Steady::now();
   if (absl::Status s = manager.Recover(); !s.ok()) return Fail("recover", s);
