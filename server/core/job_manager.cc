@@ -113,7 +113,7 @@ void JobManager::Persist(const Job& job) {
 }
 
 void JobManager::Transition(Job& job, JobState state, std::string reason) {
-  job.state = state;
+  jobs_.SetState(job, state);
   job.reason = reason;
   job.history.push_back({state, std::move(reason), clock_->Now()});
   Log(job.id, " ", JobStateText(state), job.reason.empty() ? "" : ": ", job.reason);
@@ -209,15 +209,11 @@ void JobManager::OnJobDiagnosed(const std::string& job_id, int attempt,
 FleetCounts JobManager::Fleet() {
   absl::MutexLock lock(&mu_);
   FleetCounts fleet;
-  for (const Job& job : jobs_) {
-    switch (job.state) {
-      case JobState::kQueued: ++fleet.queued; break;
-      case JobState::kRunning: ++fleet.running; break;
-      case JobState::kSucceeded: ++fleet.succeeded; break;
-      case JobState::kFailed: ++fleet.failed; break;
-      case JobState::kCancelled: ++fleet.cancelled; break;
-    }
-  }
+  fleet.queued = static_cast<int>(jobs_.Count(JobState::kQueued));
+  fleet.running = static_cast<int>(jobs_.Count(JobState::kRunning));
+  fleet.succeeded = static_cast<int>(jobs_.Count(JobState::kSucceeded));
+  fleet.failed = static_cast<int>(jobs_.Count(JobState::kFailed));
+  fleet.cancelled = static_cast<int>(jobs_.Count(JobState::kCancelled));
   fleet_.AddTo(fleet);
   return fleet;
 }
@@ -377,9 +373,10 @@ JobManager::JobPage JobManager::ListNewestFirst(const std::function<bool(const J
 std::vector<JobView> JobManager::Queue() {
   absl::MutexLock lock(&mu_);
   std::vector<JobView> views;
-  for (const Job& job : jobs_) {
+  jobs_.ForEachLive([&](const Job& job) {
+    mu_.AssertHeld();
     if (job.state == JobState::kQueued) views.push_back(ViewOf(job));
-  }
+  });
   std::stable_sort(views.begin(), views.end(), [](const JobView& a, const JobView& b) {
     // Not yet considered (0) last.
     return (a.queue_position == 0 ? INT32_MAX : a.queue_position) <
@@ -528,8 +525,9 @@ absl::Duration JobManager::HangTimeout(const Job& job) const {
 void JobManager::CheckLimits(absl::Time now) {
   absl::MutexLock lock(&mu_);
   bool any_ended = false;
-  for (Job& job : jobs_) {
-    if (job.state != JobState::kRunning) continue;
+  jobs_.ForEachLive([&](Job& job) {
+    mu_.AssertHeld();
+    if (job.state != JobState::kRunning) return;
     const JobRuntime& runtime = runtime_[job.id];
     absl::Duration wall = WallTimeLimit(job);
     absl::Duration hang = HangTimeout(job);
@@ -550,8 +548,13 @@ void JobManager::CheckLimits(absl::Time now) {
                                  " (hang timeout ", absl::FormatDuration(hang),
                                  "); its ranks were stopped"));
     }
-  }
+  });
   if (any_ended) Schedule();
+}
+
+JobManager::JobWalks JobManager::JobWalkCounts() {
+  absl::MutexLock lock(&mu_);
+  return JobWalks{jobs_.full_walks(), jobs_.indexed_visits()};
 }
 
 void JobManager::Shutdown() {

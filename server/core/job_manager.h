@@ -233,6 +233,15 @@ class JobManager {
   // Closes every agent stream and watcher (benchd is stopping).
   void Shutdown();
 
+  // What the manager's walks over its jobs cost so far (job_table.h's counters; tests
+  // and benches): the timers and the agents' RPCs visit only the live jobs (QUEUED,
+  // RUNNING) and the live allocations, never every stored job.
+  struct JobWalks {
+    int64_t full_walks = 0;      // walks of every job (the read side's: lists, snapshots)
+    int64_t indexed_visits = 0;  // jobs visited through the live indexes
+  };
+  JobWalks JobWalkCounts();
+
   absl::Duration heartbeat_interval() const { return options_.heartbeat_interval; }
   // The store's database id (RegisterResponse.controller_id).
   const std::string& controller_id() const { return store_->database_id(); }

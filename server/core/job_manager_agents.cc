@@ -101,17 +101,18 @@ absl::Status JobManager::AttachChannel(const std::string& agent_name, AgentChann
   absl::Status attached = fleet_.Attach(agent_name, channel);
   if (!attached.ok()) return attached;
   // Re-send what this agent has not acknowledged yet (it ignores duplicates).
-  for (Job& job : jobs_) {
-    if (job.state != JobState::kRunning) continue;
+  jobs_.ForEachLive([&](const Job& job) {
+    mu_.AssertHeld();
+    if (job.state != JobState::kRunning) return;
     JobRuntime& runtime = runtime_[job.id];
-    if (runtime.undelivered.count(agent_name) == 0) continue;
+    if (runtime.undelivered.count(agent_name) == 0) return;
     for (const Placement& placement : job.placements) {
       bool is_master = &placement == &job.placements.front();
       if (placement.agent == agent_name && (is_master || runtime.master_port != 0)) {
         channel->SendAssignment(AssignmentFor(job, placement));
       }
     }
-  }
+  });
   Schedule();
   return absl::OkStatus();
 }
@@ -447,8 +448,9 @@ void JobManager::AgentLost(const bench::Fleet::LostAgent& agent, const std::stri
   }
   // Ranks the agent stopped itself (reported CANCELLED as it shut down) freed their
   // devices already, but their job cannot finish without them.
-  for (Job& job : jobs_) {
-    if (job.state != JobState::kRunning) continue;
+  jobs_.ForEachLive([&](const Job& job) {
+    mu_.AssertHeld();
+    if (job.state != JobState::kRunning) return;
     const std::set<int>& succeeded = runtime_[job.id].succeeded_ranks;
     for (const Placement& placement : job.placements) {
       if (placement.agent != agent.name) continue;
@@ -456,7 +458,7 @@ void JobManager::AgentLost(const bench::Fleet::LostAgent& agent, const std::stri
         if (succeeded.count(rank) == 0) lost_jobs.insert(job.id);
       }
     }
-  }
+  });
   for (const std::string& job_id : lost_jobs) {
     Job* job = FindJob(job_id);
     if (job != nullptr && job->state == JobState::kRunning) NodeLost(*job, agent.name, why);

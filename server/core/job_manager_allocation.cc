@@ -35,17 +35,16 @@ std::string JobManager::AllocationWaitReason(const Job& job) {
 AllocationWork JobManager::PendingAllocationWork() {
   absl::MutexLock lock(&mu_);
   AllocationWork work;
-  for (const Job& job : jobs_) {
-    const Allocation& allocation = job.allocation;
-    if (allocation.id.empty()) {
-      if (job.state == JobState::kQueued && runtime_[job.id].persisted) {
-        work.to_allocate.push_back({job.id, "", job.spec, WallTimeLimit(job)});
-      }
-      continue;
+  // Polled every few seconds: only the live jobs and the live allocations are walked.
+  jobs_.ForEachLive([&](const Job& job) {
+    mu_.AssertHeld();
+    if (job.allocation.id.empty() && job.state == JobState::kQueued && runtime_[job.id].persisted) {
+      work.to_allocate.push_back({job.id, "", job.spec, WallTimeLimit(job)});
     }
-    if (allocation.ended) continue;
-    (IsTerminal(job.state) ? work.to_release : work.to_poll)[job.id] = allocation;
-  }
+  });
+  jobs_.ForEachAllocated([&](const Job& job) {
+    (IsTerminal(job.state) ? work.to_release : work.to_poll)[job.id] = job.allocation;
+  });
   return work;
 }
 
@@ -55,7 +54,7 @@ absl::Status JobManager::UpdateAllocation(const std::string& job_id, const Alloc
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
   if (job->allocation == allocation) return absl::OkStatus();
   bool first = job->allocation.id.empty();
-  job->allocation = allocation;
+  jobs_.SetAllocation(*job, allocation);
   if (first) Log(job_id, ": ", Describe(allocation));
   if (allocation.ended && !IsTerminal(job->state)) {
     AllocationEnded(*job);

@@ -21,10 +21,14 @@ using manager_text::DescribePlacements;
 
 void JobManager::Schedule() {
   if (shut_down_) return;
+  queue_positions_.clear();
+  // Called on every heartbeat and report: with nothing queued there is nothing to place.
+  if (jobs_.Count(JobState::kQueued) == 0) return;
   absl::Time now = clock_->Now();
   std::vector<QueuedJob> queue;
   std::vector<RunningAllocation> running;
-  for (Job& job : jobs_) {
+  jobs_.ForEachLive([&](const Job& job) {
+    mu_.AssertHeld();
     if (job.state == JobState::kQueued && runtime_[job.id].persisted) {
       PlacementRequest request = PlacementRequestOf(job.spec);
       // Only on the agents its own allocation started.
@@ -34,8 +38,7 @@ void JobManager::Schedule() {
       running.push_back(
           RunningAllocation{job.id, runtime_[job.id].started + WallTimeLimit(job), job.placements});
     }
-  }
-  queue_positions_.clear();
+  });
   if (queue.empty()) return;
   std::vector<QueueDecision> decisions = PlanQueue(queue, fleet_.Capacities(), running, now);
   int position = 0;
