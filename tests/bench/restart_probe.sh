@@ -70,8 +70,14 @@ benchctl=$(dirname "$1")/benchctl
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
-# Gone: no such process, or a zombie its parent has not reaped yet.
-gone() { [ ! -e "/proc/$1" ] || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+# Gone: no such process, or a zombie its parent has not reaped yet whose other threads
+# have all exited too (a killed process's leader turns zombie first; its sockets close
+# with its last thread, and the new benchd must find its ports free).
+gone() {
+  [ ! -e "/proc/$1" ] && return 0
+  [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ] || return 1
+  [ "$(ls "/proc/$1/task" 2>/dev/null | grep -cv "^$1\$")" -eq 0 ]
+}
 
 curl_tls=()
 [ -n "${BENCH_TLS_CA:-}" ] && curl_tls=(--cacert "$BENCH_TLS_CA")
