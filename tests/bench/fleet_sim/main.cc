@@ -68,7 +68,7 @@ ABSL_FLAG(double, reading_hz, 10, "GPU readings per second per busy GPU (before 
 ABSL_FLAG(std::string, job_mix, "1:50,8:30,32:15,256:5", "GPUS:WEIGHT,... by count");
 ABSL_FLAG(int, job_iterations, 300, "iterations per job (10 warm-up)");
 ABSL_FLAG(double, submit_rate_limit, 50, "at most this many submits/s (before --scale)");
-ABSL_FLAG(double, backlog, 0.1, "GPUs of jobs outstanding beyond the fleet's (fraction)");
+ABSL_FLAG(double, backlog, 0, "GPUs of jobs outstanding beyond the fleet's (fraction)");
 ABSL_FLAG(bool, submit, true, "run the job submitter");
 ABSL_FLAG(double, scale, 1, "multiplies --iter_rate, --reading_hz, --submit_rate_limit");
 ABSL_FLAG(absl::Duration, report_interval, absl::Seconds(10), "per-interval lines on stdout");
