@@ -46,9 +46,8 @@ std::map<RankKey, int64_t> RowsByRank(const std::string& db_path, const std::str
       absl::StrCat("SELECT job_id, attempt, rank, COUNT(*) FROM ", table, " GROUP BY 1, 2, 3");
   EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK) << sql;
   while (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
-    rows[{reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)),
-          sqlite3_column_int(stmt, 1), sqlite3_column_int(stmt, 2)}] =
-        sqlite3_column_int64(stmt, 3);
+    rows[{reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)), sqlite3_column_int(stmt, 1),
+          sqlite3_column_int(stmt, 2)}] = sqlite3_column_int64(stmt, 3);
   }
   sqlite3_finalize(stmt);
   sqlite3_close(db);
@@ -64,18 +63,38 @@ TEST(FleetSmokeTest, SixtyFourSimulatedNodesOverMutualTlsLoseNothing) {
                             {"BENCH_TLS_CERT", pki + "/fleet-viewer.pem"},
                             {"BENCH_TLS_KEY", pki + "/fleet-viewer.key"}});
   ASSERT_TRUE(cluster
-                  .StartBenchd({"--tls-cert", pki + "/server.pem", "--tls-key",
-                                pki + "/server.key", "--client-ca", pki + "/ca.pem"})
+                  .StartBenchd({"--tls-cert", pki + "/server.pem", "--tls-key", pki + "/server.key",
+                                "--client-ca", pki + "/ca.pem"})
                   .ok())
       << cluster.Log("benchd.log");
 
   const std::string summary_path = cluster.dir() + "/summary.json";
   const std::string acked_path = cluster.dir() + "/acked.csv";
   SubprocessOptions sim;
-  sim.argv = {FLEET_SIM_PATH, "--target", cluster.server(), "--ca", pki + "/ca.pem",
-              "--cert_dir", pki, "--nodes", "64", "--gpus_per_node", "8", "--duration", "60s",
-              "--scale", "0.1", "--job_iterations", "20", "--job_mix", "1:4,8:3,32:2,256:1",
-              "--report_interval", "10s", "--summary_json", summary_path, "--acked_csv",
+  sim.argv = {FLEET_SIM_PATH,
+              "--target",
+              cluster.server(),
+              "--ca",
+              pki + "/ca.pem",
+              "--cert_dir",
+              pki,
+              "--nodes",
+              "64",
+              "--gpus_per_node",
+              "8",
+              "--duration",
+              "60s",
+              "--scale",
+              "0.1",
+              "--job_iterations",
+              "20",
+              "--job_mix",
+              "1:4,8:3,32:2,256:1",
+              "--report_interval",
+              "10s",
+              "--summary_json",
+              summary_path,
+              "--acked_csv",
               acked_path};
   sim.stdout_mode = SubprocessOptions::Output::kFile;
   sim.stdout_path = cluster.dir() + "/fleet_sim.log";

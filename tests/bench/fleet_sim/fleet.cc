@@ -47,8 +47,7 @@ std::shared_ptr<grpc::Channel> NewChannel(const FleetOptions& options, const std
   return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
-void Recorder::Rpc(const std::string& method, const grpc::Status& status,
-                   Clock::duration latency) {
+void Recorder::Rpc(const std::string& method, const grpc::Status& status, Clock::duration latency) {
   std::lock_guard<std::mutex> lock(mu_);
   MethodStats& m = s_.methods[method];
   ++m.calls;
@@ -91,8 +90,7 @@ void Recorder::Batch(int iterations, int readings) {
   AddCount(&s_.batch_reading_counts, readings);
 }
 
-void Recorder::Acked(const std::string& job, int attempt, int rank, int iterations,
-                     int readings) {
+void Recorder::Acked(const std::string& job, int attempt, int rank, int iterations, int readings) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& counts = by_rank_[{job, attempt, rank}];
   counts.first += iterations;

@@ -46,11 +46,12 @@ struct FleetOptions {
   std::vector<JobSize> job_mix;
   int job_iterations = 300;
   int warmup_iterations = 10;
-  double backlog_fraction = 0;    // GPUs submitted beyond the fleet's, to keep it busy
+  double backlog_fraction = 0;  // GPUs submitted beyond the fleet's, to keep it busy
   int max_batch = 2000;
   Clock::duration linger = std::chrono::milliseconds(50);
   int threads = 2;
   bool submit = true;
+  bool submit_only = false;  // no simulated agents: the submitter alone (real agents run)
 };
 
 // The file names fleet_pki.sh writes.

@@ -32,10 +32,8 @@ bool Transient(const grpc::Status& status) {
     case grpc::StatusCode::ABORTED:
     case grpc::StatusCode::CANCELLED:
     case grpc::StatusCode::UNKNOWN:
-    case grpc::StatusCode::INTERNAL:
-      return true;
-    default:
-      return false;
+    case grpc::StatusCode::INTERNAL: return true;
+    default: return false;
   }
 }
 
@@ -99,8 +97,8 @@ SimAgent::SimAgent(const FleetOptions& options, int index, Recorder* recorder, J
       jobs_(jobs),
       outages_(outages),
       driver_(driver) {
-  const bool proxied = !options.proxy_target.empty() && options.proxy_every > 0 &&
-                       index % options.proxy_every == 0;
+  const bool proxied =
+      !options.proxy_target.empty() && options.proxy_every > 0 && index % options.proxy_every == 0;
   stub_ = v1::AgentService::NewStub(
       NewChannel(options, proxied ? options.proxy_target : options.target, name_, index));
   inventory_.set_name(name_);
@@ -115,8 +113,8 @@ SimAgent::SimAgent(const FleetOptions& options, int index, Recorder* recorder, J
   }
   (*inventory_.mutable_versions())["fleet_sim"] = "1";
   std::random_device random;
-  inventory_.set_instance_id(absl::StrCat(absl::Hex(random(), absl::kZeroPad8),
-                                          absl::Hex(random(), absl::kZeroPad8)));
+  inventory_.set_instance_id(
+      absl::StrCat(absl::Hex(random(), absl::kZeroPad8), absl::Hex(random(), absl::kZeroPad8)));
   // Each node's sampler ticks on its own phase, as separate processes would.
   sampler_start_ = Clock::now() + std::chrono::microseconds(random() % 100000);
   register_at_ = Clock::now();
@@ -127,8 +125,8 @@ SimAgent::~SimAgent() = default;
 void SimAgent::Wake() { driver_->Wake(this, Clock::now()); }
 
 Clock::duration SimAgent::RetryDelay(Clock::duration* backoff) {
-  Clock::duration delay = *backoff == Clock::duration::zero() ? Clock::duration(kMinBackoff)
-                                                              : *backoff;
+  Clock::duration delay =
+      *backoff == Clock::duration::zero() ? Clock::duration(kMinBackoff) : *backoff;
   *backoff = std::min<Clock::duration>(delay * 2, kMaxBackoff);
   delay = std::min<Clock::duration>(delay, kMaxBackoff);
   return std::min(delay, heartbeat_interval_);
@@ -147,8 +145,10 @@ Clock::time_point SimAgent::Tick(Clock::time_point now) {
   if (heartbeats_on_ && !heartbeat_in_flight_) next = std::min(next, next_heartbeat_);
   if (!paused_ && !upload_in_flight_) {
     if (batch_ != nullptr) {
-      if (now >= upload_retry_at_) SendUpload(now);
-      else next = std::min(next, upload_retry_at_);
+      if (now >= upload_retry_at_)
+        SendUpload(now);
+      else
+        next = std::min(next, upload_retry_at_);
     } else if (!queue_.empty()) {
       Clock::time_point linger_end = std::max(last_ack_, queue_since_) + options_.linger;
       if (static_cast<int>(queue_.size()) >= options_.max_batch || now >= linger_end) {
@@ -159,8 +159,10 @@ Clock::time_point SimAgent::Tick(Clock::time_point now) {
     }
   }
   if (!paused_ && !report_in_flight_ && !reports_.empty()) {
-    if (now >= report_retry_at_) SendReport(now);
-    else next = std::min(next, report_retry_at_);
+    if (now >= report_retry_at_)
+      SendReport(now);
+    else
+      next = std::min(next, report_retry_at_);
   }
   // The trainers' next samples matter only while nothing is in flight (they start a
   // linger) or for a rank's end (its final report).
@@ -169,8 +171,8 @@ Clock::time_point SimAgent::Tick(Clock::time_point now) {
       if (rank.ended) continue;
       next = std::min(next, rank.start + FromSeconds(rank.next_iteration / options_.iter_rate));
       if (options_.reading_hz > 0) {
-        next = std::min(next, sampler_start_ + FromSeconds((sampler_tick_ + 1) /
-                                                           options_.reading_hz));
+        next =
+            std::min(next, sampler_start_ + FromSeconds((sampler_tick_ + 1) / options_.reading_hz));
       }
     }
   }
@@ -181,8 +183,10 @@ void SimAgent::Generate(Clock::time_point now) {
   if (!training_) return;
   int64_t iterations = 0, readings = 0;
   auto push = [&](Sample sample, Clock::time_point at) {
-    if (queue_.empty()) queue_since_ = at;
-    else queue_since_ = std::min(queue_since_, at);
+    if (queue_.empty())
+      queue_since_ = at;
+    else
+      queue_since_ = std::min(queue_since_, at);
     queue_.push_back(std::move(sample));
     return next_ticket_++;
   };
@@ -225,8 +229,8 @@ void SimAgent::Generate(Clock::time_point now) {
   // The node's sampler: every live rank's GPU per tick.
   if (options_.reading_hz > 0) {
     while (true) {
-      Clock::time_point tick = sampler_start_ + FromSeconds((sampler_tick_ + 1) /
-                                                            options_.reading_hz);
+      Clock::time_point tick =
+          sampler_start_ + FromSeconds((sampler_tick_ + 1) / options_.reading_hz);
       if (tick > now) break;
       ++sampler_tick_;
       for (Rank& rank : ranks_) {
@@ -544,13 +548,14 @@ void SimAgent::SendUpload(Clock::time_point now) {
                                   r.rejected());
               recorder_->Batch(batch_->samples_size(), batch_->gpu_samples_size());
               std::map<std::tuple<std::string, int, int>, std::pair<int, int>> by_rank;
-              for (const auto& s : batch_->samples()) ++by_rank[{s.job_id(), s.attempt(), s.rank()}].first;
+              for (const auto& s : batch_->samples())
+                ++by_rank[{s.job_id(), s.attempt(), s.rank()}].first;
               for (const auto& g : batch_->gpu_samples()) {
                 ++by_rank[{g.job_id(), g.attempt(), g.rank()}].second;
               }
               for (const auto& [key, counts] : by_rank) {
-                recorder_->Acked(std::get<0>(key), std::get<1>(key), std::get<2>(key),
-                                 counts.first, counts.second);
+                recorder_->Acked(std::get<0>(key), std::get<1>(key), std::get<2>(key), counts.first,
+                                 counts.second);
               }
               outages_->UploadAcked(index_, done);
             } else {
@@ -564,13 +569,12 @@ void SimAgent::SendUpload(Clock::time_point now) {
             upload_backoff_ = Clock::duration::zero();
             upload_permanent_failures_ = 0;
           } else {
-            upload_retry_at_ = done + std::min<Clock::duration>(
-                                          upload_backoff_ == Clock::duration::zero()
-                                              ? Clock::duration(kMinBackoff)
-                                              : upload_backoff_,
-                                          kMaxBackoff);
-            upload_backoff_ = std::min<Clock::duration>(
-                (upload_retry_at_ - done) * 2, kMaxBackoff);
+            upload_retry_at_ =
+                done + std::min<Clock::duration>(upload_backoff_ == Clock::duration::zero()
+                                                     ? Clock::duration(kMinBackoff)
+                                                     : upload_backoff_,
+                                                 kMaxBackoff);
+            upload_backoff_ = std::min<Clock::duration>((upload_retry_at_ - done) * 2, kMaxBackoff);
           }
         }
         delete call;
@@ -603,9 +607,8 @@ void SimAgent::SendReport(Clock::time_point now) {
             report_backoff_ = Clock::duration::zero();
             report_permanent_failures_ = 0;
             if (give_up) {
-              std::fprintf(stderr, "fleet_sim: %s: gave up on a report for %s: %s\n",
-                           name_.c_str(), report.request.job_id().c_str(),
-                           status.error_message().c_str());
+              std::fprintf(stderr, "fleet_sim: %s: gave up on a report for %s: %s\n", name_.c_str(),
+                           report.request.job_id().c_str(), status.error_message().c_str());
             }
             if (status.ok() && report.succeeded_world_size > 0) {
               jobs_->RankSucceeded(report.request.job_id(), report.request.attempt(),

@@ -70,7 +70,7 @@ class SimAgent {
     Clock::time_point start;
     int next_iteration = 1;
     int64_t seq = 0;
-    bool ended = false;         // trainer exited (succeeded or cancelled)
+    bool ended = false;  // trainer exited (succeeded or cancelled)
     bool cancelled = false;
     Clock::time_point cancel_at;
     std::string cancel_reason;
@@ -141,7 +141,7 @@ class SimAgent {
   Clock::time_point sampler_start_;
   int64_t sampler_tick_ = 0;  // ticks taken
 
-  std::deque<Sample> queue_;  // not yet in a batch
+  std::deque<Sample> queue_;       // not yet in a batch
   Clock::time_point queue_since_;  // the oldest queued sample's time
   int upload_permanent_failures_ = 0;
   int64_t dropped_ = 0;
