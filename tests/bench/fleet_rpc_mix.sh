@@ -13,7 +13,8 @@
 #
 # Usage: tests/bench/fleet_rpc_mix.sh [DURATION_S]   (default 120)
 # Environment: BUILD_DIR (build), NODES (4), JOB_MIX (1:4,8:3,32:1), JOB_ITERATIONS (100),
-# OUT_DIR (.run/fleet-rpc-mix), PORT_BASE (17700). Needs benchd, bench-agent,
+# OUT_DIR (.run/fleet-rpc-mix), PORT_BASE (17700), AGENT_SPOOL (1; 0: the real agents run
+# without --state-dir, their samples queue in memory instead of the fsync'ed spool). Needs benchd, bench-agent,
 # bench-sim-train, fleet_sim, fake_nvml and bench_proto_descriptor_set built.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -77,7 +78,8 @@ run() {
       FAKE_NVML_GPUS=8 FAKE_NVML_UUID_PREFIX=GPU-$node FAKE_NVML_NAME="NVIDIA H100 80GB HBM3 (simulated)" \
         "$BIN/bench-agent" --controller 127.0.0.1:$proxy --name "$node" --address 127.0.0.1 \
         --nvml-library "$FAKE_NVML" --bench-train "$TRAINER" --gpu-sample-hz 10 \
-        --state-dir "$dir/state-$node" 2>"$dir/agent-$node.log" &
+        $([ "${AGENT_SPOOL:-1}" = 0 ] || echo --state-dir "$dir/state-$node") \
+        2>"$dir/agent-$node.log" &
       agents+=($!)
       pids+=($!)
     done

@@ -276,6 +276,7 @@ int main(int argc, char** argv) {
   nlohmann::json methods = nlohmann::json::object(), rates = nlohmann::json::object();
   for (const auto& [name, m] : s.methods) {
     nlohmann::json j = Quantiles(m.latency);
+    j.erase("count");  // the calls', below
     j["calls"] = m.calls;
     j["errors"] = m.errors;
     if (name == "StreamAssignments.events") {

@@ -137,11 +137,11 @@ Clock::time_point SimAgent::Tick(Clock::time_point now) {
   if (stopping_) return kNever;
   Generate(now);
   QueueFinalReports();
-  if (state_ == State::kUnregistered && training_ && now >= register_at_) StartRegister(now);
+  if (state_ == State::kUnregistered && now >= register_at_) StartRegister(now);
   if (heartbeats_on_ && !heartbeat_in_flight_ && now >= next_heartbeat_) SendHeartbeat(now);
 
   Clock::time_point next = kNever;
-  if (state_ == State::kUnregistered && training_) next = std::min(next, register_at_);
+  if (state_ == State::kUnregistered) next = std::min(next, register_at_);
   if (heartbeats_on_ && !heartbeat_in_flight_) next = std::min(next, next_heartbeat_);
   if (!paused_ && !upload_in_flight_) {
     if (batch_ != nullptr) {

@@ -46,7 +46,7 @@ class SimAgent {
 
   // Does what is due now; returns when it next has something to do.
   Clock::time_point Tick(Clock::time_point now);
-  // Stops the trainers (no more samples) and stops registering; uploads go on.
+  // Stops the trainers (no more samples); uploads, reports and re-registering go on.
   void StopTraining();
   // Samples queued or in flight (0 once every generated sample was acknowledged).
   int64_t unacknowledged();
