@@ -7,7 +7,9 @@
 #   sim:  fleet_sim with NODES simulated agents x 8 GPUs at 10 iterations/s, its own submitter.
 # Both submitters draw the same job sequence (--job_mix, seed fixed). Every agent RPC goes
 # through tests/bench/rpc_count_proxy.py, which counts calls per method and each
-# UploadSamples request's iterations and readings on the wire: the same instrument for both.
+# UploadSamples request's iterations and readings on the wire: the same instrument for both;
+# benchd's own counters (/metrics: bench_agent_rpcs_total, bench_upload_batch_samples) are
+# read at the end of each side as a second count.
 # Prints a markdown table of both sides and their differences (docs/PERFORMANCE.md, "The
 # simulator against a real bench-agent"), and writes it to $OUT_DIR/rpc_mix.md.
 #
@@ -87,6 +89,9 @@ run() {
   else
     "$BIN/fleet_sim" --target 127.0.0.1:$proxy "${sim_args[@]}" >"$dir/fleet_sim.log" 2>&1
   fi
+  # benchd's own count of the same calls (bench_agent_rpcs_total, bench_upload_batch_samples).
+  /usr/bin/python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=30).read().decode())' \
+    "http://127.0.0.1:$((grpc + 2))/metrics" >"$dir/metrics.txt" || echo "fleet_rpc_mix: no /metrics" >&2
   for pid in "${agents[@]}"; do kill -TERM "$pid"; done
   for pid in "${agents[@]}"; do wait "$pid" || true; done
   kill -TERM "$proxy_pid" && wait "$proxy_pid" || true
@@ -136,6 +141,31 @@ for label, pick in (("samples", lambda b: b[0] + b[1]), ("iterations", lambda b:
     row(f"{label} per upload, mean", sum(r) / max(1, len(r)), sum(s) / max(1, len(s)), "{:.2f}")
     row(f"{label} per upload, p50", quantile(r, 0.5), quantile(s, 0.5), "{:.0f}")
     row(f"{label} per upload, p99", quantile(r, 0.99), quantile(s, 0.99), "{:.0f}")
+import re
+def metrics(side):
+    calls, batch = {}, {}
+    try:
+        text = open(f"{out}/{side}/metrics.txt").read()
+    except OSError:
+        return calls, batch
+    labels = lambda text: dict(re.findall(r'(\w+)="([^"]*)"', text))
+    for m in re.finditer(r'^bench_agent_rpcs_total\{([^}]*)\} (\S+)$', text, re.M):
+        method = labels(m.group(1))["method"]
+        calls[method] = calls.get(method, 0) + float(m.group(2))
+    for m in re.finditer(r'^bench_upload_batch_samples_(sum|count)\{([^}]*)\} (\S+)$', text, re.M):
+        batch[(labels(m.group(2))["kind"], m.group(1))] = float(m.group(3))
+    return calls, batch
+(rc, rb), (sc, sb) = metrics("real"), metrics("sim")
+if rc and sc:
+    # benchd's counters run from its start to the scrape after the submitter's end.
+    for method in ("Register", "Heartbeat", "StreamAssignments", "ReportStatus", "UploadSamples"):
+        row(f"{method} calls (benchd's bench_agent_rpcs_total, all agents)", rc.get(method, 0),
+            sc.get(method, 0), "{:.0f}")
+    for kind in ("iteration", "gpu"):
+        r = rb.get((kind, "sum"), 0) / max(1, rb.get((kind, "count"), 0))
+        s = sb.get((kind, "sum"), 0) / max(1, sb.get((kind, "count"), 0))
+        row(f"{kind} samples per upload carrying them, mean (benchd's bench_upload_batch_samples)",
+            r, s, "{:.2f}")
 r_rate = samples["real"] / nodes / window["real"]
 s_rate = samples["sim"] / nodes / window["sim"]
 row("samples uploaded/s per agent", r_rate, s_rate, "{:.1f}")

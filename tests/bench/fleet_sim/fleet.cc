@@ -223,7 +223,9 @@ void OutageTracker::Lost(int agent, bool had_ranks, Clock::time_point at) {
   --registered_;
   if (!open_) {
     open_ = true;
-    outages_.push_back(Raw{at});
+    Raw raw;
+    raw.start = at;
+    outages_.push_back(raw);
   }
   ++outages_.back().lost;
   if (had_ranks) awaiting_upload_.insert(agent);
