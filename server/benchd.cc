@@ -187,8 +187,9 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
       [manager](const std::string& node) { return manager->AgentLive(node); });
   benchd->controller_service_ = std::make_unique<ControllerService>(
       benchd->manager_.get(), benchd->reads_.get(), auth, benchd->join_tokens_.get());
-  benchd->agent_service_ =
-      std::make_unique<AgentServiceImpl>(benchd->manager_.get(), auth, benchd->bootstrap_.get());
+  // The agent RPCs are counted where /metrics reads them (bench_agent_rpcs_total).
+  benchd->agent_service_ = std::make_unique<AgentServiceImpl>(
+      benchd->manager_.get(), auth, benchd->bootstrap_.get(), &benchd->metrics_->agent_rpcs());
   // grpc.health.v1.Health, always, and without credentials (it is not ours to guard).
   grpc::EnableDefaultHealthCheckService(true);
   if (options.grpc_reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();

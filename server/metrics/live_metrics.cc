@@ -204,6 +204,7 @@ LiveMetrics::Snapshot LiveMetrics::Take(absl::Time now) {
   PruneLocked(now);
   for (const auto& [id, entry] : jobs_) snapshot.jobs.emplace(id, entry.state);
   snapshot.counters = counters_;
+  snapshot.agent_rpcs = agent_rpcs_.Read();
   return snapshot;
 }
 

@@ -13,6 +13,9 @@
 // It is the JobManager's JobEvents (job_events.h): benchd hands it to the manager, whose
 // events become these figures (a placement starts a job's series, its end ends them,
 // screened and stored uploads feed the rates and counters).
+//
+// It also holds the agent service's RPC counters (agent_rpc_counters.h): lock-free, the
+// adapter counts into agent_rpcs() and Take copies them.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +30,7 @@
 #include "absl/time/time.h"
 #include "server/core/job.h"
 #include "server/core/job_events.h"
+#include "server/metrics/agent_rpc_counters.h"
 
 namespace bench {
 
@@ -63,6 +67,7 @@ class LiveMetrics : public JobEvents {
   struct Snapshot {
     std::map<std::string, JobState> jobs;  // by job id
     Counters counters;
+    AgentRpcCounters::Figures agent_rpcs;
   };
 
   explicit LiveMetrics(absl::Duration retention = absl::Minutes(10));
@@ -85,6 +90,9 @@ class LiveMetrics : public JobEvents {
   // `reason`: one of a bounded set (sample_validation.h), never free text.
   void CountIngestErrors(const std::string& reason, int64_t count);
   void CountRankReportRejected(const std::string& reason);
+
+  // Where the agent service counts its calls and upload batches (never under mu_).
+  AgentRpcCounters& agent_rpcs() { return agent_rpcs_; }
 
   // Drops jobs that ended more than `retention` before `now`, then copies the rest.
   Snapshot Take(absl::Time now);
@@ -120,6 +128,7 @@ class LiveMetrics : public JobEvents {
   absl::Mutex mu_;
   std::map<std::string, Entry> jobs_ ABSL_GUARDED_BY(mu_);
   Counters counters_ ABSL_GUARDED_BY(mu_);
+  AgentRpcCounters agent_rpcs_;
 };
 
 }  // namespace bench

@@ -25,6 +25,9 @@ class Families {
   MetricFamily& Counter(const std::string& name, const std::string& help) {
     return Add(name, help, MetricType::Counter);
   }
+  MetricFamily& Histogram(const std::string& name, const std::string& help) {
+    return Add(name, help, MetricType::Histogram);
+  }
   static void Set(MetricFamily& family, Labels labels, double value) {
     ClientMetric metric;
     metric.label = std::move(labels);
@@ -89,6 +92,42 @@ void AddCounters(const LiveMetrics::Counters& counters, Families& out) {
       "Rank summaries refused as implausible for their job (the rank still ends), by reason.");
   for (const auto& [reason, count] : counters.rank_reports_rejected) {
     Families::Set(reports, {{"reason", reason}}, static_cast<double>(count));
+  }
+}
+
+// Every method with its OK count (0 before its first call), and each other code once it
+// has been answered: at most 7 × 17 series.
+void AddAgentRpcs(const AgentRpcCounters::Figures& figures, Families& out) {
+  MetricFamily& calls = out.Counter("bench_agent_rpcs_total",
+                                    "Agent RPCs benchd answered, by method and status code.");
+  for (int m = 0; m < AgentRpcCounters::kMethods; ++m) {
+    const std::string method(
+        AgentRpcCounters::MethodName(static_cast<AgentRpcCounters::Method>(m)));
+    for (int code = 0; code < AgentRpcCounters::kCodes; ++code) {
+      const int64_t count = figures.calls[m][code];
+      if (code != 0 && count == 0) continue;
+      Families::Set(calls,
+                    {{"method", method}, {"code", std::string(AgentRpcCounters::CodeName(code))}},
+                    static_cast<double>(count));
+    }
+  }
+  MetricFamily& batches = out.Histogram(
+      "bench_upload_batch_samples",
+      "Samples per upload batch, by kind (iteration samples, GPU readings); a kind is observed "
+      "only in the batches that carry it.");
+  for (const auto& [kind, histogram] : {std::pair{"iteration", &figures.iteration_batches},
+                                        std::pair{"gpu", &figures.gpu_batches}}) {
+    ClientMetric metric;
+    metric.label = {{"kind", kind}};
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < AgentRpcCounters::kBatchBounds.size(); ++b) {
+      cumulative += static_cast<uint64_t>(histogram->buckets[b]);
+      metric.histogram.bucket.push_back(
+          {cumulative, static_cast<double>(AgentRpcCounters::kBatchBounds[b])});
+    }
+    metric.histogram.sample_count = static_cast<uint64_t>(histogram->count);
+    metric.histogram.sample_sum = static_cast<double>(histogram->sum);
+    batches.metric.push_back(std::move(metric));
   }
 }
 
@@ -175,6 +214,7 @@ std::string RenderMetrics(const FleetCounts& fleet, const LiveMetrics::Snapshot&
   Families families;
   AddFleet(fleet, families);
   AddCounters(live.counters, families);
+  AddAgentRpcs(live.agent_rpcs, families);
   AddJobs(live, families);
   return prometheus::TextSerializer().Serialize(families.Take());
 }

@@ -51,21 +51,31 @@ absl::Status Admit(const GrpcAuthenticator& auth, const grpc::CallbackServerCont
   return CheckAgentNode(*who, NodeOf(*request));
 }
 
+using Method = AgentRpcCounters::Method;
+
+// Counts the call (when there are counters) with the code it is answered, then answers it.
+template <class Call>
+grpc::ServerUnaryReactor* Answer(AgentRpcCounters* counters, Method method, Call* call,
+                                 const absl::Status& status) {
+  if (counters != nullptr) counters->CountCall(method, status.code());
+  return call->Reply(status);
+}
+
 }  // namespace
 
-// In a unary method: unless Admit lets the call through, replies with the refusal and
-// returns. __func__, the adapter's own name, is the RPC's.
-#define BENCH_ADMIT_OR_REPLY(call)                                               \
+// In a unary method: unless Admit lets the call through, replies with the refusal (counted
+// as `method`'s) and returns. __func__, the adapter's own name, is the RPC's.
+#define BENCH_ADMIT_OR_REPLY(call, method)                                       \
   if (absl::Status admitted =                                                    \
           Admit(auth_, *context, __func__, *request, (call)->mutable_request()); \
       !admitted.ok())                                                            \
-  return (call)->Reply(admitted)
+  return Answer(counters_, method, call, admitted)
 
 grpc::ServerUnaryReactor* AgentServiceImpl::Register(grpc::CallbackServerContext* context,
                                                      const grpc::ByteBuffer* request,
                                                      grpc::ByteBuffer* response) {
   auto* call = new UnaryCall<v1::RegisterRequest, v1::RegisterResponse>(response);
-  BENCH_ADMIT_OR_REPLY(call);
+  BENCH_ADMIT_OR_REPLY(call, Method::kRegister);
   absl::StatusOr<std::string> name =
       manager_->RegisterAgent(FromProto(call->request().inventory()));
   if (name.ok()) {
@@ -74,14 +84,14 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Register(grpc::CallbackServerContext
         static_cast<int32_t>(absl::ToInt64Milliseconds(manager_->heartbeat_interval())));
     call->response()->set_controller_id(manager_->controller_id());
   }
-  return call->Reply(name.status());
+  return Answer(counters_, Method::kRegister, call, name.status());
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
                                                       const grpc::ByteBuffer* request,
                                                       grpc::ByteBuffer* response) {
   auto* call = new UnaryCall<v1::HeartbeatRequest, v1::HeartbeatResponse>(response);
-  BENCH_ADMIT_OR_REPLY(call);
+  BENCH_ADMIT_OR_REPLY(call, Method::kHeartbeat);
   const v1::HeartbeatRequest& beat = call->request();
   std::vector<RunningOnAgent> running;
   if (beat.running_size() > 0) {
@@ -94,7 +104,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Heartbeat(grpc::CallbackServerContex
       running.push_back(RunningOnAgent{job_id, 0, {}});
     }
   }
-  return call->Reply(manager_->Heartbeat(beat.agent(), running));
+  return Answer(counters_, Method::kHeartbeat, call, manager_->Heartbeat(beat.agent(), running));
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* AgentServiceImpl::StreamAssignments(
@@ -102,6 +112,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* AgentServiceImpl::StreamAssignments(
   auto* writer = new QueuedWriter<grpc::ByteBuffer>();
   v1::StreamAssignmentsRequest stream;
   if (absl::Status admitted = Admit(auth_, *context, __func__, *request, &stream); !admitted.ok()) {
+    if (counters_ != nullptr) counters_->CountCall(Method::kStreamAssignments, admitted.code());
     writer->Close(ToGrpcStatus(admitted));
     return writer;
   }
@@ -113,6 +124,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* AgentServiceImpl::StreamAssignments(
     delete channel;
   });
   absl::Status attached = manager_->AttachChannel(agent, channel);
+  // The stream is counted as it opens, with the code of its attachment.
+  if (counters_ != nullptr) counters_->CountCall(Method::kStreamAssignments, attached.code());
   if (!attached.ok()) writer->Close(ToGrpcStatus(attached));
   return writer;
 }
@@ -121,29 +134,30 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportStatus(grpc::CallbackServerCon
                                                          const grpc::ByteBuffer* request,
                                                          grpc::ByteBuffer* response) {
   auto* call = new UnaryCall<v1::ReportStatusRequest, v1::ReportStatusResponse>(response);
-  BENCH_ADMIT_OR_REPLY(call);
+  BENCH_ADMIT_OR_REPLY(call, Method::kReportStatus);
   const v1::ReportStatusRequest& report = call->request();
   std::vector<RankReport> ranks;
   for (const v1::RankReport& rank : report.ranks()) ranks.push_back(FromProto(rank));
-  return call->Reply(manager_->ReportStatus(report.agent(), report.job_id(), report.attempt(),
-                                            report.master_port(), ranks));
+  return Answer(counters_, Method::kReportStatus, call,
+                manager_->ReportStatus(report.agent(), report.job_id(), report.attempt(),
+                                       report.master_port(), ranks));
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::Deregister(grpc::CallbackServerContext* context,
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   auto* call = new UnaryCall<v1::DeregisterRequest, v1::DeregisterResponse>(response);
-  BENCH_ADMIT_OR_REPLY(call);
+  BENCH_ADMIT_OR_REPLY(call, Method::kDeregister);
   const v1::DeregisterRequest& goodbye = call->request();
-  return call->Reply(
-      manager_->Deregister(goodbye.agent(), goodbye.reason(), goodbye.instance_id()));
+  return Answer(counters_, Method::kDeregister, call,
+                manager_->Deregister(goodbye.agent(), goodbye.reason(), goodbye.instance_id()));
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::UploadSamples(grpc::CallbackServerContext* context,
                                                           const grpc::ByteBuffer* request,
                                                           grpc::ByteBuffer* response) {
   auto* call = new UnaryCall<v1::UploadSamplesRequest, v1::UploadSamplesResponse>(response);
-  BENCH_ADMIT_OR_REPLY(call);
+  BENCH_ADMIT_OR_REPLY(call, Method::kUploadSamples);
   const v1::UploadSamplesRequest& upload = call->request();
   std::vector<IterationSample> samples;
   samples.reserve(upload.samples_size());
@@ -155,9 +169,11 @@ grpc::ServerUnaryReactor* AgentServiceImpl::UploadSamples(grpc::CallbackServerCo
   for (const v1::GpuSample& sample : upload.gpu_samples()) {
     gpu_samples.push_back(FromProto(sample));
   }
+  if (counters_ != nullptr)
+    counters_->CountUpload(upload.samples_size(), upload.gpu_samples_size());
   call->response()->set_batch_id(upload.batch_id());
   manager_->UploadSamples(upload.agent(), std::move(samples), std::move(gpu_samples),
-                          [call](absl::StatusOr<AppendResult> result) {
+                          [call, counters = counters_](absl::StatusOr<AppendResult> result) {
                             if (result.ok()) {
                               v1::UploadSamplesResponse* acked = call->response();
                               acked->set_stored(result->stored);
@@ -166,7 +182,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::UploadSamples(grpc::CallbackServerCo
                               acked->set_gpu_duplicates(result->gpu_duplicates);
                               acked->set_rejected(result->rejected);
                             }
-                            call->Reply(result.status());
+                            Answer(counters, Method::kUploadSamples, call, result.status());
                           });
   return call;
 }
@@ -178,28 +194,31 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RequestCertificate(grpc::CallbackSer
                                                                grpc::ByteBuffer* response) {
   auto* call =
       new UnaryCall<v1::RequestCertificateRequest, v1::RequestCertificateResponse>(response);
+  auto reply = [this, call](const absl::Status& status) {
+    return Answer(counters_, Method::kRequestCertificate, call, status);
+  };
   std::optional<Principal> who = auth_.PrincipalOf(*context);
   // A caller with no credential at all is refused as on every other method
   // (UNAUTHENTICATED), before the transport is looked at.
   if (!who.has_value() && !SentJoinToken(*context)) {
-    return call->Reply(Authorize(who, Action::kRequestCertificate));
+    return reply(Authorize(who, Action::kRequestCertificate));
   }
   if (!CallIsTls(*context)) {
-    return call->Reply(absl::UnavailableError(
+    return reply(absl::UnavailableError(
         "RequestCertificate is refused without TLS: benchd must run with --tls-cert, and the "
         "agent dial it with --tls-ca"));
   }
-  if (!who.has_value()) return call->Reply(JoinTokenRefused());
+  if (!who.has_value()) return reply(JoinTokenRefused());
   if (absl::Status allowed = Authorize(who, Action::kRequestCertificate); !allowed.ok()) {
-    return call->Reply(allowed);
+    return reply(allowed);
   }
   if (absl::Status parsed = ParseRequest(*request, v1::AgentService::service_full_name(), __func__,
                                          call->mutable_request());
       !parsed.ok()) {
-    return call->Reply(parsed);
+    return reply(parsed);
   }
   if (bootstrap_ == nullptr) {
-    return call->Reply(absl::FailedPreconditionError(
+    return reply(absl::FailedPreconditionError(
         "benchd signs no agent certificates: start it with --agent-signing-cert and "
         "--agent-signing-key"));
   }
@@ -210,7 +229,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RequestCertificate(grpc::CallbackSer
     call->response()->set_not_before_unix_seconds(absl::ToUnixSeconds(issued->not_before));
     call->response()->set_not_after_unix_seconds(absl::ToUnixSeconds(issued->not_after));
   }
-  return call->Reply(issued.status());
+  return reply(issued.status());
 }
 
 }  // namespace bench

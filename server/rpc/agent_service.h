@@ -5,7 +5,10 @@
 // (CheckAgentNode). RequestCertificate (issue 24's bootstrap) is the exception: over TLS
 // only (UNAVAILABLE otherwise), for a join token or an agent's own certificate, decided by
 // server/auth/agent_bootstrap.h. The methods are raw (server/rpc/raw_rpc.h says why): a request
-// that does not parse is INVALID_ARGUMENT naming the method. Thread-safe.
+// that does not parse is INVALID_ARGUMENT naming the method. Each call that reaches a method
+// is counted, with the code it is answered, in the AgentRpcCounters given (when one is: benchd
+// gives its LiveMetrics', so /metrics shows them), and each admitted upload's batch sizes.
+// Thread-safe.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -13,6 +16,7 @@
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "server/auth/agent_bootstrap.h"
 #include "server/core/job_manager.h"
+#include "server/metrics/agent_rpc_counters.h"
 #include "server/rpc/grpc_auth.h"
 
 namespace bench {
@@ -40,9 +44,11 @@ class AgentServiceImpl final : public raw_agent::Service {
  public:
   // `manager` and `bootstrap` not owned. `auth` defaults to security off (any caller acts
   // for any node). Without `bootstrap` RequestCertificate is FAILED_PRECONDITION.
+  // `counters` (not owned; none: nothing counted) outlives the service.
   explicit AgentServiceImpl(JobManager* manager, GrpcAuthenticator auth = GrpcAuthenticator::Off(),
-                            AgentBootstrap* bootstrap = nullptr)
-      : manager_(manager), auth_(auth), bootstrap_(bootstrap) {}
+                            AgentBootstrap* bootstrap = nullptr,
+                            AgentRpcCounters* counters = nullptr)
+      : manager_(manager), auth_(auth), bootstrap_(bootstrap), counters_(counters) {}
 
   // Request and response are the method's messages, serialized (server/rpc/raw_rpc.h).
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
@@ -71,6 +77,7 @@ class AgentServiceImpl final : public raw_agent::Service {
   JobManager* const manager_;
   const GrpcAuthenticator auth_;
   AgentBootstrap* const bootstrap_;
+  AgentRpcCounters* const counters_;
 };
 
 }  // namespace bench

@@ -2,24 +2,29 @@
 // made by deploy/pki's scripts (the fleet's CA, make-signing-ca.sh's sub-CA as
 // --agent-signing-cert), an admin making join tokens through the Controller, a join token
 // obtaining a certificate that benchd then accepts as the agent's, renewals, the names held
-// by live agents, and everything a join token may not do.
+// by live agents, and everything a join token may not do. Also the agent RPCs' counters on
+// /metrics after real calls (plaintext benchd with a web port).
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "benchfleet/v1/controller.grpc.pb.h"
 #include "common/x509.h"
 #include "server/benchd.h"
+#include "server/metrics/agent_rpc_counters.h"
 #include "server/test_pki.h"
 #include "server/test_secure_benchd.h"
+#include "tests/e2e/http_get.h"
 
 namespace bench {
 namespace {
@@ -27,6 +32,7 @@ namespace {
 namespace v1 = benchfleet::v1;
 using test_pki::ReadFile;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::chrono::system_clock::time_point Deadline() {
   return std::chrono::system_clock::now() + std::chrono::seconds(20);
@@ -326,6 +332,170 @@ TEST(BootstrapPlaintextTest, RequestCertificateNeedsTls) {
   grpc::Status status = agents->RequestCertificate(&context, request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_THAT(status.error_message(), HasSubstr("without TLS"));
+  benchd->reset();
+  std::filesystem::remove_all(dir);
+}
+
+// /metrics (bench_agent_rpcs_total, bench_upload_batch_samples) after real agent calls
+// over gRPC to benchd in-process: each method's calls by the code they were answered, and
+// each upload's batch sizes, iteration samples and GPU readings apart.
+TEST(AgentRpcMetricsTest, EachCallIsCountedByMethodAndCodeWithItsBatchSizes) {
+  char pattern[] = "/tmp/bench_agent_rpc_metrics_XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  BenchdOptions options;
+  options.listen = "127.0.0.1:0";
+  options.http = "127.0.0.1:0";
+  options.db = dir + "/bench.db";
+  auto benchd = Benchd::Start(options);
+  ASSERT_TRUE(benchd.ok()) << benchd.status();
+  const int http_port = (*benchd)->http_port();
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string((*benchd)->grpc_port()),
+                                     grpc::InsecureChannelCredentials());
+  auto agents = v1::AgentService::NewStub(channel);
+  auto metrics = [http_port] {
+    absl::StatusOr<std::string> body = testing::HttpGet(http_port, "/metrics");
+    EXPECT_TRUE(body.ok()) << body.status();
+    return body.ok() ? *body : std::string();
+  };
+  // Before any call: every method's OK series at 0, no other code, empty histograms.
+  std::string before = metrics();
+  EXPECT_THAT(before, HasSubstr("# TYPE bench_agent_rpcs_total counter\n"));
+  EXPECT_THAT(before, HasSubstr("bench_agent_rpcs_total{method=\"Heartbeat\",code=\"OK\"} 0\n"));
+  EXPECT_THAT(before,
+              HasSubstr("bench_agent_rpcs_total{method=\"RequestCertificate\",code=\"OK\"} 0\n"));
+  EXPECT_THAT(before, Not(HasSubstr("code=\"UNAVAILABLE\"")));
+  EXPECT_THAT(before, HasSubstr("# TYPE bench_upload_batch_samples histogram\n"));
+  EXPECT_THAT(before, HasSubstr("bench_upload_batch_samples_count{kind=\"iteration\"} 0\n"));
+
+  auto call = [](auto method) {
+    grpc::ClientContext context;
+    context.set_deadline(Deadline());
+    return method(&context);
+  };
+  ASSERT_TRUE(call([&](grpc::ClientContext* c) {
+                v1::RegisterRequest q;
+                q.mutable_inventory()->set_name("node-m");
+                q.mutable_inventory()->set_address("127.0.0.1");
+                q.mutable_inventory()->set_cpu_slots(2);
+                v1::RegisterResponse r;
+                return agents->Register(c, q, &r);
+              }).ok());
+  grpc::ClientContext stream_context;
+  v1::StreamAssignmentsRequest stream_request;
+  stream_request.set_agent("node-m");
+  auto stream = agents->StreamAssignments(&stream_context, stream_request);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(call([&](grpc::ClientContext* c) {
+                  v1::HeartbeatRequest q;
+                  q.set_agent("node-m");
+                  v1::HeartbeatResponse r;
+                  return agents->Heartbeat(c, q, &r);
+                }).ok());
+  }
+  // Two uploads: 5 samples and 3 readings, then 40 samples alone (for a job benchd does
+  // not know: refused sample by sample, the call itself answered OK).
+  for (auto [samples, readings] : {std::pair{5, 3}, std::pair{40, 0}}) {
+    grpc::Status uploaded =
+        call([&, samples = samples, readings = readings](grpc::ClientContext* c) {
+          v1::UploadSamplesRequest q;
+          q.set_agent("node-m");
+          for (int i = 1; i <= samples; ++i) {
+            v1::IterationSample* s = q.add_samples();
+            s->set_job_id("job-none");
+            s->set_attempt(1);
+            s->set_iteration(i);
+            s->set_step_time_s(0.1);
+            s->set_images(8);
+          }
+          for (int i = 1; i <= readings; ++i) {
+            v1::GpuSample* g = q.add_gpu_samples();
+            g->set_job_id("job-none");
+            g->set_attempt(1);
+            g->set_seq(i);
+          }
+          v1::UploadSamplesResponse r;
+          return agents->UploadSamples(c, q, &r);
+        });
+    ASSERT_TRUE(uploaded.ok()) << uploaded.error_message();
+  }
+  // Refusals are counted by their code: a report for a job benchd does not know, unparsable
+  // bytes, a certificate request without TLS.
+  grpc::Status report = call([&](grpc::ClientContext* c) {
+    v1::ReportStatusRequest q;
+    q.set_agent("node-m");
+    q.set_job_id("job-none");
+    q.set_attempt(1);
+    v1::ReportStatusResponse r;
+    return agents->ReportStatus(c, q, &r);
+  });
+  ASSERT_FALSE(report.ok());
+  grpc::GenericStub raw(channel);
+  for (int i = 0; i < 2; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(Deadline());
+    grpc::Slice slice(std::string("\xff\xff\xff"));
+    grpc::ByteBuffer request(&slice, 1), response;
+    std::promise<grpc::Status> done;
+    raw.UnaryCall(&context, "/benchfleet.v1.AgentService/Heartbeat", grpc::StubOptions(), &request,
+                  &response, [&done](grpc::Status s) { done.set_value(s); });
+    ASSERT_EQ(done.get_future().get().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  EXPECT_EQ(call([&](grpc::ClientContext* c) {
+              v1::RequestCertificateRequest q;
+              q.set_node("node-m");
+              v1::RequestCertificateResponse r;
+              return agents->RequestCertificate(c, q, &r);
+            }).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  // The stream is counted as it opens, which the client does not see: wait for it.
+  const std::string stream_opened =
+      "bench_agent_rpcs_total{method=\"StreamAssignments\",code=\"OK\"} 1\n";
+  std::string text = metrics();
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       text.find(stream_opened) == std::string::npos && std::chrono::steady_clock::now() < deadline;
+       text = metrics()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_THAT(text, HasSubstr(stream_opened));
+  EXPECT_THAT(text, HasSubstr("bench_agent_rpcs_total{method=\"Register\",code=\"OK\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("bench_agent_rpcs_total{method=\"Heartbeat\",code=\"OK\"} 3\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("bench_agent_rpcs_total{method=\"Heartbeat\",code=\"INVALID_ARGUMENT\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("bench_agent_rpcs_total{method=\"UploadSamples\",code=\"OK\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat(
+                        "bench_agent_rpcs_total{method=\"ReportStatus\",code=\"",
+                        std::string(AgentRpcCounters::CodeName(report.error_code())), "\"} 1\n")));
+  EXPECT_THAT(text, HasSubstr("bench_agent_rpcs_total{method=\"ReportStatus\",code=\"OK\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("bench_agent_rpcs_total{method=\"RequestCertificate\",code="
+                              "\"UNAVAILABLE\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("bench_agent_rpcs_total{method=\"Deregister\",code=\"OK\"} 0\n"));
+  // Iteration batches of 5 and 40; one GPU batch of 3 (the second upload carried none).
+  EXPECT_THAT(text, HasSubstr("bench_upload_batch_samples_count{kind=\"iteration\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("bench_upload_batch_samples_sum{kind=\"iteration\"} 45\n"));
+  EXPECT_THAT(text,
+              HasSubstr("bench_upload_batch_samples_bucket{kind=\"iteration\",le=\"5\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("bench_upload_batch_samples_bucket{kind=\"iteration\",le=\"20\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("bench_upload_batch_samples_bucket{kind=\"iteration\",le=\"50\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("bench_upload_batch_samples_count{kind=\"gpu\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("bench_upload_batch_samples_sum{kind=\"gpu\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("bench_upload_batch_samples_bucket{kind=\"gpu\",le=\"2\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("bench_upload_batch_samples_bucket{kind=\"gpu\",le=\"5\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("bench_upload_batch_samples_bucket{kind=\"gpu\",le=\"+Inf\"} 1\n"));
+
+  ASSERT_TRUE(call([&](grpc::ClientContext* c) {
+                v1::DeregisterRequest q;
+                q.set_agent("node-m");
+                q.set_reason("test");
+                v1::DeregisterResponse r;
+                return agents->Deregister(c, q, &r);
+              }).ok());
+  EXPECT_THAT(metrics(),
+              HasSubstr("bench_agent_rpcs_total{method=\"Deregister\",code=\"OK\"} 1\n"));
+  stream_context.TryCancel();
+  stream->Finish();
   benchd->reset();
   std::filesystem::remove_all(dir);
 }

@@ -47,8 +47,7 @@ std::shared_ptr<grpc::Channel> NewChannel(const FleetOptions& options, const std
   return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
-void Recorder::Rpc(const std::string& method, const grpc::Status& status,
-                   Clock::duration latency) {
+void Recorder::Rpc(const std::string& method, const grpc::Status& status, Clock::duration latency) {
   std::lock_guard<std::mutex> lock(mu_);
   MethodStats& m = s_.methods[method];
   ++m.calls;
@@ -91,8 +90,7 @@ void Recorder::Batch(int iterations, int readings) {
   AddCount(&s_.batch_reading_counts, readings);
 }
 
-void Recorder::Acked(const std::string& job, int attempt, int rank, int iterations,
-                     int readings) {
+void Recorder::Acked(const std::string& job, int attempt, int rank, int iterations, int readings) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& counts = by_rank_[{job, attempt, rank}];
   counts.first += iterations;
@@ -225,7 +223,9 @@ void OutageTracker::Lost(int agent, bool had_ranks, Clock::time_point at) {
   --registered_;
   if (!open_) {
     open_ = true;
-    outages_.push_back(Raw{at});
+    Raw raw;
+    raw.start = at;
+    outages_.push_back(raw);
   }
   ++outages_.back().lost;
   if (had_ranks) awaiting_upload_.insert(agent);

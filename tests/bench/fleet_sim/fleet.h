@@ -26,6 +26,9 @@ using loadgen::Histogram;
 
 inline double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 inline double Micros(Clock::duration d) { return Seconds(d) * 1e6; }
+inline Clock::duration FromSeconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
 
 struct JobSize {
   int gpus = 1;
@@ -46,16 +49,19 @@ struct FleetOptions {
   std::vector<JobSize> job_mix;
   int job_iterations = 300;
   int warmup_iterations = 10;
-  double backlog_fraction = 0.1;  // GPUs submitted beyond the fleet's, to keep it busy
+  double backlog_fraction = 0;  // GPUs submitted beyond the fleet's, to keep it busy
   int max_batch = 2000;
   Clock::duration linger = std::chrono::milliseconds(50);
   int threads = 2;
   bool submit = true;
+  bool submit_only = false;  // no simulated agents: the submitter alone (real agents run)
 };
 
 // The file names fleet_pki.sh writes.
 std::string NodeName(int index);
 inline constexpr const char* kSubmitterName = "fleet-submitter";
+// What the simulated trainers report as their model's parameter count (ResNet-50).
+inline constexpr int64_t kResNet50Parameters = 25557032;
 
 // A channel to `target`, its own TCP connection; with TLS when options.ca is set, with
 // the client certificate cert_dir/NAME.pem and .key. Exits with a message on a missing file.

@@ -66,10 +66,15 @@ ABSL_FLAG(absl::Duration, duration, absl::Seconds(60), "how long to run (then dr
 ABSL_FLAG(double, iter_rate, 10, "iterations per second per rank (before --scale)");
 ABSL_FLAG(double, reading_hz, 10, "GPU readings per second per busy GPU (before --scale)");
 ABSL_FLAG(std::string, job_mix, "1:50,8:30,32:15,256:5", "GPUS:WEIGHT,... by count");
-ABSL_FLAG(int, job_iterations, 300, "iterations per job (10 warm-up)");
+ABSL_FLAG(int, job_iterations, 300,
+          "iterations per job (10 warm-up); 300 at 10 it/s is a 30 s job: the default mix "
+          "(20.5 GPUs a job on average) then churns about 13 submits/s at 1,024 x 8");
 ABSL_FLAG(double, submit_rate_limit, 50, "at most this many submits/s (before --scale)");
-ABSL_FLAG(double, backlog, 0.1, "GPUs of jobs outstanding beyond the fleet's (fraction)");
+ABSL_FLAG(double, backlog, 0, "GPUs of jobs outstanding beyond the fleet's (fraction)");
 ABSL_FLAG(bool, submit, true, "run the job submitter");
+ABSL_FLAG(bool, submit_only, false,
+          "no simulated agents: only the submitter, for a fleet of --nodes real agents "
+          "(tests/bench/fleet_rpc_mix.sh)");
 ABSL_FLAG(double, scale, 1, "multiplies --iter_rate, --reading_hz, --submit_rate_limit");
 ABSL_FLAG(absl::Duration, report_interval, absl::Seconds(10), "per-interval lines on stdout");
 ABSL_FLAG(std::string, summary_json, "", "write the summary here");
@@ -146,6 +151,7 @@ int main(int argc, char** argv) {
   options.backlog_fraction = absl::GetFlag(FLAGS_backlog);
   options.threads = std::max(1, absl::GetFlag(FLAGS_threads));
   options.submit = absl::GetFlag(FLAGS_submit);
+  options.submit_only = absl::GetFlag(FLAGS_submit_only);
   std::string error;
   if (!ParseMix(absl::GetFlag(FLAGS_job_mix), &options.job_mix)) {
     error = "--job_mix: expected GPUS:WEIGHT,... (e.g. 1:50,8:30,32:15,256:5)";
@@ -174,23 +180,24 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<fs::Driver>> drivers;
   for (int i = 0; i < options.threads; ++i) drivers.push_back(std::make_unique<fs::Driver>());
   std::vector<std::unique_ptr<fs::SimAgent>> fleet;
-  for (int i = 0; i < options.nodes; ++i) {
+  for (int i = 0; i < (options.submit_only ? 0 : options.nodes); ++i) {
     fs::Driver* driver = drivers[i % drivers.size()].get();
-    fleet.push_back(
-        std::make_unique<fs::SimAgent>(options, i, &recorder, &jobs, &outages, driver));
+    fleet.push_back(std::make_unique<fs::SimAgent>(options, i, &recorder, &jobs, &outages, driver));
     driver->Add(fleet.back().get());
   }
   const double cpu_start = CpuSeconds();
   const Clock::time_point start = Clock::now();
   for (auto& driver : drivers) driver->Start();
-  std::printf("fleet_sim: %d nodes x %d GPUs -> %s%s; %.2f it/s per rank, %.2f readings/s per "
-              "GPU, jobs %s of %d iterations, %s\n",
-              options.nodes, options.gpus_per_node, options.target.c_str(),
-              options.ca.empty() ? " (plaintext)" : " (mTLS)", options.iter_rate,
-              options.reading_hz, absl::GetFlag(FLAGS_job_mix).c_str(), options.job_iterations,
-              absl::FormatDuration(absl::GetFlag(FLAGS_duration)).c_str());
+  std::printf(
+      "fleet_sim: %d nodes x %d GPUs -> %s%s; %.2f it/s per rank, %.2f readings/s per "
+      "GPU, jobs %s of %d iterations, %s\n",
+      options.nodes, options.gpus_per_node, options.target.c_str(),
+      options.ca.empty() ? " (plaintext)" : " (mTLS)", options.iter_rate, options.reading_hz,
+      absl::GetFlag(FLAGS_job_mix).c_str(), options.job_iterations,
+      absl::FormatDuration(absl::GetFlag(FLAGS_duration)).c_str());
   Clock::time_point register_deadline = start + std::chrono::seconds(120);
-  while (outages.registered() < options.nodes && Clock::now() < register_deadline) {
+  while (!options.submit_only && outages.registered() < options.nodes &&
+         Clock::now() < register_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   std::printf("fleet_sim: %d of %d agents registered after %.1f s\n", outages.registered(),
@@ -271,6 +278,7 @@ int main(int argc, char** argv) {
   nlohmann::json methods = nlohmann::json::object(), rates = nlohmann::json::object();
   for (const auto& [name, m] : s.methods) {
     nlohmann::json j = Quantiles(m.latency);
+    j.erase("count");  // the calls', below
     j["calls"] = m.calls;
     j["errors"] = m.errors;
     if (name == "StreamAssignments.events") {
@@ -282,17 +290,16 @@ int main(int argc, char** argv) {
   summary["methods"] = methods;
   summary["per_agent_rates"] = rates;
   const double batches = std::max<int64_t>(1, s.batches);
-  summary["upload_batches"] = {
-      {"count", s.batches},
-      {"samples_mean", (s.batch_iterations + s.batch_readings) / batches},
-      {"samples_p50", CountQuantile(s.batch_size_counts, 0.5)},
-      {"samples_p99", CountQuantile(s.batch_size_counts, 0.99)},
-      {"iterations_mean", s.batch_iterations / batches},
-      {"iterations_p50", CountQuantile(s.batch_iter_counts, 0.5)},
-      {"iterations_p99", CountQuantile(s.batch_iter_counts, 0.99)},
-      {"readings_mean", s.batch_readings / batches},
-      {"readings_p50", CountQuantile(s.batch_reading_counts, 0.5)},
-      {"readings_p99", CountQuantile(s.batch_reading_counts, 0.99)}};
+  summary["upload_batches"] = {{"count", s.batches},
+                               {"samples_mean", (s.batch_iterations + s.batch_readings) / batches},
+                               {"samples_p50", CountQuantile(s.batch_size_counts, 0.5)},
+                               {"samples_p99", CountQuantile(s.batch_size_counts, 0.99)},
+                               {"iterations_mean", s.batch_iterations / batches},
+                               {"iterations_p50", CountQuantile(s.batch_iter_counts, 0.5)},
+                               {"iterations_p99", CountQuantile(s.batch_iter_counts, 0.99)},
+                               {"readings_mean", s.batch_readings / batches},
+                               {"readings_p50", CountQuantile(s.batch_reading_counts, 0.5)},
+                               {"readings_p99", CountQuantile(s.batch_reading_counts, 0.99)}};
   summary["samples"] = {{"iterations_generated", s.generated_iterations},
                         {"readings_generated", s.generated_readings},
                         {"iterations_acked", s.acked_iterations},

@@ -17,7 +17,6 @@ constexpr auto kMaxBackoff = std::chrono::seconds(2);
 constexpr auto kHealthyStream = std::chrono::seconds(2);
 constexpr int kHeartbeatFailuresBeforeReconnect = 3;
 constexpr int kMaxPermanentFailures = 5;
-constexpr int64_t kResNet50Parameters = 25557032;
 constexpr Clock::time_point kNever = Clock::time_point::max();
 
 std::chrono::system_clock::time_point Deadline(int seconds) {
@@ -32,26 +31,9 @@ bool Transient(const grpc::Status& status) {
     case grpc::StatusCode::ABORTED:
     case grpc::StatusCode::CANCELLED:
     case grpc::StatusCode::UNKNOWN:
-    case grpc::StatusCode::INTERNAL:
-      return true;
-    default:
-      return false;
+    case grpc::StatusCode::INTERNAL: return true;
+    default: return false;
   }
-}
-
-// The wall clock of a steady time point (for the samples' time stamps).
-int64_t WallNanos(Clock::time_point t) {
-  static const auto offset = std::chrono::system_clock::now().time_since_epoch() -
-                             std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                                 Clock::now().time_since_epoch());
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::duration_cast<std::chrono::system_clock::duration>(t.time_since_epoch()) +
-             offset)
-      .count();
-}
-
-Clock::duration FromSeconds(double s) {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
 }  // namespace
@@ -99,8 +81,8 @@ SimAgent::SimAgent(const FleetOptions& options, int index, Recorder* recorder, J
       jobs_(jobs),
       outages_(outages),
       driver_(driver) {
-  const bool proxied = !options.proxy_target.empty() && options.proxy_every > 0 &&
-                       index % options.proxy_every == 0;
+  const bool proxied =
+      !options.proxy_target.empty() && options.proxy_every > 0 && index % options.proxy_every == 0;
   stub_ = v1::AgentService::NewStub(
       NewChannel(options, proxied ? options.proxy_target : options.target, name_, index));
   inventory_.set_name(name_);
@@ -115,8 +97,8 @@ SimAgent::SimAgent(const FleetOptions& options, int index, Recorder* recorder, J
   }
   (*inventory_.mutable_versions())["fleet_sim"] = "1";
   std::random_device random;
-  inventory_.set_instance_id(absl::StrCat(absl::Hex(random(), absl::kZeroPad8),
-                                          absl::Hex(random(), absl::kZeroPad8)));
+  inventory_.set_instance_id(
+      absl::StrCat(absl::Hex(random(), absl::kZeroPad8), absl::Hex(random(), absl::kZeroPad8)));
   // Each node's sampler ticks on its own phase, as separate processes would.
   sampler_start_ = Clock::now() + std::chrono::microseconds(random() % 100000);
   register_at_ = Clock::now();
@@ -127,8 +109,8 @@ SimAgent::~SimAgent() = default;
 void SimAgent::Wake() { driver_->Wake(this, Clock::now()); }
 
 Clock::duration SimAgent::RetryDelay(Clock::duration* backoff) {
-  Clock::duration delay = *backoff == Clock::duration::zero() ? Clock::duration(kMinBackoff)
-                                                              : *backoff;
+  Clock::duration delay =
+      *backoff == Clock::duration::zero() ? Clock::duration(kMinBackoff) : *backoff;
   *backoff = std::min<Clock::duration>(delay * 2, kMaxBackoff);
   delay = std::min<Clock::duration>(delay, kMaxBackoff);
   return std::min(delay, heartbeat_interval_);
@@ -139,16 +121,18 @@ Clock::time_point SimAgent::Tick(Clock::time_point now) {
   if (stopping_) return kNever;
   Generate(now);
   QueueFinalReports();
-  if (state_ == State::kUnregistered && training_ && now >= register_at_) StartRegister(now);
+  if (state_ == State::kUnregistered && now >= register_at_) StartRegister(now);
   if (heartbeats_on_ && !heartbeat_in_flight_ && now >= next_heartbeat_) SendHeartbeat(now);
 
   Clock::time_point next = kNever;
-  if (state_ == State::kUnregistered && training_) next = std::min(next, register_at_);
+  if (state_ == State::kUnregistered) next = std::min(next, register_at_);
   if (heartbeats_on_ && !heartbeat_in_flight_) next = std::min(next, next_heartbeat_);
   if (!paused_ && !upload_in_flight_) {
     if (batch_ != nullptr) {
-      if (now >= upload_retry_at_) SendUpload(now);
-      else next = std::min(next, upload_retry_at_);
+      if (now >= upload_retry_at_)
+        SendUpload(now);
+      else
+        next = std::min(next, upload_retry_at_);
     } else if (!queue_.empty()) {
       Clock::time_point linger_end = std::max(last_ack_, queue_since_) + options_.linger;
       if (static_cast<int>(queue_.size()) >= options_.max_batch || now >= linger_end) {
@@ -159,8 +143,10 @@ Clock::time_point SimAgent::Tick(Clock::time_point now) {
     }
   }
   if (!paused_ && !report_in_flight_ && !reports_.empty()) {
-    if (now >= report_retry_at_) SendReport(now);
-    else next = std::min(next, report_retry_at_);
+    if (now >= report_retry_at_)
+      SendReport(now);
+    else
+      next = std::min(next, report_retry_at_);
   }
   // The trainers' next samples matter only while nothing is in flight (they start a
   // linger) or for a rank's end (its final report).
@@ -169,141 +155,12 @@ Clock::time_point SimAgent::Tick(Clock::time_point now) {
       if (rank.ended) continue;
       next = std::min(next, rank.start + FromSeconds(rank.next_iteration / options_.iter_rate));
       if (options_.reading_hz > 0) {
-        next = std::min(next, sampler_start_ + FromSeconds((sampler_tick_ + 1) /
-                                                           options_.reading_hz));
+        next =
+            std::min(next, sampler_start_ + FromSeconds((sampler_tick_ + 1) / options_.reading_hz));
       }
     }
   }
   return next;
-}
-
-void SimAgent::Generate(Clock::time_point now) {
-  if (!training_) return;
-  int64_t iterations = 0, readings = 0;
-  auto push = [&](Sample sample, Clock::time_point at) {
-    if (queue_.empty()) queue_since_ = at;
-    else queue_since_ = std::min(queue_since_, at);
-    queue_.push_back(std::move(sample));
-    return next_ticket_++;
-  };
-  auto reading = [&](Rank& rank, Clock::time_point at) {
-    v1::GpuSample g;
-    g.set_job_id(rank.job_id);
-    g.set_attempt(rank.attempt);
-    g.set_rank(rank.rank);
-    g.set_seq(++rank.seq);
-    g.set_gpu_uuid(inventory_.gpus(rank.gpu % inventory_.gpus_size()).uuid());
-    g.set_gpu_index(rank.gpu);
-    g.set_time_unix_ns(WallNanos(at));
-    g.set_power_w(650 + rank.seq % 7);
-    g.set_power_average_w(640);
-    g.set_energy_j(1e6 + 650.0 * Seconds(at - rank.start));
-    g.set_sm_clock_mhz(1980);
-    g.set_memory_clock_mhz(2619);
-    g.set_temperature_c(65);
-    g.set_gpu_utilization_pct(98);
-    g.set_memory_utilization_pct(60);
-    g.set_memory_used_bytes(int64_t{60} << 30);
-    g.set_throttle_reasons(0);
-    g.set_pcie_gen(5);
-    g.set_pcie_gen_max(5);
-    g.set_pcie_width(16);
-    g.set_pcie_width_max(16);
-    g.set_max_sm_clock_mhz(1980);
-    g.set_max_memory_clock_mhz(2619);
-    g.set_power_limit_w(700);
-    g.set_ecc_corrected(0);
-    g.set_ecc_uncorrected(0);
-    g.set_xid_errors(0);
-    rank.last_ticket = push(std::move(g), at);
-    ++readings;
-  };
-  auto end_of = [&](const Rank& rank) {
-    return rank.cancelled ? rank.cancel_at
-                          : rank.start + FromSeconds(rank.iterations / options_.iter_rate);
-  };
-  // The node's sampler: every live rank's GPU per tick.
-  if (options_.reading_hz > 0) {
-    while (true) {
-      Clock::time_point tick = sampler_start_ + FromSeconds((sampler_tick_ + 1) /
-                                                            options_.reading_hz);
-      if (tick > now) break;
-      ++sampler_tick_;
-      for (Rank& rank : ranks_) {
-        if (!rank.ended && rank.start < tick && tick < end_of(rank)) reading(rank, tick);
-      }
-    }
-  }
-  const double step = 1.0 / options_.iter_rate;
-  for (Rank& rank : ranks_) {
-    if (rank.ended) continue;
-    while (!rank.cancelled && rank.next_iteration <= rank.iterations) {
-      const int k = rank.next_iteration;
-      Clock::time_point at = rank.start + FromSeconds(k * step);
-      if (at > now) break;
-      v1::IterationSample s;
-      s.set_job_id(rank.job_id);
-      s.set_attempt(rank.attempt);
-      s.set_rank(rank.rank);
-      s.set_iteration(k);
-      s.set_step_time_s(step);
-      s.set_images(rank.batch_size);
-      s.set_loss(6.9 / std::sqrt(static_cast<double>(k)));
-      s.set_data_time_s(0.0002);
-      s.set_elapsed_s(k * step);
-      s.set_warmup(k <= rank.warmup);
-      s.set_received_unix_ns(WallNanos(at));
-      s.set_compute_time_s(step - 0.0002);
-      const double comm = rank.world_size > 1 ? 0.04 * step : 0;
-      s.set_optimizer_time_s(0.02 * step);
-      s.set_allreduce_wait_time_s(comm);
-      s.set_forward_backward_time_s(step - 0.0002 - 0.02 * step - comm);
-      rank.last_ticket = push(std::move(s), at);
-      ++rank.next_iteration;
-      ++iterations;
-    }
-    Clock::time_point end = end_of(rank);
-    if (end <= now) {
-      if (options_.reading_hz > 0) reading(rank, end);  // the sampler's final reading
-      rank.ended = true;
-    }
-  }
-  if (iterations + readings > 0) recorder_->Generated(iterations, readings);
-}
-
-void SimAgent::QueueFinalReports() {
-  for (Rank& rank : ranks_) {
-    if (!rank.ended || rank.final_queued || rank.last_ticket > acked_through_) continue;
-    rank.final_queued = true;
-    Report report;
-    report.request.set_job_id(rank.job_id);
-    report.request.set_attempt(rank.attempt);
-    v1::RankReport* r = report.request.add_ranks();
-    r->set_rank(rank.rank);
-    r->set_parameters(kResNet50Parameters);
-    r->set_precision("fp32");
-    r->set_simulated(true);
-    (*r->mutable_versions())["bench_train"] = "fleet_sim";
-    if (rank.cancelled) {
-      r->set_state(v1::RANK_STATE_CANCELLED);
-      r->set_exit_code(-15);
-      r->set_message(rank.cancel_reason);
-    } else {
-      r->set_state(v1::RANK_STATE_SUCCEEDED);
-      v1::RankSummary* summary = r->mutable_summary();
-      const int measured = rank.iterations - rank.warmup;
-      const double step = 1.0 / options_.iter_rate;
-      summary->set_rank(rank.rank);
-      summary->set_measured_iterations(measured);
-      summary->set_measured_images(int64_t{measured} * rank.batch_size);
-      summary->set_window_s(measured * step);
-      summary->set_step_time_median_s(step);
-      summary->set_synthetic_images_per_second(rank.batch_size / step);
-      report.succeeded_world_size = rank.world_size;
-    }
-    report.final_rank = rank.rank;
-    reports_.push_back(std::move(report));
-  }
 }
 
 void SimAgent::StartRegister(Clock::time_point now) {
@@ -544,13 +401,14 @@ void SimAgent::SendUpload(Clock::time_point now) {
                                   r.rejected());
               recorder_->Batch(batch_->samples_size(), batch_->gpu_samples_size());
               std::map<std::tuple<std::string, int, int>, std::pair<int, int>> by_rank;
-              for (const auto& s : batch_->samples()) ++by_rank[{s.job_id(), s.attempt(), s.rank()}].first;
+              for (const auto& s : batch_->samples())
+                ++by_rank[{s.job_id(), s.attempt(), s.rank()}].first;
               for (const auto& g : batch_->gpu_samples()) {
                 ++by_rank[{g.job_id(), g.attempt(), g.rank()}].second;
               }
               for (const auto& [key, counts] : by_rank) {
-                recorder_->Acked(std::get<0>(key), std::get<1>(key), std::get<2>(key),
-                                 counts.first, counts.second);
+                recorder_->Acked(std::get<0>(key), std::get<1>(key), std::get<2>(key), counts.first,
+                                 counts.second);
               }
               outages_->UploadAcked(index_, done);
             } else {
@@ -564,13 +422,12 @@ void SimAgent::SendUpload(Clock::time_point now) {
             upload_backoff_ = Clock::duration::zero();
             upload_permanent_failures_ = 0;
           } else {
-            upload_retry_at_ = done + std::min<Clock::duration>(
-                                          upload_backoff_ == Clock::duration::zero()
-                                              ? Clock::duration(kMinBackoff)
-                                              : upload_backoff_,
-                                          kMaxBackoff);
-            upload_backoff_ = std::min<Clock::duration>(
-                (upload_retry_at_ - done) * 2, kMaxBackoff);
+            upload_retry_at_ =
+                done + std::min<Clock::duration>(upload_backoff_ == Clock::duration::zero()
+                                                     ? Clock::duration(kMinBackoff)
+                                                     : upload_backoff_,
+                                                 kMaxBackoff);
+            upload_backoff_ = std::min<Clock::duration>((upload_retry_at_ - done) * 2, kMaxBackoff);
           }
         }
         delete call;
@@ -603,9 +460,8 @@ void SimAgent::SendReport(Clock::time_point now) {
             report_backoff_ = Clock::duration::zero();
             report_permanent_failures_ = 0;
             if (give_up) {
-              std::fprintf(stderr, "fleet_sim: %s: gave up on a report for %s: %s\n",
-                           name_.c_str(), report.request.job_id().c_str(),
-                           status.error_message().c_str());
+              std::fprintf(stderr, "fleet_sim: %s: gave up on a report for %s: %s\n", name_.c_str(),
+                           report.request.job_id().c_str(), status.error_message().c_str());
             }
             if (status.ok() && report.succeeded_world_size > 0) {
               jobs_->RankSucceeded(report.request.job_id(), report.request.attempt(),

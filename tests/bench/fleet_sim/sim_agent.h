@@ -46,7 +46,7 @@ class SimAgent {
 
   // Does what is due now; returns when it next has something to do.
   Clock::time_point Tick(Clock::time_point now);
-  // Stops the trainers (no more samples) and stops registering; uploads go on.
+  // Stops the trainers (no more samples); uploads, reports and re-registering go on.
   void StopTraining();
   // Samples queued or in flight (0 once every generated sample was acknowledged).
   int64_t unacknowledged();
@@ -70,7 +70,7 @@ class SimAgent {
     Clock::time_point start;
     int next_iteration = 1;
     int64_t seq = 0;
-    bool ended = false;         // trainer exited (succeeded or cancelled)
+    bool ended = false;  // trainer exited (succeeded or cancelled)
     bool cancelled = false;
     Clock::time_point cancel_at;
     std::string cancel_reason;
@@ -141,7 +141,7 @@ class SimAgent {
   Clock::time_point sampler_start_;
   int64_t sampler_tick_ = 0;  // ticks taken
 
-  std::deque<Sample> queue_;  // not yet in a batch
+  std::deque<Sample> queue_;       // not yet in a batch
   Clock::time_point queue_since_;  // the oldest queued sample's time
   int upload_permanent_failures_ = 0;
   int64_t dropped_ = 0;

@@ -16,12 +16,15 @@ Submitter::Submitter(const FleetOptions& options, Recorder* recorder, JobBook* j
   std::vector<double> weights;
   for (const JobSize& size : options.job_mix) weights.push_back(size.weight);
   pick_ = std::discrete_distribution<int>(weights.begin(), weights.end());
-  run_id_ = absl::StrCat(getpid(), "-", std::chrono::system_clock::now().time_since_epoch().count());
+  run_id_ =
+      absl::StrCat(getpid(), "-", std::chrono::system_clock::now().time_since_epoch().count());
 }
 
 Submitter::~Submitter() { Stop(); }
 
-void Submitter::Start() { thread_ = std::thread([this] { Run(); }); }
+void Submitter::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void Submitter::Stop() {
   stop_.store(true);
@@ -48,7 +51,8 @@ void Submitter::Run() {
       SubmitOne(next);
       next = options_.job_mix[pick_(random_)].gpus;
     }
-    if (now - last_poll > std::chrono::seconds(5)) {
+    if (now - last_poll >
+        (options_.submit_only ? std::chrono::seconds(1) : std::chrono::seconds(5))) {
       last_poll = now;
       PollStale();
     }
@@ -101,10 +105,12 @@ void Submitter::SubmitOne(int gpus) {
 }
 
 void Submitter::PollStale() {
+  // Without simulated agents nothing reports the ranks' ends here: every job is looked up.
   const double expected = options_.job_iterations / options_.iter_rate;
   Clock::time_point before =
-      Clock::now() - std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(expected * 3 + 60));
+      options_.submit_only ? Clock::now()
+                           : Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(expected * 3 + 60));
   for (const std::string& job_id : jobs_->OutstandingSince(before)) {
     if (stop_.load()) return;
     v1::GetJobRequest request;

@@ -4,7 +4,8 @@
 // --nodes/--gpus-per-node like benchctl's), submitted while the GPUs of the jobs outstanding
 // are below the fleet's (plus a backlog), at most submit_rate_limit per second. A job ends for
 // it when every rank's SUCCEEDED report was acknowledged (JobBook); jobs outstanding far
-// longer than they should take are looked up with GetJob and count as ended once terminal.
+// longer than they should take are looked up with GetJob and count as ended once terminal
+// (with submit_only, every outstanding job, every second: real agents run them).
 #pragma once
 
 #include <atomic>
