@@ -39,7 +39,7 @@ class CsvOut:
     def __init__(self, path, header):
         self.lock = threading.Lock()
         self.f = open(path, "w", newline="")
-        self.w = csv.writer(self.f)
+        self.w = csv.writer(self.f, lineterminator="\n")
         self.w.writerow(header)
         self.f.flush()
 
