@@ -127,8 +127,33 @@ def main():
     r.target("submit → every rank's assignment p99", 1, med=lat and lat[0], p99=lat and lat[1],
              mx=lat and lat[2], where="fleet_sim (both sides)")
     lat = latency_of(find(s, "commit_latency", "sample_latency", "ack_latency")) if s else None
-    r.target("commit latency p99 (sample made → acknowledged)", 1, med=lat and lat[0],
-             p99=lat and lat[1], mx=lat and lat[2], where="fleet_sim")
+    where = "fleet_sim"
+    if lat is None and isinstance(methods, dict):
+        lat = latency_of(methods.get("UploadSamples"))
+        where = "UploadSamples' answer: benchd acknowledges a batch after its SQLite commit"
+    r.target("commit latency p99", 1, med=lat and lat[0], p99=lat and lat[1], mx=lat and lat[2],
+             where=where)
+
+    # --- the load itself ------------------------------------------------------------
+    scale = num(a.scale) or 1.0
+    sim_s = num(find(s, "duration_s")) if s else None
+    samples = find(s, "samples") if s else None
+    jobs_s = find(s, "jobs") if s else None
+    want = 10.0 * 8 * a.nodes * scale  # 10 it/s (and 10 Hz) per GPU
+    if isinstance(samples, dict) and sim_s:
+        for kind, key in (("iterations", "iterations_acked"), ("readings", "readings_acked")):
+            rate = (num(samples.get(key)) or 0) / sim_s
+            r.rows.append((f"{kind} acknowledged per second", f"≈ {want:.0f}/s", f"{rate:.0f}/s",
+                           "", "", "pass" if rate >= 0.9 * want else "**miss**",
+                           f"{samples.get(key)} over {sim_s:.0f} s (mean, warm-up and drain "
+                           "included; 10 per GPU per s × 8 GPUs × nodes × scale)"))
+    if isinstance(jobs_s, dict) and sim_s:
+        churn = (num(jobs_s.get("submitted")) or 0) / sim_s
+        bound = 10 * scale * a.nodes / 1024
+        r.rows.append(("job churn (submits/s)", f"≥ {bound:.2g}/s", f"{churn:.1f}/s", "", "",
+                       "pass" if churn >= bound else "**miss**",
+                       f"{jobs_s.get('submitted')} submitted, {jobs_s.get('finished')} finished "
+                       f"(the issue's 10/s at 1,024 nodes, scaled by nodes and --scale)"))
 
     # --- /metrics, benchctl ---------------------------------------------------------
     met = read_csv(os.path.join(d, "metrics.csv"))
@@ -192,6 +217,15 @@ def main():
                  mx=max(ready) if ready and None not in ready else None,
                  ok=bool(ready) and None not in ready and max(ready) < 5,
                  where=f"{len(ready)} restarts")
+        outs = [o for o in (find(s, "outages") or []) if isinstance(o, dict)] if s else []
+        up = [num(o.get("all_uploading_after_s")) for o in outs]
+        if outs:
+            ok = all(u is not None and 0 <= u < 30 for u in up)
+            r.rows.append(("kill -9: running jobs' ranks uploading again", "< 30 s",
+                           fmt(pct([u for u in up if u is not None and u >= 0], 50)), "",
+                           fmt(max(up) if up else None), "pass" if ok else "**miss**",
+                           f"fleet_sim's outages (from the first failure; -1: not reached): "
+                           f"{', '.join(fmt(u) for u in up)}"))
         r.target("kill -9: restart → every agent connected", 30,
                  med=pct([x for x in back if x is not None], 50),
                  p99=max(back) if back and None not in back else None,
@@ -279,6 +313,16 @@ def main():
             o(f"{name}: {cpu:.0f} CPU s in all ({len(pids)} process(es)), about "
               f"{cpu / span if span > 0 else 0:.2f} cores over {span:.0f} s; RSS max "
               f"{max(int(p['rss_kib']) for p in series) / 1024:.0f} MiB")
+    if isinstance(samples, dict):
+        o()
+        o("Samples (fleet_sim): " + ", ".join(f"{k} {v}" for k, v in samples.items()))
+    if os.path.exists(os.path.join(d, "sim.log")):
+        o()
+        o("## The simulator's interval lines (last 40)")
+        o()
+        o("```")
+        o("".join(open(os.path.join(d, "sim.log")).readlines()[-40:]).rstrip())
+        o("```")
     if s:
         o()
         o("## The simulator's summary")

@@ -97,6 +97,10 @@ if [ -x tests/bench/fleet_pki.sh ]; then
 else
   [ -f "$PKI/ca.pem" ] || deploy/pki/make-ca.sh "$PKI" >"$OUT/pki.log" 2>&1
   [ -f "$PKI/benchd.pem" ] || deploy/pki/make-server-cert.sh "$PKI" benchd IP:127.0.0.1,DNS:localhost >>"$OUT/pki.log" 2>&1
+  [ -f "$PKI/fleet-submitter.pem" ] || deploy/pki/make-client-cert.sh "$PKI" submit fleet-submitter >>"$OUT/pki.log" 2>&1
+  for ((i = 0; i < NODES; i++)); do printf 'node-%04d\n' "$i"; done |
+    while read -r n; do [ -f "$PKI/$n.pem" ] || echo "$n"; done |
+    xargs -r -P 4 -I{} deploy/pki/make-client-cert.sh "$PKI" agent {} >>"$OUT/pki.log" 2>&1
 fi
 [ -f "$PKI/scalerun-admin.pem" ] || deploy/pki/make-client-cert.sh "$PKI" admin scalerun-admin >>"$OUT/pki.log" 2>&1
 if has_fault garbage && [ ! -f "$PKI/garbage-0.pem" ]; then
