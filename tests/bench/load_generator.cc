@@ -45,6 +45,7 @@
 #include "absl/time/time.h"
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "benchfleet/v1/controller.grpc.pb.h"
+#include "tests/bench/histogram.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:7600", "benchd's gRPC address");
 ABSL_FLAG(int, agents, 32, "simulated agents (nodes)");
@@ -68,42 +69,7 @@ namespace {
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// Latencies in microseconds, 1% wide logarithmic buckets (1 µs .. ~1000 s).
-class Histogram {
- public:
-  Histogram() : counts_(kBuckets, 0) {}
-  void Add(double us) {
-    int b = us <= 1 ? 0 : static_cast<int>(std::log(us) / kLogStep) + 1;
-    ++counts_[std::min(b, kBuckets - 1)];
-    ++n_;
-    max_ = std::max(max_, us);
-  }
-  void Merge(const Histogram& other) {
-    for (int i = 0; i < kBuckets; ++i) counts_[i] += other.counts_[i];
-    n_ += other.n_;
-    max_ = std::max(max_, other.max_);
-  }
-  int64_t count() const { return n_; }
-  double max() const { return max_; }
-  // Upper edge of the bucket holding the q-quantile (at most 1% high), in µs.
-  double Quantile(double q) const {
-    if (n_ == 0) return 0;
-    int64_t rank = static_cast<int64_t>(std::ceil(q * static_cast<double>(n_)));
-    int64_t seen = 0;
-    for (int i = 0; i < kBuckets; ++i) {
-      seen += counts_[i];
-      if (seen >= rank) return std::min(max_, std::exp(i * kLogStep));
-    }
-    return max_;
-  }
-
- private:
-  static constexpr int kBuckets = 2200;
-  static constexpr double kLogStep = 0.00995033;  // ln(1.01)
-  std::vector<int64_t> counts_;
-  int64_t n_ = 0;
-  double max_ = 0;
-};
+using bench::loadgen::Histogram;
 
 struct RankRef {
   std::string job_id;
