@@ -106,6 +106,8 @@ fi
 if has_fault garbage && [ ! -f "$PKI/garbage-0.pem" ]; then
   deploy/pki/make-client-cert.sh "$PKI" agent garbage-0 >>"$OUT/pki.log" 2>&1
 fi
+SERVER=$PKI/server
+[ -f "$SERVER.pem" ] || SERVER=$PKI/benchd
 CA=$PKI/ca.pem ADMIN_CERT=$PKI/scalerun-admin.pem ADMIN_KEY=$PKI/scalerun-admin.key
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -139,8 +141,8 @@ rel() { awk -v a="$(now)" -v b="$T0" 'BEGIN {printf "%.1f", a - b}'; }
 event() { echo "$(rel),$1,$2" >>"$OUT/events.csv"; echo "fleet_scale: [$(rel) s] $1 $2"; }
 echo "t_s,event,detail" >"$OUT/events.csv"
 
-BENCHD_ARGS=(--listen "$GRPC" --http "$HTTP" --db "$DB" --tls-cert "$PKI/benchd.pem"
-  --tls-key "$PKI/benchd.key" --client-ca "$CA" --agent-lease "$LEASE")
+BENCHD_ARGS=(--listen "$GRPC" --http "$HTTP" --db "$DB" --tls-cert "$SERVER.pem"
+  --tls-key "$SERVER.key" --client-ca "$CA" --agent-lease "$LEASE")
 start_benchd() { # runs benchd in the background; its pid goes to OUT/benchd.pid
   "$BIN/benchd" "${BENCHD_ARGS[@]}" >>"$OUT/benchd.log" 2>&1 &
   echo $! >"$OUT/benchd.pid"
@@ -269,8 +271,8 @@ run_faults() {
       garbage)
         sleep_until "$at"
         fault garbage start "" "garbage_agent for 60 s"
-        "$BIN/garbage_agent" --target "$GRPC" --ca "$CA" --cert "$PKI/garbage-0.pem" \
-          --key "$PKI/garbage-0.key" --duration 60s --summary_json "$OUT/garbage_summary.json" \
+        "$BIN/garbage_agent" --target "$GRPC" --tls_ca "$CA" --tls_cert "$PKI/garbage-0.pem" \
+          --tls_key "$PKI/garbage-0.key" --agent garbage-0 --duration 60s --summary_json "$OUT/garbage_summary.json" \
           >"$OUT/garbage.log" 2>&1 || true
         fault garbage end "" "benchd alive: $(readyz)"
         at=$((at + 90))
