@@ -389,6 +389,29 @@ def main():
             o("Short (acknowledged, stored) for the first 20 keys:")
             for k, v in list(lost.items())[:20]:
                 o(f"- {k}: {v}")
+    db = os.path.join(d, "bench.db")
+    if os.path.exists(db):
+        import sqlite3
+        try:
+            c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            o()
+            o("Jobs by state and attempt (a requeued job's attempt is above 1):")
+            o()
+            for state, attempt, n in c.execute(
+                    "SELECT state, attempt, count(*) FROM jobs GROUP BY 1, 2 ORDER BY 1, 2"):
+                o(f"- {state}, attempt {attempt}: {n}")
+            rows = list(c.execute(
+                "SELECT state, reason, count(*) FROM jobs WHERE state NOT IN ('SUCCEEDED', "
+                "'RUNNING', 'QUEUED') OR attempt > 1 GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 10"))
+            if rows:
+                o()
+                o("Jobs that failed, were cancelled or requeued, by reason:")
+                o()
+                for state, reason, n in rows:
+                    o(f"- {state} ({n}): {reason}")
+            c.close()
+        except sqlite3.Error as e:
+            o(f"(the database could not be read: {e})")
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("\n".join(r.lines) + "\n")
 
