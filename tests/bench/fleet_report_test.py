@@ -24,7 +24,7 @@ def write_csv(path, header, rows):
 
 
 def make_run(d, *, stored_short=False, slow_metrics=False, rss_growth=False, summary=True,
-             kill9_slow=False):
+             kill9_slow=False, rejected=0):
     write_csv(os.path.join(d, "acked.csv"), ["job_id", "attempt", "rank", "iterations", "readings"],
               [["job-000001", 1, 0, 100, 1000], ["job-000001", 1, 1, 100, 1000],
                ["job-000002", 1, 0, 50, 500]])
@@ -57,7 +57,8 @@ def make_run(d, *, stored_short=False, slow_metrics=False, rss_growth=False, sum
                                 ("Register", "Heartbeat", "ReportStatus", "UploadSamples",
                                  "SubmitJob")},
                        "submit_to_assignment": {"p50_ms": 50, "p99_ms": 400, "max_ms": 900},
-                       "commit_latency": {"p50_ms": 60, "p99_ms": 300, "max_ms": 800}}, f)
+                       "commit_latency": {"p50_ms": 60, "p99_ms": 300, "max_ms": 800},
+                       "samples": {"rejected": rejected}}, f)
 
 
 def report(**kw):
@@ -105,6 +106,10 @@ expect("1 exit ≠ 0" in rows.get("benchctl queue", [""] * 7)[6],
 text, rows = report(stored_short=True)
 expect(verdict(rows, "nothing lost") == "**miss**", "one reading short is a miss")
 expect("('job-000002', '1', '0', 'readings'): (500, 499)" in text, "the short key is named")
+
+_, rows = report(stored_short=True, rejected=1)
+expect(verdict(rows, "nothing lost") == "pass",
+       "one reading short that benchd refused (fenced, stale attempt) is not a loss")
 
 _, rows = report(slow_metrics=True)
 expect(verdict(rows, "GET /metrics") == "**miss**", "a 1.5 s /metrics answer is a miss")
