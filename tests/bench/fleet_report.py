@@ -104,6 +104,7 @@ def main():
     ap.add_argument("--duration", type=float, required=True)
     ap.add_argument("--scale", default="1")
     ap.add_argument("--faults", default="")
+    ap.add_argument("--db", default="", help="the run's SQLite file (default DIR/bench.db)")
     a = ap.parse_args()
     d = a.dir
     r = Report(d, a)
@@ -396,7 +397,7 @@ def main():
             o("Short (acknowledged, stored) for the first 20 keys:")
             for k, v in list(lost.items())[:20]:
                 o(f"- {k}: {v}")
-    db = os.path.join(d, "bench.db")
+    db = a.db or os.path.join(d, "bench.db")
     if os.path.exists(db):
         import sqlite3
         try:

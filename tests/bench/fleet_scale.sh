@@ -238,9 +238,15 @@ run_faults() {
         for i in 1 2 3; do
           sleep_until "$at"
           fault kill9 "kill -9 #$i" "" "pid $(cat "$OUT/benchd.pid")"
-          kill -9 "$(cat "$OUT/benchd.pid")" 2>/dev/null || true
+          local old; old=$(cat "$OUT/benchd.pid")
+          kill -9 "$old" 2>/dev/null || true
           rm -f "$OUT/benchd.pid"
           local start; start=$(now)
+          # Gone when its last thread is: a zombie leader's threads may still hold the ports.
+          for _ in $(seq 300); do
+            [ "$(ls "/proc/$old/task" 2>/dev/null | grep -cv "^$old\$")" -eq 0 ] && break
+            sleep 0.1
+          done
           start_benchd
           local r; r=$(wait_ready 120) || r=">120"
           fault kill9 "ready #$i" "$r" "/readyz 200 after the restart"
@@ -342,7 +348,7 @@ sqlite3 -readonly -csv -header "$DB" "
 sqlite3 -readonly -csv -header "$DB" "SELECT state, count(*) AS jobs FROM jobs GROUP BY 1;" >"$OUT/db_jobs.csv"
 du -cb "$DB"* | tail -1 | cut -f1 >"$OUT/db_bytes.txt"
 
-python3 tests/bench/fleet_report.py "$OUT" --nodes "$NODES" --duration "$DUR_S" --scale "$SCALE" \
+python3 tests/bench/fleet_report.py "$OUT" --db "$DB" --nodes "$NODES" --duration "$DUR_S" --scale "$SCALE" \
   --faults "$FAULTS" >"$OUT/report.log" 2>&1 || echo "fleet_scale: the report failed: $OUT/report.log"
 echo "fleet_scale: report in $OUT/report.md"
 [ -f "$OUT/report.md" ] && sed -n '1,80p' "$OUT/report.md"
