@@ -226,7 +226,7 @@ event sim_started "$NODES nodes x 8 GPUs, scale $SCALE, ${DUR_S} s"
 echo "t_s,fault,event,seconds,detail" >"$OUT/faults.csv"
 fault() { echo "$(rel),$1,$2,$3,$4" >>"$OUT/faults.csv"; echo "fleet_scale: [$(rel) s] fault $1 $2 $3 $4"; }
 sleep_until() { # sleeps until $1 s after T0
-  local d; d=$(awk -v t="$1" -v a="$(now)" -v b="$T0" 'BEGIN {d = t - (a - b); print d > 0 ? d : 0}')
+  local d; d=$(awk -v t="$1" -v a="$(now)" -v b="$T0" 'BEGIN {d = t - (a - b); print (d > 0 ? d : 0)}')
   sleep "$d"
 }
 run_faults() {
@@ -307,10 +307,16 @@ sim_rc=0
 if [ "$SIM" != none ]; then
   sim_pid=$(cat "$OUT/sim.pid")
   # The simulator stops itself after --duration; 5 minutes more is a hang.
-  ( sleep $((DUR_S + 300)); touch "$OUT/sim_hung"; kill "$sim_pid" 2>/dev/null ) &
-  guard=$!
+  (
+    for ((i = 0; i < DUR_S + 300; i++)); do
+      kill -0 "$sim_pid" 2>/dev/null || exit 0
+      sleep 1
+    done
+    touch "$OUT/sim_hung"
+    kill "$sim_pid" 2>/dev/null
+  ) &
+  pids+=($!)
   wait "$sim_pid" || sim_rc=$?
-  kill "$guard" 2>/dev/null || true
   rm -f "$OUT/sim.pid"
 else
   sleep "$DUR_S"
