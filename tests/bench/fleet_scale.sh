@@ -353,6 +353,9 @@ sqlite3 -readonly -csv -header "$DB" "
   >"$OUT/db_counts.csv"
 sqlite3 -readonly -csv -header "$DB" "SELECT state, count(*) AS jobs FROM jobs GROUP BY 1;" >"$OUT/db_jobs.csv"
 du -cb "$DB"* | tail -1 | cut -f1 >"$OUT/db_bytes.txt"
+if [ -n "$DISK" ]; then # the fault disk goes at exit: keep the database in DIR
+  sqlite3 -readonly "$DB" ".backup '$OUT/bench.db'" && DB=$OUT/bench.db
+fi
 
 python3 tests/bench/fleet_report.py "$OUT" --db "$DB" --nodes "$NODES" --duration "$DUR_S" --scale "$SCALE" \
   --faults "$FAULTS" >"$OUT/report.log" 2>&1 || echo "fleet_scale: the report failed: $OUT/report.log"
