@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""fleet_report.py's verdicts on made-up runs (bench.fleet_report): the stored rows checked
+per job/attempt/rank/kind against the simulator's acknowledged counts (one short key is a
+miss naming the key; more stored than acknowledged is not a loss), a slow /metrics and a
+benchctl call that failed are misses, RSS growth past 10 % is a miss, a missing simulator
+summary is "not measured" (never a pass), kill -9 timings against 5 s / 30 s."""
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPORT = os.path.join(HERE, "fleet_report.py")
+failures = []
+
+
+def write_csv(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def make_run(d, *, stored_short=False, slow_metrics=False, rss_growth=False, summary=True,
+             kill9_slow=False, rejected=0):
+    write_csv(os.path.join(d, "acked.csv"), ["job_id", "attempt", "rank", "iterations", "readings"],
+              [["job-000001", 1, 0, 100, 1000], ["job-000001", 1, 1, 100, 1000],
+               ["job-000002", 1, 0, 50, 500]])
+    rows = [["job-000001", 1, 0, "iterations", 100], ["job-000001", 1, 0, "readings", 1000],
+            ["job-000001", 1, 1, "iterations", 100], ["job-000001", 1, 1, "readings", 1000],
+            ["job-000002", 1, 0, "iterations", 51],  # one more stored than acknowledged
+            ["job-000002", 1, 0, "readings", 499 if stored_short else 500]]
+    write_csv(os.path.join(d, "db_counts.csv"), ["job_id", "attempt", "rank", "kind", "rows"], rows)
+    write_csv(os.path.join(d, "metrics.csv"), ["t_s", "status", "bytes", "series", "seconds", "load1"],
+              [[15 * i, 200, 900000, 9000, 1.5 if slow_metrics and i == 3 else 0.2, 1.0]
+               for i in range(10)])
+    write_csv(os.path.join(d, "ctl.csv"), ["t_s", "command", "seconds", "rc"],
+              [[i, c, 0.1, 1 if (c == "queue" and i == 5) else 0]
+               for i in range(100) for c in ("results", "gpus --outliers", "queue")])
+    proc = []
+    for i in range(200):
+        rss = 100000 + (i * 100 if rss_growth else i % 3)
+        proc.append([5 * i, "benchd", 42, i * 2.0, rss, 60, 80, 1.0, 1.0, 1.0])
+        proc.append([5 * i, "sim", 43, i * 1.0, 50000, 40, 20, 1.0, 1.0, 1.0])
+    write_csv(os.path.join(d, "proc.csv"), ["t_s", "process", "pid", "cpu_s", "rss_kib", "fds",
+                                             "threads", "load1", "load5", "load15"], proc)
+    write_csv(os.path.join(d, "faults.csv"), ["t_s", "fault", "event", "seconds", "detail"],
+              [[100, "kill9", "kill -9 #1", "", "pid 42"],
+               [101, "kill9", "ready #1", 7.5 if kill9_slow else 1.2, ""],
+               [110, "kill9", "agents back #1", 12.0, "4 of 4"]])
+    if summary:
+        lat = {"p50_ms": 2.0, "p99_ms": 20.0, "max_ms": 90.0}
+        with open(os.path.join(d, "sim_summary.json"), "w") as f:
+            json.dump({"rpcs": {m: dict(lat, count=10) for m in
+                                ("Register", "Heartbeat", "ReportStatus", "UploadSamples",
+                                 "SubmitJob")},
+                       "submit_to_assignment": {"p50_ms": 50, "p99_ms": 400, "max_ms": 900},
+                       "commit_latency": {"p50_ms": 60, "p99_ms": 300, "max_ms": 800},
+                       "samples": {"rejected": rejected}}, f)
+
+
+def report(**kw):
+    with tempfile.TemporaryDirectory() as d:
+        make_run(d, **kw)
+        subprocess.run([sys.executable, REPORT, d, "--nodes", "4", "--duration", "1000",
+                        "--faults", "kill9"], check=True)
+        text = open(os.path.join(d, "report.md")).read()
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 7:
+            rows[cells[0]] = cells
+    return text, rows
+
+
+def expect(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+    else:
+        print("PASS:", what)
+
+
+def verdict(rows, prefix):
+    for name, cells in rows.items():
+        if name.startswith(prefix):
+            return cells[5]
+    return None
+
+
+text, rows = report()
+expect(verdict(rows, "nothing lost") == "pass", "a clean run: nothing lost passes")
+expect("1 keys with more stored than acknowledged" in text,
+       "more stored than acknowledged is counted, not called a loss")
+expect(verdict(rows, "GET /metrics") == "pass", "a clean run: /metrics passes")
+expect(verdict(rows, "benchctl results") == "pass", "a clean run: benchctl results passes")
+expect(verdict(rows, "agent RPC Heartbeat") == "pass", "a clean run: Heartbeat p99 20 ms passes")
+expect(verdict(rows, "submit → every rank") == "pass", "a clean run: submit→assignment passes")
+expect(verdict(rows, "benchd RSS growth") == "pass", "flat RSS passes")
+expect(verdict(rows, "kill -9: restart → /readyz") == "pass", "ready in 1.2 s passes")
+expect("1 exit ≠ 0" in rows.get("benchctl queue", [""] * 7)[6],
+       "a failed benchctl call is counted")
+
+text, rows = report(stored_short=True)
+expect(verdict(rows, "nothing lost") == "**miss**", "one reading short is a miss")
+expect("('job-000002', '1', '0', 'readings'): (500, 499)" in text, "the short key is named")
+
+_, rows = report(stored_short=True, rejected=1)
+expect(verdict(rows, "nothing lost") == "pass",
+       "one reading short that benchd refused (fenced, stale attempt) is not a loss")
+
+_, rows = report(slow_metrics=True)
+expect(verdict(rows, "GET /metrics") == "**miss**", "a 1.5 s /metrics answer is a miss")
+
+_, rows = report(rss_growth=True)
+expect(verdict(rows, "benchd RSS growth") == "**miss**", "RSS growing 20 % is a miss")
+
+_, rows = report(summary=False)
+expect(verdict(rows, "agent RPC Heartbeat") == "not measured",
+       "no simulator summary: not measured, not a pass")
+
+_, rows = report(kill9_slow=True)
+expect(verdict(rows, "kill -9: restart → /readyz") == "**miss**", "ready in 7.5 s is a miss")
+
+sys.exit(1 if failures else 0)
