@@ -1,7 +1,13 @@
 // The web API's answer times over a large database (run by hand; docs/PERFORMANCE.md).
 //
-//   build/bin/web_api_bench [DIR] [JOBS] [SAMPLES]
-//       defaults: a new temporary directory, 100000 jobs, 10000000 samples
+//   build/bin/web_api_bench [DIR] [JOBS] [SAMPLES] [READINGS]
+//       defaults: a new temporary directory, 100000 jobs, 10000000 samples, 0 readings
+//
+// With READINGS > 0 (the fleet's database, issue 27: e.g. 100000 50000000 50000000 is
+// 100 M rows) the jobs ran on a fleet of 1,024 nodes x 8 GPUs (8,192 GPU UUIDs, each
+// job's ranks on consecutive nodes), every rank of a job has samples (SAMPLES shared
+// over the jobs and their ranks) and as many GPU readings (READINGS shared the same
+// way; integer MHz clocks and degrees, milliwatt power, at the iterations' times).
 //
 // Builds DIR/bench.db unless it exists (then it is reused as it is): JOBS ended jobs
 // written through the Store's write API in big asynchronous batches (models, devices,
@@ -47,7 +53,9 @@ const char* const kTeams[] = {"vision", "infra", "perf"};
 
 std::string JobId(int64_t seq) { return absl::StrCat("job-", 1000000 + seq); }
 
-Job MakeJob(int64_t seq, int iterations, absl::Time created) {
+constexpr int kFleetNodes = 1024;  // x 8 GPUs, with READINGS > 0
+
+Job MakeJob(int64_t seq, int iterations, absl::Time created, bool fleet) {
   Job job;
   job.seq = seq;
   job.id = JobId(seq);
@@ -77,13 +85,19 @@ Job MakeJob(int64_t seq, int iterations, absl::Time created) {
   const int per_node = std::min(job.spec.devices, 8);
   for (int node = 0; node * per_node < job.spec.devices; ++node) {
     bench::Placement placement;
-    placement.agent = absl::StrCat("node-", (seq + node) % 64);
+    const int64_t node_index = fleet ? (seq * 7 + node) % kFleetNodes : (seq + node) % 64;
+    placement.agent = absl::StrCat("node-", node_index);
     for (int i = 0; i < per_node; ++i) {
       const int rank = node * per_node + i;
+      // The fleet's GPUs are the nodes' 8 each; otherwise every rank a GPU of its own.
+      const int device = fleet ? static_cast<int>((i + seq / 4) % 8) : i;
       placement.ranks.push_back(rank);
-      placement.device_indices.push_back(i);
-      job.rank_devices.push_back({rank, placement.agent, placement.agent, i,
-                                  absl::StrCat("GPU-", seq, "-", rank), gpu});
+      placement.device_indices.push_back(device);
+      job.rank_devices.push_back(
+          {rank, placement.agent, placement.agent, device,
+           fleet ? absl::StrCat("GPU-", placement.agent, "-", device)
+                 : absl::StrCat("GPU-", seq, "-", rank),
+           gpu});
     }
     job.placements.push_back(placement);
   }
@@ -105,21 +119,26 @@ int Fail(const std::string& what, const absl::Status& status) {
 
 // Writes the database: jobs through InsertJobAsync + UpdateJobAsync, samples through
 // AppendSamples, in batches, waiting only for each batch's last write.
-absl::Status Build(bench::Store& store, int64_t jobs, int64_t samples) {
+absl::Status Build(bench::Store& store, int64_t jobs, int64_t samples, int64_t readings) {
+  const bool fleet = readings > 0;
   const absl::Time start = absl::FromUnixSeconds(1'750'000'000);
   const int64_t big_seq = jobs / 2;  // the 100,000-iteration job
   const int64_t rest = std::max<int64_t>(samples - kBigJobIterations, 0);
   const int per_job = static_cast<int>(std::max<int64_t>(rest / std::max<int64_t>(jobs - 1, 1), 2));
+  const int readings_per_job = static_cast<int>(readings / jobs);
   std::vector<bench::IterationSample> batch;
+  std::vector<bench::GpuSample> gpu_batch;
   std::vector<std::future<absl::Status>> pending;
-  auto flush_samples = [&store, &batch, &pending] {
-    if (batch.empty()) return;
+  auto flush_samples = [&store, &batch, &gpu_batch, &pending] {
+    if (batch.empty() && gpu_batch.empty()) return;
     auto done = std::make_shared<std::promise<absl::Status>>();
     pending.push_back(done->get_future());
-    store.AppendSamples(std::move(batch), [done](absl::StatusOr<bench::AppendResult> r) {
-      done->set_value(r.status());
-    });
+    store.AppendSamples(std::move(batch), std::move(gpu_batch),
+                        [done](absl::StatusOr<bench::AppendResult> r) {
+                          done->set_value(r.status());
+                        });
     batch.clear();
+    gpu_batch.clear();
   };
   auto wait = [&pending]() -> absl::Status {
     for (auto& f : pending) {
@@ -130,19 +149,23 @@ absl::Status Build(bench::Store& store, int64_t jobs, int64_t samples) {
   };
   const Clock::time_point t0 = Clock::now();
   for (int64_t seq = 1; seq <= jobs; ++seq) {
-    const int iterations = seq == big_seq ? kBigJobIterations : per_job;
-    Job job = MakeJob(seq, iterations, start + absl::Seconds(seq * 90));
+    // In the fleet's database every rank has samples: the job's share split over them.
+    const int ranks = fleet ? kDevices[(seq / 4) % 4] : 1;
+    const int iterations =
+        seq == big_seq ? kBigJobIterations : std::max(per_job / ranks, 12);
+    Job job = MakeJob(seq, iterations, start + absl::Seconds(seq * 90), fleet);
     auto inserted = std::make_shared<std::promise<absl::Status>>();
     auto updated = std::make_shared<std::promise<absl::Status>>();
     pending.push_back(inserted->get_future());
     pending.push_back(updated->get_future());
     store.InsertJobAsync(job, [inserted](absl::Status s) { inserted->set_value(s); });
     store.UpdateJobAsync(job, [updated](absl::Status s) { updated->set_value(s); });
+    for (int rank = 0; rank < ranks; ++rank) {
     for (int it = 1; it <= iterations; ++it) {
       bench::IterationSample s;
       s.job_id = job.id;
       s.attempt = 1;
-      s.rank = 0;
+      s.rank = rank;
       s.iteration = it;
       s.step_time_s = 0.1 + (it % 13) * 0.001;
       s.images = job.spec.batch_size;
@@ -153,6 +176,30 @@ absl::Status Build(bench::Store& store, int64_t jobs, int64_t samples) {
       s.received_unix_ns = absl::ToUnixNanos(job.created) + int64_t{it} * 100'000'000;
       batch.push_back(std::move(s));
       if (batch.size() >= 50000) flush_samples();
+    }
+    const bench::RankDevice& device = job.rank_devices[rank];
+    const int rank_readings = fleet ? std::max(readings_per_job / ranks, 2) : 0;
+    for (int r = 0; r < rank_readings; ++r) {
+      // Spread over the iterations' times; a GPU's own offset, so that GPUs differ.
+      const int64_t jitter = (seq * 31 + rank * 7 + r * 13) % 29;
+      bench::GpuSample g;
+      g.job_id = job.id;
+      g.attempt = 1;
+      g.rank = rank;
+      g.seq = r + 1;
+      g.gpu_uuid = device.gpu_uuid;
+      g.gpu_index = device.device_index;
+      g.time_unix_ns = absl::ToUnixNanos(job.created) +
+                       (int64_t{r} * iterations / rank_readings + 1) * 100'000'000;
+      g.sm_clock_mhz = 1950.0 + static_cast<double>(jitter + device.device_index * 3);
+      g.temperature_c = 60.0 + static_cast<double>((jitter + r) % 17);
+      g.power_w = 650.0 + static_cast<double>((seq * 977 + r * 131) % 40000) / 1000.0;
+      g.memory_clock_mhz = 2619.0;
+      g.gpu_utilization_pct = 100.0;
+      g.energy_j = 1000.0 + r * 65.0;
+      gpu_batch.push_back(std::move(g));
+      if (gpu_batch.size() >= 50000) flush_samples();
+    }
     }
     if (seq % 5000 == 0) {
       flush_samples();
@@ -204,8 +251,9 @@ int main(int argc, char** argv) {
   std::string dir = argc > 1 ? argv[1] : "";
   const int64_t jobs = argc > 2 ? std::atoll(argv[2]) : 100000;
   const int64_t samples = argc > 3 ? std::atoll(argv[3]) : 10000000;
-  if (jobs < 2 || samples < kBigJobIterations) {
-    std::fprintf(stderr, "usage: web_api_bench [DIR] [JOBS>=2] [SAMPLES>=%d]\n",
+  const int64_t readings = argc > 4 ? std::atoll(argv[4]) : 0;
+  if (jobs < 2 || samples < kBigJobIterations || readings < 0) {
+    std::fprintf(stderr, "usage: web_api_bench [DIR] [JOBS>=2] [SAMPLES>=%d] [READINGS>=0]\n",
                  kBigJobIterations);
     return 2;
   }
@@ -219,13 +267,17 @@ int main(int argc, char** argv) {
   }
   const std::string path = dir + "/bench.db";
   const bool exists = std::filesystem::exists(path);
+  const Clock::time_point open_start = Clock::now();
   absl::StatusOr<std::unique_ptr<bench::Store>> store = bench::Store::Open(path);
   if (!store.ok()) return Fail("open " + path, store.status());
+  // With a database of an older schema this includes its migration.
+  std::printf("Store::Open: %.0f ms\n", Ms(Clock::now() - open_start));
   if (!exists) {
     const Clock::time_point t = Clock::now();
-    if (absl::Status s = Build(**store, jobs, samples); !s.ok()) return Fail("build", s);
-    std::printf("built %s: %lld jobs, %lld samples in %.1f s\n", path.c_str(),
+    if (absl::Status s = Build(**store, jobs, samples, readings); !s.ok()) return Fail("build", s);
+    std::printf("built %s: %lld jobs, %lld samples, %lld readings in %.1f s\n", path.c_str(),
                 static_cast<long long>(jobs), static_cast<long long>(samples),
+                static_cast<long long>(readings),
                 Ms(Clock::now() - t) / 1000);
   } else {
     std::printf("reusing %s\n", path.c_str());
@@ -243,11 +295,13 @@ int main(int argc, char** argv) {
   std::vector<Timing> timings;
   timings.push_back(Time("GET /api/v1/results", runs,
                          [&] { return api.Serve(Request("/api/v1/results")); }));
-  timings.push_back(Time("  of which ReadService::Results (domain cells)", runs, [&] {
+  timings.push_back(Time("  of which ReadService::Results (domain cells; the Results RPC)", runs, [&] {
     bench::HttpResponse response;
     response.body.resize(reads.Results(bench::ResultsFilter{}).size());
     return response;
   }));
+  timings.push_back(Time("GET /api/v1/results/grids", runs,
+                         [&] { return api.Serve(Request("/api/v1/results/grids")); }));
   timings.push_back(Time("GET /api/v1/results?model=resnet50", runs, [&] {
     return api.Serve(Request("/api/v1/results", {{"model", "resnet50"}}));
   }));
@@ -261,6 +315,8 @@ int main(int argc, char** argv) {
   timings.push_back(Time("GET /api/v1/jobs?label=team=none (no match: full scan)", runs, [&] {
     return api.Serve(Request("/api/v1/jobs", {{"label", "team=none"}}));
   }));
+  timings.push_back(Time("GET /api/v1/jobs/" + JobId(jobs - 3), runs,
+                         [&] { return api.Serve(Request("/api/v1/jobs/" + JobId(jobs - 3))); }));
   timings.push_back(Time("GET /api/v1/jobs/" + big + "/samples?points=1000", runs, [&] {
     return api.Serve(Request("/api/v1/jobs/" + big + "/samples", {{"points", "1000"}}));
   }));
@@ -274,9 +330,24 @@ int main(int argc, char** argv) {
                                                                         {"precision", "amp"},
                                                                         {"batch_size", "256"}}));
                          }));
-  // No bar: it reads every SUCCEEDED cuda job's samples (ReadService::Variability).
-  timings.push_back(Time("GET /api/v1/variability (1 run)", 1,
+  // ReadService::Variability: what GET /api/v1/variability and the GpuVariability RPC
+  // (benchctl gpus --outliers) answer. WEB_API_BENCH_VARIABILITY_RUNS=N (default 3).
+  const int variability_runs = std::getenv("WEB_API_BENCH_VARIABILITY_RUNS")
+                                   ? std::atoi(std::getenv("WEB_API_BENCH_VARIABILITY_RUNS"))
+                                   : 3;
+  timings.push_back(Time(absl::StrCat("GET /api/v1/variability (", variability_runs, " runs)"),
+                         variability_runs,
                          [&] { return api.Serve(Request("/api/v1/variability")); }));
+  timings.push_back(Time(absl::StrCat("  ReadService::Variability (GpuVariability RPC, ",
+                                      variability_runs, " runs)"),
+                         variability_runs, [&] {
+                           bench::HttpResponse response;
+                           absl::StatusOr<bench::VariabilityReport> report =
+                               reads.Variability(0, "");
+                           response.status = report.ok() ? 200 : 500;
+                           if (report.ok()) response.body.resize(report->gpus.size());
+                           return response;
+                         }));
   std::printf("%-70s %8s %8s %8s %10s\n", ("request (" + std::to_string(runs) + " runs)").c_str(), "min ms",
               "median", "max", "bytes");
   for (const Timing& t : timings) {
