@@ -28,6 +28,10 @@ ValueCounts CountsOf(std::vector<double> values) {
 
 void MergeInto(ValueCounts& into, const ValueCounts& more) {
   if (more.empty()) return;
+  if (into.empty()) {  // a GPU's first job in a configuration: nothing to merge
+    into = more;
+    return;
+  }
   ValueCounts merged;
   merged.reserve(into.size() + more.size());
   size_t a = 0, b = 0;
