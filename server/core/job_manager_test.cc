@@ -1256,6 +1256,9 @@ TEST_F(JobManagerTest, ADivergedLossIsStoredCountedAndEndsTheJobAsLossDiverged) 
 
   Reopen();
   EXPECT_EQ(manager_->Get(id)->nonfinite_losses, 8);
+  // The counts come back from sample_series' kept counts (Store::ReadSeriesCounts).
+  EXPECT_EQ(manager_->Get(id)->samples_stored, 12);
+  EXPECT_EQ(manager_->Get(id)->iterations_done, 6);
   EXPECT_EQ(manager_->Get(id)->job.reason, ended.job.reason);
 }
 

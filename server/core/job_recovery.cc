@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -25,6 +26,14 @@ absl::Status JobManager::Recover() {
   if (!loaded.ok()) return loaded.status();
   absl::StatusOr<std::vector<Baseline>> baselines = store_->LoadBaselines();
   if (!baselines.ok()) return baselines.status();
+  // Every job's stored sample counts in one read (not two queries per job, each
+  // counting the job's samples: that grew with history, issue 27).
+  absl::StatusOr<std::vector<Store::SeriesCounts>> series = store_->ReadSeriesCounts();
+  if (!series.ok()) return series.status();
+  absl::flat_hash_map<std::string, std::vector<const Store::SeriesCounts*>> series_by_job;
+  for (const Store::SeriesCounts& counts : *series) {
+    series_by_job[counts.job_id].push_back(&counts);
+  }
   absl::MutexLock lock(&mu_);
   for (Baseline& baseline : *baselines) {
     ConfigurationKey configuration = baseline.configuration;
@@ -35,16 +44,14 @@ absl::Status JobManager::Recover() {
     JobRuntime& runtime = runtime_[stored.id];
     runtime.persisted = true;
     if (stored.attempt > 0) {
-      absl::StatusOr<std::map<int, int>> counts =
-          store_->IterationsByRank(stored.id, stored.attempt);
-      if (counts.ok()) {
-        runtime.iterations_by_rank = *counts;
-        for (const auto& [rank, n] : *counts) runtime.samples_stored += n;
-      }
-      absl::StatusOr<std::map<int, int64_t>> nonfinite =
-          store_->NonFiniteLossesByRank(stored.id, stored.attempt);
-      if (nonfinite.ok()) {
-        for (const auto& [rank, n] : *nonfinite) runtime.nonfinite_losses += n;
+      auto counted = series_by_job.find(stored.id);
+      if (counted != series_by_job.end()) {
+        for (const Store::SeriesCounts* counts : counted->second) {
+          if (counts->attempt != stored.attempt) continue;
+          runtime.iterations_by_rank[counts->rank] = static_cast<int>(counts->samples);
+          runtime.samples_stored += counts->samples;
+          runtime.nonfinite_losses += counts->nonfinite_losses;
+        }
       }
       // A running job's ranks may still report their summaries: they are checked
       // against the samples stored before the restart too.

@@ -33,21 +33,56 @@ absl::StatusOr<VariabilityReport> ReadService::Variability(double threshold_pct,
         absl::StrCat("threshold_pct: ", threshold_pct, " must be >= 0 (0 means the default 5)"));
   }
   if (threshold_pct == 0) threshold_pct = 5;
-  ConfigurationFilter counted = VariabilityConfigurations();
-  if (!model.empty()) counted.model = model;
-  JobManager::ReadSnapshot snapshot = manager_->Snapshot([&counted](const Job& job) {
-    return job.state == JobState::kSucceeded && counted.Matches(ConfigurationOf(job));
+  absl::MutexLock lock(&variability_mu_);
+  if (absl::Status caught_up = CatchUpVariability(); !caught_up.ok()) return caught_up;
+  return VariabilityReport{threshold_pct, variability_.Finish(threshold_pct, model)};
+}
+
+absl::Status ReadService::CatchUpVariability() {
+  // Under the manager's lock only the new jobs are copied.
+  std::vector<Job> fresh;
+  size_t known = 0;
+  manager_->VisitJobs([&](const Job& job) {
+    if (!CountsForVariability(job)) return;
+    if (variability_jobs_.contains(job.id)) {
+      ++known;
+    } else {
+      fresh.push_back(job);
+    }
   });
-  VariabilityBuilder builder;
-  for (const Job& job : snapshot.jobs) {
-    absl::StatusOr<std::vector<IterationSample>> samples = store_->ReadSamples(job.id, job.attempt);
-    if (!samples.ok()) return samples.status();
-    absl::StatusOr<std::vector<GpuSample>> gpu_samples =
-        store_->ReadGpuSamples(job.id, job.attempt);
-    if (!gpu_samples.ok()) return gpu_samples.status();
-    builder.AddJob(job, *samples, *gpu_samples);
+  if (known < variability_jobs_.size()) {
+    // A job counted before is not any more (no such path today): start again.
+    variability_.Clear();
+    variability_jobs_.clear();
+    return CatchUpVariability();
   }
-  return VariabilityReport{threshold_pct, builder.Finish(threshold_pct)};
+  if (fresh.empty()) return absl::OkStatus();
+  std::vector<std::pair<std::string, int>> attempts;
+  attempts.reserve(fresh.size());
+  for (const Job& job : fresh) attempts.emplace_back(job.id, job.attempt);
+  absl::StatusOr<std::vector<std::optional<JobVariability>>> stored =
+      store_->ReadJobVariability(attempts);
+  if (!stored.ok()) return stored.status();
+  std::vector<Store::JobVariabilityRow> made;
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    const Job& job = fresh[i];
+    std::optional<JobVariability>& summary = (*stored)[i];
+    if (!summary) {
+      absl::StatusOr<std::vector<IterationSample>> samples =
+          store_->ReadSamples(job.id, job.attempt);
+      if (!samples.ok()) return samples.status();
+      absl::StatusOr<std::vector<GpuSample>> gpu_samples =
+          store_->ReadGpuSamples(job.id, job.attempt);
+      if (!gpu_samples.ok()) return gpu_samples.status();
+      summary = VariabilityOf(job, *samples, *gpu_samples);
+      made.push_back({job.id, job.attempt, *summary});
+    }
+    variability_.Add(job, *summary);
+    variability_jobs_.insert(job.id);
+  }
+  // Stored for the next restart; if that fails they are made again then.
+  if (!made.empty()) store_->WriteJobVariabilityAsync(std::move(made), [](absl::Status) {});
+  return absl::OkStatus();
 }
 
 absl::StatusOr<SamplesView> ReadService::GetSamples(const std::string& job_id, int from_iteration,

@@ -8,20 +8,29 @@
 // manager, so a slow read never stalls scheduling or ingestion. Job list, get and
 // queue views stay on the manager: they are made of its live runtime state.
 //
-// Thread-safety: thread-safe; it holds no state of its own.
+// The variability report is kept incrementally (variability_summary.h): each counted job
+// is summarized once — its stored summary read, or made from its samples and stored —
+// and added to an aggregate the service keeps, so that a report reads only the jobs that
+// ended since the last one (issue 27).
+//
+// Thread-safety: thread-safe; the variability aggregate is under its own mutex.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/core/job_manager.h"
 #include "server/core/views.h"
 #include "server/results/baseline.h"
 #include "server/results/results.h"
 #include "server/results/screening_inputs.h"
 #include "server/results/variability.h"
+#include "server/results/variability_summary.h"
 #include "server/store/store.h"
 
 namespace bench {
@@ -37,7 +46,9 @@ class ReadService {
 
   // Per-GPU variability (variability.h) over the SUCCEEDED jobs of
   // VariabilityConfigurations (of `model` if not empty); threshold 0 means 5, negative is
-  // INVALID_ARGUMENT. Reads every such job's samples from the store's reader.
+  // INVALID_ARGUMENT. Only jobs not counted before are read from the store (their stored
+  // summaries; the samples of those without one, whose summaries are then stored); the
+  // answer is VariabilityBuilder's over all of them.
   absl::StatusOr<VariabilityReport> Variability(double threshold_pct, const std::string& model);
 
   // The job's status and its current attempt's stored iterations >= from_iteration;
@@ -59,8 +70,15 @@ class ReadService {
   absl::StatusOr<JobDiagnosis> Diagnose(const std::string& job_id);
 
  private:
+  // Adds the counted jobs not yet in variability_ (all of them again if one of those in
+  // it is no longer counted).
+  absl::Status CatchUpVariability() ABSL_EXCLUSIVE_LOCKS_REQUIRED(variability_mu_);
+
   Store* const store_;
   JobManager* const manager_;
+  absl::Mutex variability_mu_;
+  VariabilityAggregate variability_ ABSL_GUARDED_BY(variability_mu_);
+  absl::flat_hash_set<std::string> variability_jobs_ ABSL_GUARDED_BY(variability_mu_);
 };
 
 }  // namespace bench

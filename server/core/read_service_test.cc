@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <future>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -171,6 +174,154 @@ TEST_F(ReadServiceTest, VariabilityCountsOnlyGpuJobsAndRefusesABadThreshold) {
   EXPECT_EQ(reads_->Variability(-1, "").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(reads_->Variability(std::numeric_limits<double>::quiet_NaN(), "").status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// A SUCCEEDED single-device cuda job on `gpu` with 6 measured iterations (and 1 warm-up)
+// of about `step_s` and GPU readings through them, stored with its samples.
+Job StoreGpuJob(Store& store, int64_t seq, const std::string& gpu, double step_s) {
+  Job job;
+  job.seq = seq;
+  job.id = "gpu-job-" + std::to_string(seq);
+  job.spec.model = seq % 2 ? "resnet50" : "resnet18";
+  job.spec.devices = 1;
+  job.spec.precision = Precision::kAmp;
+  job.spec.batch_size = 256;
+  job.spec.iterations = 7;
+  job.spec.warmup_iterations = 1;
+  job.spec.image_size = 224;
+  job.created = absl::FromUnixSeconds(1'700'000'000 + seq * 100);
+  job.state = JobState::kSucceeded;
+  job.reason = JobStateText(job.state);
+  job.history.push_back({JobState::kQueued, "submitted", job.created});
+  job.history.push_back({job.state, job.reason, job.created});
+  job.attempt = 1;
+  job.device_kind = DeviceKind::kCuda;
+  Placement placement;
+  placement.agent = "node-" + gpu;
+  placement.ranks = {0};
+  placement.device_indices = {0};
+  job.placements.push_back(placement);
+  job.rank_devices.push_back({0, placement.agent, placement.agent, 0, gpu, "H100"});
+  EXPECT_TRUE(store.InsertJob(job).ok());
+  EXPECT_TRUE(store.UpdateJob(job).ok());
+  std::vector<IterationSample> samples;
+  std::vector<GpuSample> readings;
+  const double t0 = absl::ToUnixSeconds(job.created);
+  for (int i = 1; i <= 7; ++i) {
+    IterationSample s;
+    s.job_id = job.id;
+    s.attempt = 1;
+    s.iteration = i;
+    s.warmup = i == 1;
+    s.step_time_s = step_s * (1 + 0.01 * ((seq + i) % 5));
+    s.images = 256;
+    s.loss = 1;
+    s.elapsed_s = i;
+    s.received_unix_ns = static_cast<int64_t>((t0 + i) * 1e9);
+    samples.push_back(s);
+    GpuSample g;
+    g.job_id = job.id;
+    g.attempt = 1;
+    g.seq = i;
+    g.gpu_uuid = gpu;
+    g.time_unix_ns = static_cast<int64_t>((t0 + i + 0.5) * 1e9);
+    g.sm_clock_mhz = 1900 + (seq * 7 + i) % 30;
+    g.power_w = 650 + (seq * 13 + i) % 11 / 10.0;
+    g.temperature_c = 60 + i;
+    readings.push_back(g);
+  }
+  EXPECT_TRUE(store.AppendSamplesSync(samples, readings).ok());
+  return job;
+}
+
+// The report VariabilityBuilder makes from the stored samples of every job in `jobs`.
+std::vector<GpuVariability> Reference(Store& store, const std::vector<Job>& jobs) {
+  VariabilityBuilder builder;
+  for (const Job& job : jobs) {
+    builder.AddJob(job, *store.ReadSamples(job.id, 1), *store.ReadGpuSamples(job.id, 1));
+  }
+  return builder.Finish(5);
+}
+
+void ExpectSame(const std::vector<GpuVariability>& expected,
+                const std::vector<GpuVariability>& actual) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(actual[i].gpu_uuid, expected[i].gpu_uuid);
+    EXPECT_EQ(actual[i].jobs, expected[i].jobs);
+    EXPECT_EQ(actual[i].iterations, expected[i].iterations);
+    EXPECT_EQ(actual[i].normalized_step_time, expected[i].normalized_step_time);
+    ASSERT_TRUE(actual[i].step_time_cv && expected[i].step_time_cv);
+    EXPECT_NEAR(*actual[i].step_time_cv, *expected[i].step_time_cv,
+                1e-12 * *expected[i].step_time_cv);
+    EXPECT_EQ(actual[i].sm_clock_mhz.p50, expected[i].sm_clock_mhz.p50);
+    EXPECT_EQ(actual[i].power_w.p95, expected[i].power_w.p95);
+    EXPECT_EQ(actual[i].temperature_c.p5, expected[i].temperature_c.p5);
+    EXPECT_EQ(actual[i].outlier, expected[i].outlier);
+  }
+}
+
+// Issue 27: the report is kept, not recomputed from every sample. Each job is summarized
+// once and its summary stored; after a restart the summaries are read, not the samples
+// (a changed stored summary shows in the answer); jobs that ended since are added; the
+// numbers are VariabilityBuilder's over all the jobs throughout.
+TEST_F(ReadServiceTest, VariabilityIsKeptFromStoredSummariesAndEqualsTheReference) {
+  std::vector<Job> jobs;
+  for (int64_t seq = 1; seq <= 12; ++seq) {
+    jobs.push_back(
+        StoreGpuJob(*store_, seq, "GPU-" + std::to_string(seq % 4), seq % 4 == 3 ? 0.3 : 0.2));
+  }
+  StartManager();
+  auto report = reads_->Variability(0, "");
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->gpus.size(), 4u);
+  EXPECT_EQ(report->gpus.front().gpu_uuid, "GPU-3");
+  EXPECT_TRUE(report->gpus.front().outlier);
+  ExpectSame(Reference(*store_, jobs), report->gpus);
+
+  // The summaries were stored (the writer's queue is in order: this insert waits for them).
+  StoreGpuJob(*store_, 13, "GPU-1", 0.2);
+  std::vector<std::pair<std::string, int>> attempts;
+  for (int64_t seq = 1; seq <= 13; ++seq)
+    attempts.emplace_back("gpu-job-" + std::to_string(seq), 1);
+  auto stored = store_->ReadJobVariability(attempts);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  for (int i = 0; i < 12; ++i) EXPECT_TRUE((*stored)[i].has_value()) << i;
+  EXPECT_FALSE((*stored)[12].has_value());  // not counted yet: the manager has not seen it
+
+  // Restarted: job 13 (ended meanwhile) is summarized from its samples, the others read.
+  StartManager();
+  jobs.clear();
+  for (const Job& job : manager_->Snapshot([](const Job&) { return true; }).jobs) {
+    jobs.push_back(job);
+  }
+  ASSERT_EQ(jobs.size(), 13u);
+  report = reads_->Variability(0, "");
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectSame(Reference(*store_, jobs), report->gpus);
+  auto for_model = reads_->Variability(0, "resnet18");
+  ASSERT_TRUE(for_model.ok()) << for_model.status();
+  std::vector<Job> resnet18;
+  for (const Job& job : jobs) {
+    if (job.spec.model == "resnet18") resnet18.push_back(job);
+  }
+  ExpectSame(Reference(*store_, resnet18), for_model->gpus);
+
+  // A stored summary is what a restarted report reads: changed, the answer changes.
+  auto summary = store_->ReadJobVariability({{"gpu-job-3", 1}});
+  ASSERT_TRUE(summary.ok() && (*summary)[0]) << summary.status();
+  JobVariability changed = *(*summary)[0];
+  changed.ranks.at(0).iterations = 1000;
+  std::promise<absl::Status> written;
+  store_->WriteJobVariabilityAsync({{"gpu-job-3", 1, changed}},
+                                   [&](absl::Status s) { written.set_value(s); });
+  ASSERT_TRUE(written.get_future().get().ok());
+  const int64_t before = report->gpus.front().iterations;
+  StartManager();
+  report = reads_->Variability(0, "");
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->gpus.front().gpu_uuid, "GPU-3");
+  EXPECT_EQ(report->gpus.front().iterations, before - 6 + 1000);
 }
 
 }  // namespace

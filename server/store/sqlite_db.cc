@@ -42,6 +42,9 @@ void Statement::Bind(int index, absl::string_view value) {
   sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()),
                     SQLITE_TRANSIENT);
 }
+void Statement::BindBlob(int index, absl::string_view value) {
+  sqlite3_bind_blob(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+}
 void Statement::BindUnowned(int index, absl::string_view value) {
   sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
 }

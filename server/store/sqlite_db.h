@@ -35,6 +35,8 @@ class Statement {
   // Without a copy: `value` must stay alive and unchanged until the next Reset.
   void BindUnowned(int index, absl::string_view value);
   void BindNull(int index);
+  // As a BLOB (Text reads it back).
+  void BindBlob(int index, absl::string_view value);
   // SQLITE_ROW (true), SQLITE_DONE (false), or an error.
   absl::StatusOr<bool> Step();
   // Runs to completion, ignoring rows.

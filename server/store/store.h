@@ -46,6 +46,7 @@
 #include "server/results/baseline.h"
 #include "server/results/job_diagnosis.h"
 #include "server/results/telemetry.h"
+#include "server/results/variability_summary.h"
 
 struct sqlite3;
 
@@ -68,7 +69,7 @@ struct AppendResult {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 16;
+  static constexpr int kSchemaVersion = 18;
   // WAL pages (4 KiB each) after which the background thread checkpoints.
   static constexpr int kCheckpointFrames = 8192;
   // WAL pages at which the writer waits for a pending checkpoint (see above).
@@ -230,6 +231,30 @@ class Store {
   // Per rank with any: how many stored iterations have a NaN or infinite loss.
   absl::StatusOr<std::map<int, int64_t>> NonFiniteLossesByRank(const std::string& job_id,
                                                                int attempt);
+  // Every sample series (one rank of one attempt) with what IterationsByRank and
+  // NonFiniteLossesByRank count, kept in sample_series as samples are appended
+  // (migration 17): all jobs' in one read, without visiting a sample (JobManager::Recover).
+  struct SeriesCounts {
+    std::string job_id;
+    int attempt = 0;
+    int rank = 0;
+    int64_t samples = 0;
+    int64_t nonfinite_losses = 0;
+  };
+  absl::StatusOr<std::vector<SeriesCounts>> ReadSeriesCounts();
+  // The variability report's per-job summaries (store_variability.cc; migration 18):
+  // for each (job id, attempt) of `attempts`, in order, its stored summary, or none.
+  absl::StatusOr<std::vector<std::optional<JobVariability>>> ReadJobVariability(
+      const std::vector<std::pair<std::string, int>>& attempts);
+  struct JobVariabilityRow {
+    std::string job_id;
+    int attempt = 0;
+    JobVariability summary;
+  };
+  // Stores (or replaces) the rows' summaries on the writer thread; `done` after (not
+  // called when the store is stopping: then nothing is written).
+  void WriteJobVariabilityAsync(std::vector<JobVariabilityRow> rows,
+                                std::function<void(absl::Status)> done);
   // The health check: the reader answers a query on the file and the writer thread
   // answers a no-op within `timeout` (it is stuck or far behind otherwise). UNAVAILABLE
   // naming which, or the reader's error.

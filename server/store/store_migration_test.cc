@@ -2,6 +2,7 @@
 // that schema's own SQL, opens, migrates to Store::kSchemaVersion and loses nothing.
 #include "server/store/store.h"
 
+#include <cmath>
 #include <future>
 #include <limits>
 #include <map>
@@ -62,6 +63,9 @@ ALTER TABLE gpu_samples DROP COLUMN xid_errors;
 // Takes a database of this schema back to schema 12 (before the step split and the simulated mark): the downgrade
 // tests below run it before their own.
 constexpr const char* kToSchema12 = R"sql(
+DROP TABLE job_variability;
+ALTER TABLE sample_series DROP COLUMN samples;
+ALTER TABLE sample_series DROP COLUMN nonfinite_losses;
 DROP TABLE job_diagnoses;
 ALTER TABLE jobs DROP COLUMN simulated;
 DROP VIEW samples;
@@ -669,9 +673,10 @@ TEST_F(StoreTest, JobsStoredBeforeTheSimulatedMarkAreReal) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const std::string back = absl::StrCat(
+      "DROP TABLE job_variability; ALTER TABLE sample_series DROP COLUMN samples; "
+      "ALTER TABLE sample_series DROP COLUMN nonfinite_losses; "
       "DROP TABLE job_diagnoses; ALTER TABLE jobs DROP COLUMN simulated; "
-      "DELETE FROM schema_version WHERE version > ",
-      Store::kSchemaVersion - 2, ";");
+      "DELETE FROM schema_version WHERE version > 14;");
   ASSERT_EQ(sqlite3_exec(db, back.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
       << sqlite3_errmsg(db);
   sqlite3_close(db);
@@ -688,6 +693,73 @@ TEST_F(StoreTest, JobsStoredBeforeTheSimulatedMarkAreReal) {
   jobs = (*store)->LoadJobs();
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   EXPECT_TRUE(jobs->front().simulated);
+}
+
+// Issue 27's migrations 17 and 18: a database of schema 16 (sample_series without its
+// counts, no job_variability) gets every series' stored samples and non-finite losses
+// counted once, and the counts are kept from then on: ReadSeriesCounts answers what
+// IterationsByRank and NonFiniteLossesByRank count, the samples stored before the
+// migration included. Its jobs have no variability summary yet (made when next asked).
+TEST_F(StoreTest, MigrationsSeventeenAndEighteenCountTheSamplesStoredBefore) {
+  auto sample = [](int rank, int iteration, double loss) {
+    IterationSample s;
+    s.job_id = "job-1";
+    s.attempt = 1;
+    s.rank = rank;
+    s.iteration = iteration;
+    s.step_time_s = 0.1;
+    s.images = 32;
+    s.loss = loss;
+    return s;
+  };
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(MakeJob(1)).ok());
+    auto appended = (*store)->AppendSamplesSync(
+        {sample(0, 1, 2.0), sample(0, 2, std::nan("")), sample(0, 3, INFINITY), sample(1, 1, 2.0)},
+        {});
+    ASSERT_TRUE(appended.ok()) << appended.status();
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "DROP TABLE job_variability; "
+                         "ALTER TABLE sample_series DROP COLUMN samples; "
+                         "ALTER TABLE sample_series DROP COLUMN nonfinite_losses; "
+                         "DELETE FROM schema_version WHERE version > 16;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto counts = (*store)->ReadSeriesCounts();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  ASSERT_EQ(counts->size(), 2u);
+  std::map<int, std::pair<int64_t, int64_t>> by_rank;
+  for (const Store::SeriesCounts& c : *counts) {
+    EXPECT_EQ(c.job_id, "job-1");
+    EXPECT_EQ(c.attempt, 1);
+    by_rank[c.rank] = {c.samples, c.nonfinite_losses};
+  }
+  EXPECT_EQ(by_rank, (std::map<int, std::pair<int64_t, int64_t>>{{0, {3, 2}}, {1, {1, 0}}}));
+  auto summaries = (*store)->ReadJobVariability({{"job-1", 1}});
+  ASSERT_TRUE(summaries.ok()) << summaries.status();
+  EXPECT_FALSE(summaries->at(0).has_value());
+
+  // Appended afterwards (a duplicate among them): counted as they go in.
+  auto appended = (*store)->AppendSamplesSync(
+      {sample(0, 3, 1.0), sample(0, 4, std::nan("")), sample(1, 2, 1.0)}, {});
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  counts = (*store)->ReadSeriesCounts();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  by_rank.clear();
+  for (const Store::SeriesCounts& c : *counts) by_rank[c.rank] = {c.samples, c.nonfinite_losses};
+  EXPECT_EQ(by_rank, (std::map<int, std::pair<int64_t, int64_t>>{{0, {4, 3}}, {1, {2, 0}}}));
+  EXPECT_EQ(*(*store)->IterationsByRank("job-1", 1), (std::map<int, int>{{0, 4}, {1, 2}}));
+  EXPECT_EQ(*(*store)->NonFiniteLossesByRank("job-1", 1), (std::map<int, int64_t>{{0, 3}}));
 }
 
 }  // namespace

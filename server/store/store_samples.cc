@@ -223,6 +223,15 @@ absl::Status InsertSamples(Database& db, const std::vector<IterationSample>& sam
       run = run_end;
     }
     const IterationSample& s = samples[i];
+    if (stored > 0) {
+      ASSIGN_OR_RETURN(Statement * count,
+                       db.Prepare("UPDATE sample_series SET samples = samples + ?2, "
+                                  "nonfinite_losses = nonfinite_losses + ?3 WHERE id = ?1"));
+      count->Bind(1, series);
+      count->Bind(2, int64_t{stored});
+      count->Bind(3, int64_t{nonfinite});
+      RETURN_IF_ERROR(count->Run());
+    }
     counted.stored += stored;
     counted.duplicates += static_cast<int>(end - i) - stored;
     if (stored > 0) counted.stored_by_rank[{s.job_id, s.attempt, s.rank}] += stored;
@@ -359,6 +368,25 @@ absl::StatusOr<std::map<int, int64_t>> Store::NonFiniteLossesByRank(const std::s
                                                                     int attempt) {
   // NULL is a NaN loss; 9e999 is how SQL spells +Inf.
   return CountSamplesByRank(job_id, attempt, " AND (s.loss IS NULL OR abs(s.loss) = 9e999)");
+}
+
+absl::StatusOr<std::vector<Store::SeriesCounts>> Store::ReadSeriesCounts() {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  ASSIGN_OR_RETURN(Statement * select,
+                   reader_db_->Prepare("SELECT job_id, attempt, rank, samples, nonfinite_losses "
+                                       "FROM sample_series WHERE samples > 0"));
+  std::vector<SeriesCounts> series;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    SeriesCounts& counts = series.emplace_back();
+    counts.job_id = select->Text(0);
+    counts.attempt = static_cast<int>(select->Int(1));
+    counts.rank = static_cast<int>(select->Int(2));
+    counts.samples = select->Int(3);
+    counts.nonfinite_losses = select->Int(4);
+  }
+  return series;
 }
 
 absl::StatusOr<std::vector<IterationSample>> Store::ReadSamplesPage(

@@ -393,6 +393,32 @@ INSERT INTO job_diagnoses (job_id, attempt, available, note, failing_checks, res
   SELECT id, attempt, 0, 'no data: the job ended before this benchd diagnosed jobs', 0, NULL
   FROM jobs WHERE state IN ('SUCCEEDED', 'FAILED') AND attempt > 0;
 )sql",
+    // 17: each sample series counts its stored samples and their non-finite losses, kept
+    // as samples are appended, so that a restart reads every job's counts in one pass
+    // over sample_series instead of counting every job's samples (issue 27). Counted here
+    // once for the samples stored before (NULL is a NaN loss; 9e999 is +Inf).
+    R"sql(
+ALTER TABLE sample_series ADD COLUMN samples INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sample_series ADD COLUMN nonfinite_losses INTEGER NOT NULL DEFAULT 0;
+UPDATE sample_series SET
+  samples = (SELECT count(*) FROM sample_rows s
+             WHERE s.key >= sample_series.id << 32 AND s.key < (sample_series.id + 1) << 32),
+  nonfinite_losses = (SELECT count(*) FROM sample_rows s
+                      WHERE s.key >= sample_series.id << 32
+                        AND s.key < (sample_series.id + 1) << 32
+                        AND (s.loss IS NULL OR abs(s.loss) = 9e999));
+)sql",
+    // 18: the variability report's per-job summaries (server/results/variability_summary.h),
+    // made when the report first counts a job (issue 27): a restart reads these, not the
+    // samples. Jobs that ended before are summarized when the report is next asked for.
+    R"sql(
+CREATE TABLE job_variability (
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  summary BLOB NOT NULL,
+  PRIMARY KEY (job_id, attempt)
+) WITHOUT ROWID;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);
