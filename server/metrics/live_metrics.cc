@@ -103,6 +103,24 @@ void LiveMetrics::RecordGpuSample(const std::string& job_id, const std::string& 
   if (!rank.gpu || rank.gpu->seq < sample.seq) rank.gpu = sample;
 }
 
+void LiveMetrics::RecordGpuSamples(const std::string& node, const std::vector<GpuSample>& samples) {
+  // The latest of the batch per (job, rank) first: an agent's upload carries several
+  // readings of each GPU, and only the latest is kept.
+  std::map<std::pair<std::string_view, int>, const GpuSample*> latest;
+  for (const GpuSample& sample : samples) {
+    const GpuSample*& kept = latest[{sample.job_id, sample.rank}];
+    if (kept == nullptr || kept->seq < sample.seq) kept = &sample;
+  }
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, sample] : latest) {
+    auto it = jobs_.find(sample->job_id);
+    if (it == jobs_.end() || it->second.state.ended) continue;
+    RankState& rank = it->second.state.ranks[sample->rank];
+    rank.node = node;
+    if (!rank.gpu || rank.gpu->seq < sample->seq) rank.gpu = *sample;
+  }
+}
+
 void LiveMetrics::RankEnded(const std::string& job_id, int rank) {
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(job_id);
@@ -120,10 +138,9 @@ void LiveMetrics::JobEnded(const std::string& job_id, std::optional<double> imag
   entry.state.ended = true;
   entry.ended_at = now;
   entry.state.images_per_second = images_per_second;
-  for (auto& [index, rank] : entry.state.ranks) {
-    rank.gpu.reset();
-    rank.images_per_second.reset();
-  }
+  // An ended job's series are its own (measured rate, energy): its ranks have none left,
+  // so none is kept through the retention (nor copied by each Take).
+  entry.state.ranks.clear();
   entry.windows.clear();
 }
 
@@ -179,9 +196,7 @@ void LiveMetrics::OnRankReportRefused(const std::string& /*job_id*/, std::string
 
 void LiveMetrics::OnSamplesScreened(const std::string& agent, const ScreenedSamples& screened) {
   RecordIterations(agent, screened.iterations);
-  for (const GpuSample& sample : screened.gpu_samples) {
-    RecordGpuSample(sample.job_id, agent, sample);
-  }
+  RecordGpuSamples(agent, screened.gpu_samples);
   // Every sample not stored is counted by reason (bench_ingest_errors_total).
   for (const auto& [reason, count] : screened.rejected) {
     CountIngestErrors(std::string(reason), count);

@@ -3,7 +3,8 @@
 //
 // Fed by the JobManager as samples arrive and jobs change state; read by the metrics
 // exporter at scrape time. Cardinality is bounded: a rank's GPU series exist only
-// while it runs, and a job's series go away `retention` after it ended.
+// while it runs, and a job's series go away `retention` after it ended (an ended job
+// keeps no ranks).
 //
 // Live throughput of a rank: images of its last kWindow iterations over the time they
 // took on its own clock (elapsed_s); a job's is the sum over its ranks. Once the job
@@ -78,6 +79,8 @@ class LiveMetrics : public JobEvents {
   // The same as RecordIteration for each sample in turn, under one lock.
   void RecordIterations(const std::string& node, const std::vector<IterationSample>& samples);
   void RecordGpuSample(const std::string& job_id, const std::string& node, const GpuSample& sample);
+  // The same as RecordGpuSample for each sample (of its own job) in turn, under one lock.
+  void RecordGpuSamples(const std::string& node, const std::vector<GpuSample>& samples);
   // The rank's process ended: its GPU series go.
   void RankEnded(const std::string& job_id, int rank);
   // `images_per_second`: the measured throughput, if any.

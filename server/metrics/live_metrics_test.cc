@@ -168,6 +168,50 @@ TEST(LiveMetrics, TheManagersEventsBecomeTheFigures) {
   EXPECT_EQ(metrics.Take(placed + absl::Minutes(11) + absl::Seconds(1)).jobs.count("job-1"), 0u);
 }
 
+// An ended job's series are its own: it keeps no ranks through the retention (each Take
+// copied them all: 8,192 GPUs of churned jobs over 10 minutes, docs/PERFORMANCE.md).
+TEST(LiveMetrics, AnEndedJobKeepsNoRanks) {
+  LiveMetrics live;
+  live.JobStarted("job-1", {"resnet50", "amp", 256, 3});
+  for (int rank = 0; rank < 3; ++rank) {
+    live.RecordIteration("job-1", "dgx-1", Iteration(rank, 1, 0.5, 100));
+    live.RecordGpuSample("job-1", "dgx-1", Reading(rank, 1, 300));
+  }
+  ASSERT_EQ(live.Take(absl::Now()).jobs.at("job-1").ranks.size(), 3u);
+  live.JobEnded("job-1", 600.0, absl::Now());
+  LiveMetrics::Snapshot ended = live.Take(absl::Now());
+  EXPECT_TRUE(ended.jobs.at("job-1").ranks.empty());
+  EXPECT_DOUBLE_EQ(*ended.jobs.at("job-1").images_per_second, 600.0);
+}
+
+// An upload's readings under one lock: each rank keeps its latest reading, as one by one.
+TEST(LiveMetrics, RecordGpuSamplesEqualsRecordingEachInTurn) {
+  LiveMetrics one_by_one;
+  LiveMetrics batched;
+  for (LiveMetrics* live : {&one_by_one, &batched}) {
+    live->JobStarted("job-1", {"resnet50", "amp", 256, 2});
+    live->RecordGpuSample("job-1", "dgx-1", Reading(1, 9, 100));
+  }
+  std::vector<GpuSample> readings = {Reading(0, 2, 200), Reading(0, 5, 500), Reading(0, 3, 300),
+                                     Reading(1, 4, 400)};  // rank 1 has seq 9 already
+  GpuSample unknown = Reading(0, 7, 700);
+  unknown.job_id = "job-unknown";
+  readings.push_back(unknown);
+  for (const GpuSample& g : readings) one_by_one.RecordGpuSample(g.job_id, "dgx-1", g);
+  batched.RecordGpuSamples("dgx-1", readings);
+  LiveMetrics::Snapshot a = one_by_one.Take(absl::Now());
+  LiveMetrics::Snapshot b = batched.Take(absl::Now());
+  ASSERT_EQ(b.jobs.size(), 1u);
+  for (int rank : {0, 1}) {
+    EXPECT_EQ(a.jobs.at("job-1").ranks.at(rank).gpu->seq,
+              b.jobs.at("job-1").ranks.at(rank).gpu->seq);
+    EXPECT_EQ(a.jobs.at("job-1").ranks.at(rank).gpu->power_w,
+              b.jobs.at("job-1").ranks.at(rank).gpu->power_w);
+  }
+  EXPECT_EQ(b.jobs.at("job-1").ranks.at(0).gpu->seq, 5);
+  EXPECT_EQ(b.jobs.at("job-1").ranks.at(1).gpu->seq, 9);
+}
+
 TEST(MetricsExporter, NamesUnitsAndLabelsFollowPrometheusRules) {
   LiveMetrics live;
   live.JobStarted("job-7", {"resnet50", "amp", 256, 1});
