@@ -1,6 +1,6 @@
 #include "server/http/live_streams.h"
 
-#include <cmath>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "report/json_output.h"
+#include "server/http/fleet_event.h"
 #include "server/rpc/proto_convert.h"
 
 namespace bench {
@@ -212,41 +213,6 @@ class JobStream {
   std::map<int, int64_t> last_seq_;    // by rank, of attempt_
 };
 
-void AppendNumber(std::string& out, const char* name, const std::optional<double>& value) {
-  if (!value || !std::isfinite(*value)) return;
-  absl::StrAppend(&out, ",\"", name, "\":", *value);
-}
-
-std::string FleetJson(JobManager* manager, LiveMetrics* live) {
-  v1::ListAgentsResponse agents;
-  for (const AgentView& view : manager->ListAgents()) ToProto(view, agents.add_agents());
-  std::string json = ToJson(agents);  // {"agents":[...]}
-  while (!json.empty() && json.back() != '}') json.pop_back();
-  if (!json.empty()) json.pop_back();
-  json += ",\"gpus\":[";
-  if (live != nullptr) {
-    bool first = true;
-    for (const auto& [job_id, job] : live->Take(absl::Now()).jobs) {
-      if (job.ended) continue;
-      for (const auto& [rank, state] : job.ranks) {
-        if (!state.gpu) continue;
-        const GpuSample& g = *state.gpu;
-        absl::StrAppend(&json, first ? "" : ",", "{\"job_id\":", report::JsonQuote(job_id),
-                        ",\"rank\":", rank, ",\"node\":", report::JsonQuote(state.node),
-                        ",\"gpu_index\":", g.gpu_index, ",\"gpu_uuid\":", report::JsonQuote(g.gpu_uuid),
-                        ",\"time_unix_ns\":\"", g.time_unix_ns, "\"");  // int64: a string
-        AppendNumber(json, "power_w", g.power_w);
-        AppendNumber(json, "sm_clock_mhz", g.sm_clock_mhz);
-        AppendNumber(json, "temperature_c", g.temperature_c);
-        AppendNumber(json, "gpu_utilization_pct", g.gpu_utilization_pct);
-        json += "}";
-        first = false;
-      }
-    }
-  }
-  return json + "]}";
-}
-
 }  // namespace
 
 void RegisterLiveStreams(HttpServer& http, JobManager* manager, Store* store,
@@ -259,14 +225,21 @@ void RegisterLiveStreams(HttpServer& http, JobManager* manager, Store* store,
                       JobStream job_stream(manager, store, options, stream);
                       return job_stream.Run(job_id);
                     });
-  http.HandleEvents("/api/v1/fleet/events",
-                    [manager, live, options](const HttpRequest&, EventStream& stream) {
-                      // An event every fleet_period: no pings needed.
-                      while (stream.Send("fleet", FleetJson(manager, live)) &&
-                             stream.Wait(options.fleet_period)) {
-                      }
-                      return absl::OkStatus();
-                    });
+  // One rendering per fleet_period, shared by every open fleet stream.
+  const absl::Duration fleet_period = options.fleet_period;
+  std::atomic<int64_t>* renders = options.fleet_renders;
+  auto fleet =
+      std::make_shared<FleetEventCache>(fleet_period, [manager, live, renders](absl::Time now) {
+        if (renders != nullptr) renders->fetch_add(1);
+        return RenderFleetEvent(manager->ListAgents(), live, now);
+      });
+  http.HandleEvents(
+      "/api/v1/fleet/events", [fleet, fleet_period](const HttpRequest&, EventStream& stream) {
+        // An event every fleet_period: no pings needed.
+        while (stream.Send("fleet", *fleet->Get(absl::Now())) && stream.Wait(fleet_period)) {
+        }
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace bench

@@ -21,7 +21,9 @@
 //                            "sm_clock_mhz":…,"temperature_c":…,
 //                            "gpu_utilization_pct":…}...]}
 //   `gpus`: the latest reading of each running rank that has one (LiveMetrics), by job
-//   then rank; a reading's absent figure is absent from its object.
+//   then rank; a reading's absent figure is absent from its object. The event is
+//   rendered once per fleet_period and the same bytes go to every open fleet stream
+//   (fleet_event.h), so an event may be up to one fleet_period old.
 //
 // Memory per client is bounded by design: a job stream keeps cursors (the last
 // iteration and GPU seq sent per rank) and reads the store's rows after them, at most
@@ -31,6 +33,9 @@
 // readings then and at least once a second (they are stored without a notification). While idle a stream
 // sends a comment every `ping_period`; it ends when the client goes or the server stops.
 #pragma once
+
+#include <atomic>
+#include <cstdint>
 
 #include "absl/time/time.h"
 #include "httpd/http_server.h"
@@ -45,6 +50,9 @@ struct LiveStreamOptions {
   int batch_rows = 5000;
   absl::Duration fleet_period = absl::Seconds(1);
   absl::Duration ping_period = absl::Seconds(10);
+  // Tests: counts the fleet events rendered (one per fleet_period with any fleet stream
+  // open, whatever their number).
+  std::atomic<int64_t>* fleet_renders = nullptr;
 };
 
 // Registers both streams on `http` (before its Start). None of the pointers is owned;

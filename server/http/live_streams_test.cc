@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -347,6 +348,38 @@ TEST_F(LiveStreamsTest, TheFleetStreamShowsAgentsAndRunningGpus) {
                         "\"gpu_utilization_pct\":97}]"));
   // And again, every period.
   ASSERT_TRUE(client.ReadUntil("event: fleet", client.buffer().find("event: fleet") + 1));
+}
+
+// Fleet streams share one rendering per fleet_period: two clients of one period (an hour
+// here, so that both open within it) get the same bytes from one rendering.
+TEST_F(LiveStreamsTest, TwoFleetStreamsOfOnePeriodShareOneRendering) {
+  metrics_.JobStarted("job-x", {"resnet50", "fp32", 2, 1});
+  metrics_.RecordGpuSample("job-x", "agent-a", Gpu("job-x", 0, 1));
+  std::atomic<int64_t> renders{0};
+  HttpServer http;
+  LiveStreamOptions options;
+  options.fleet_period = absl::Hours(1);
+  options.fleet_renders = &renders;
+  RegisterLiveStreams(http, manager_.get(), store_.get(), &metrics_, options);
+  auto port = http.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  EXPECT_EQ(renders.load(), 0);  // nobody listens: nothing rendered
+  Client first(*port, "/api/v1/fleet/events");
+  ASSERT_TRUE(first.ReadUntil("event: fleet"));
+  ASSERT_TRUE(first.ReadUntil("\n\n", first.buffer().find("event: fleet")));
+  Client second(*port, "/api/v1/fleet/events");
+  ASSERT_TRUE(second.ReadUntil("event: fleet"));
+  ASSERT_TRUE(second.ReadUntil("\n\n", second.buffer().find("event: fleet")));
+  const auto a = first.Events();
+  const auto b = second.Events();
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[0].second, b[0].second);
+  EXPECT_THAT(a[0].second, HasSubstr("\"node\":\"agent-a\""));
+  EXPECT_EQ(renders.load(), 1);
+  first.Close();
+  second.Close();
+  http.Stop();
 }
 
 TEST_F(LiveStreamsTest, TwentyOpenStreamsDoNotSlowAPlainRoute) {

@@ -223,4 +223,17 @@ LiveMetrics::Snapshot LiveMetrics::Take(absl::Time now) {
   return snapshot;
 }
 
+void LiveMetrics::VisitLatestGpu(
+    absl::Time now,
+    absl::FunctionRef<void(const std::string&, int, const std::string&, const GpuSample&)> visit) {
+  absl::MutexLock lock(&mu_);
+  PruneLocked(now);
+  for (const auto& [id, entry] : jobs_) {
+    if (entry.state.ended) continue;
+    for (const auto& [rank, state] : entry.state.ranks) {
+      if (state.gpu) visit(id, rank, state.node, *state.gpu);
+    }
+  }
+}
+
 }  // namespace bench

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/core/job.h"
@@ -99,6 +100,13 @@ class LiveMetrics : public JobEvents {
 
   // Drops jobs that ended more than `retention` before `now`, then copies the rest.
   Snapshot Take(absl::Time now);
+  // Drops as Take, then calls `visit` with each running rank's latest GPU reading (jobs
+  // not ended, by job id then rank), under the lock and without a copy: `visit` must be
+  // quick and must not call back into this object. (The live fleet stream's renderer.)
+  void VisitLatestGpu(absl::Time now,
+                      absl::FunctionRef<void(const std::string& job_id, int rank,
+                                             const std::string& node, const GpuSample& gpu)>
+                          visit);
 
   // JobEvents: RUNNING → JobStarted; the end of a placed attempt → JobEnded with its
   // throughput, at its transition's time; the rest to the recorders and counters above.
