@@ -105,11 +105,31 @@ JobView JobManager::ViewOf(const Job& job) {
   return view;
 }
 
+Store::Done JobManager::PersistDone(const std::string& job_id) {
+  return [failed = failed_writes_, id = job_id](absl::Status status) {
+    if (status.ok()) return;
+    Log("could not persist job ", id, ": ", status.ToString());
+    absl::MutexLock lock(&failed->mu);
+    failed->job_ids.insert(id);
+  };
+}
+
 void JobManager::Persist(const Job& job) {
-  std::string id = job.id;
-  store_->UpdateJobAsync(job, [id](absl::Status status) {
-    if (!status.ok()) Log("could not persist job ", id, ": ", status.ToString());
-  });
+  {
+    absl::MutexLock lock(&failed_writes_->mu);
+    failed_writes_->job_ids.erase(job.id);
+  }
+  store_->UpdateJobAsync(job, PersistDone(job.id));
+}
+
+void JobManager::PersistRanks(const Job& job, const std::set<int>& ranks) {
+  bool failed_before = false;
+  {
+    absl::MutexLock lock(&failed_writes_->mu);
+    failed_before = failed_writes_->job_ids.count(job.id) > 0;
+  }
+  if (failed_before) return Persist(job);
+  store_->UpdateRanksAsync(job, ranks, PersistDone(job.id));
 }
 
 void JobManager::Transition(Job& job, JobState state, std::string reason) {

@@ -295,6 +295,10 @@ class JobManager {
   void Transition(Job& job, JobState state, std::string reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Persist(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Persists a rank report's changes: the job's row and `ranks`' rows only
+  // (Store::UpdateRanksAsync), or the whole job (Persist) after a write of it failed.
+  void PersistRanks(const Job& job, const std::set<int>& ranks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Store::Done PersistDone(const std::string& job_id);
   void Notify(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Schedule() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Recover: a RUNNING job keeps its devices on its agents (placeholders until they
@@ -368,6 +372,14 @@ class JobManager {
   // Submits and baselines whose store write has not answered yet.
   int completions_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   Baselines baselines_ ABSL_GUARDED_BY(mu_);  // the destructor waits for them
+  // Jobs a store write of which failed: their next persist rewrites them whole, as a
+  // per-rank write cannot repair what an earlier one left out. Shared with the store's
+  // callbacks, which may run after the manager is gone.
+  struct FailedWrites {
+    absl::Mutex mu;
+    std::set<std::string> job_ids ABSL_GUARDED_BY(mu);
+  };
+  const std::shared_ptr<FailedWrites> failed_writes_ = std::make_shared<FailedWrites>();
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 

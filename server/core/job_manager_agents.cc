@@ -157,6 +157,7 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
   }
 
   bool changed = false;
+  std::set<int> reported;  // what a write of `changed` covers (PersistRanks)
   for (const RankReport& report : ranks) {
     if (!RankPlacedOn(*job, agent_name, report.rank)) {
       if (events_ != nullptr) events_->OnRankReportRefused(job_id, kRankNotOnAgent);
@@ -164,6 +165,7 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
           ", which is not placed there");
       continue;
     }
+    reported.insert(report.rank);
     if (report.parameters > 0 && job->parameters != report.parameters) {
       job->parameters = report.parameters;
       changed = true;
@@ -251,7 +253,7 @@ absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::
     Transition(*job, JobState::kSucceeded,
                absl::StrCat("all ", job->spec.devices, " ranks finished"));
   } else if (changed) {
-    Persist(*job);
+    PersistRanks(*job, reported);
     Notify(*job);
   }
   Schedule();

@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -97,6 +98,15 @@ class Store {
   // latest call wins whatever failed before it.
   void UpdateJobAsync(const Job& job, Done done);
   absl::Status UpdateJob(const Job& job);  // waits for the commit
+  // Persists what rank reports changed, in time proportional to `ranks`, not to the job:
+  // the job's row (as UpdateJob) and, for each rank in `ranks`, its job_ranks row and
+  // precision, its version rows and its summary. The database then holds what UpdateJob
+  // would have written, provided that since the job's last UpdateJob only these ranks'
+  // state and the job's row fields changed (not its history, placements, rank devices,
+  // agent versions, allocation or GPU telemetry). Idempotent like UpdateJob; a failed
+  // call is repaired by the next UpdateJob, not by a later UpdateRanks.
+  void UpdateRanksAsync(const Job& job, const std::set<int>& ranks, Done done);
+  absl::Status UpdateRanks(const Job& job, const std::set<int>& ranks);  // waits
 
   // Queues samples; `done` runs as the callbacks above do.
   using AppendDone = std::function<void(absl::StatusOr<AppendResult>)>;

@@ -3,7 +3,9 @@
 // job_history, job_ranks, job_versions, rank_summaries, gpu_telemetry), all on the writer
 // thread. Store::LoadJobs reads them back
 // (store_jobs_load.cc).
+#include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -249,6 +251,60 @@ absl::Status WriteMutableJobState(Database& db, const Job& job) {
   return WriteGpuTelemetryRows(db, job);
 }
 
+// What UpdateRanks writes: the job's row and the given ranks' rows (`job` is RanksOnly's).
+absl::Status WriteRankState(Database& db, const Job& job) {
+  RETURN_IF_ERROR(UpdateJobRow(db, job));
+  RETURN_IF_ERROR(WriteRankRows(db, job));
+  RETURN_IF_ERROR(WriteVersionRows(db, job));
+  return WriteRankSummaryRows(db, job);
+}
+
+// The job's row fields and, of its per-rank state, only `ranks`': what WriteRankState
+// needs, copied in time proportional to `ranks` (plus the placements' count).
+Job RanksOnly(const Job& job, const std::set<int>& ranks) {
+  Job slim;
+  slim.id = job.id;
+  slim.state = job.state;
+  slim.reason = job.reason;
+  slim.attempt = job.attempt;
+  slim.device_kind = job.device_kind;
+  slim.parameters = job.parameters;
+  slim.telemetry_note = job.telemetry_note;
+  slim.requeues = job.requeues;
+  slim.simulated = job.simulated;
+  for (const Placement& placement : job.placements) {
+    Placement kept{placement.agent, {}, {}};
+    for (size_t i = 0; i < placement.ranks.size(); ++i) {
+      if (ranks.count(placement.ranks[i]) == 0) continue;
+      kept.ranks.push_back(placement.ranks[i]);
+      kept.device_indices.push_back(placement.device_indices[i]);
+    }
+    if (!kept.ranks.empty()) slim.placements.push_back(std::move(kept));
+  }
+  for (int rank : ranks) {
+    // rank_devices is sorted by rank (job_manager_placement.cc); looked up, not walked.
+    auto device = std::lower_bound(job.rank_devices.begin(), job.rank_devices.end(), rank,
+                                   [](const RankDevice& d, int r) { return d.rank < r; });
+    if (device != job.rank_devices.end() && device->rank == rank) {
+      slim.rank_devices.push_back(*device);
+    } else {
+      for (const RankDevice& d : job.rank_devices) {  // not sorted: find it anyway
+        if (d.rank == rank) slim.rank_devices.push_back(d);
+      }
+    }
+    if (auto it = job.rank_versions.find(rank); it != job.rank_versions.end()) {
+      slim.rank_versions.insert(*it);
+    }
+    if (auto it = job.rank_precisions.find(rank); it != job.rank_precisions.end()) {
+      slim.rank_precisions.insert(*it);
+    }
+    if (auto it = job.summaries.find(rank); it != job.summaries.end()) {
+      slim.summaries.insert(*it);
+    }
+  }
+  return slim;
+}
+
 // The job's row, its labels and constraints, and everything WriteMutableJobState writes.
 absl::Status InsertJobRows(Database& db, const Job& job) {
   // The job's own columns (?1..?10; updated_ms is created_ms, no telemetry note yet),
@@ -328,6 +384,15 @@ absl::Status Store::UpdateJob(const Job& job) {
 
 void Store::UpdateJobAsync(const Job& job, Done done) {
   Enqueue({[job](Database& db) { return WriteMutableJobState(db, job); }, std::move(done)});
+}
+
+absl::Status Store::UpdateRanks(const Job& job, const std::set<int>& ranks) {
+  return Write([slim = RanksOnly(job, ranks)](Database& db) { return WriteRankState(db, slim); });
+}
+
+void Store::UpdateRanksAsync(const Job& job, const std::set<int>& ranks, Done done) {
+  Enqueue({[slim = RanksOnly(job, ranks)](Database& db) { return WriteRankState(db, slim); },
+           std::move(done)});
 }
 
 }  // namespace bench
