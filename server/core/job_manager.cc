@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -107,9 +108,39 @@ JobView JobManager::ViewOf(const Job& job) {
 
 void JobManager::Persist(const Job& job) {
   std::string id = job.id;
-  store_->UpdateJobAsync(job, [id](absl::Status status) {
+  std::shared_ptr<PersistWait> wait;
+  if (persist_wait_ != nullptr) {
+    wait = std::make_shared<PersistWait>();
+    *persist_wait_ = wait;
+  }
+  store_->UpdateJobAsync(job, [id, wait](absl::Status status) {
     if (!status.ok()) Log("could not persist job ", id, ": ", status.ToString());
+    if (wait != nullptr) wait->Committed(std::move(status));
   });
+}
+
+void JobManager::PersistWait::Committed(absl::Status commit) {
+  ReportDone waiting;
+  {
+    absl::MutexLock lock(&mu);
+    committed = true;
+    status = commit;
+    waiting = std::move(done);
+  }
+  if (waiting) waiting(std::move(commit));
+}
+
+void JobManager::PersistWait::WhenCommitted(ReportDone then) {
+  absl::Status commit;
+  {
+    absl::MutexLock lock(&mu);
+    if (!committed) {
+      done = std::move(then);
+      return;
+    }
+    commit = status;
+  }
+  then(std::move(commit));
 }
 
 void JobManager::Transition(Job& job, JobState state, std::string reason) {
