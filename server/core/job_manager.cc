@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -106,11 +107,18 @@ JobView JobManager::ViewOf(const Job& job) {
 }
 
 Store::Done JobManager::PersistDone(const std::string& job_id) {
-  return [failed = failed_writes_, id = job_id](absl::Status status) {
-    if (status.ok()) return;
-    Log("could not persist job ", id, ": ", status.ToString());
-    absl::MutexLock lock(&failed->mu);
-    failed->job_ids.insert(id);
+  std::shared_ptr<PersistWait> wait;
+  if (persist_wait_ != nullptr) {
+    wait = std::make_shared<PersistWait>();
+    *persist_wait_ = wait;
+  }
+  return [failed = failed_writes_, id = job_id, wait](absl::Status status) {
+    if (!status.ok()) {
+      Log("could not persist job ", id, ": ", status.ToString());
+      absl::MutexLock lock(&failed->mu);
+      failed->job_ids.insert(id);
+    }
+    if (wait != nullptr) wait->Committed(std::move(status));
   };
 }
 
@@ -130,6 +138,30 @@ void JobManager::PersistRanks(const Job& job, const std::set<int>& ranks) {
   }
   if (failed_before) return Persist(job);
   store_->UpdateRanksAsync(job, ranks, PersistDone(job.id));
+}
+
+void JobManager::PersistWait::Committed(absl::Status commit) {
+  ReportDone waiting;
+  {
+    absl::MutexLock lock(&mu);
+    committed = true;
+    status = commit;
+    waiting = std::move(done);
+  }
+  if (waiting) waiting(std::move(commit));
+}
+
+void JobManager::PersistWait::WhenCommitted(ReportDone then) {
+  absl::Status commit;
+  {
+    absl::MutexLock lock(&mu);
+    if (!committed) {
+      done = std::move(then);
+      return;
+    }
+    commit = status;
+  }
+  then(std::move(commit));
 }
 
 void JobManager::Transition(Job& job, JobState state, std::string reason) {

@@ -185,6 +185,16 @@ class JobManager {
   // The agent's assignment stream opened: undelivered assignments are re-sent.
   absl::Status AttachChannel(const std::string& agent, AgentChannel* channel);
   void DetachChannel(const std::string& agent, AgentChannel* channel);
+  // A rank report. `done` runs once what the report changed (a summary, a rank's end, the
+  // job's new state) is committed to the store, so that an acknowledged report survives
+  // a kill -9 of benchd: the agent forgets an attempt once its final report was answered,
+  // and a recovered job must not wait for ranks that ended before the restart. It runs
+  // at once (on the caller's thread) when nothing was written or the report is refused,
+  // else on the store's writer thread, with the commit's status (UNAVAILABLE: retry).
+  using ReportDone = std::function<void(absl::Status)>;
+  void ReportStatus(const std::string& agent, const std::string& job_id, int attempt,
+                    int master_port, const std::vector<RankReport>& ranks, ReportDone done);
+  // The same, waiting for `done`.
   absl::Status ReportStatus(const std::string& agent, const std::string& job_id, int attempt,
                             int master_port, const std::vector<RankReport>& ranks);
   // The agent stops (its ranks were stopped and reported): it leaves the fleet now, and
@@ -298,7 +308,26 @@ class JobManager {
   // Persists a rank report's changes: the job's row and `ranks`' rows only
   // (Store::UpdateRanksAsync), or the whole job (Persist) after a write of it failed.
   void PersistRanks(const Job& job, const std::set<int>& ranks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Store::Done PersistDone(const std::string& job_id);
+  // The store's callback for a write of job `job_id`: logs and marks a failed write, and
+  // completes the PersistWait ReportStatus left in persist_wait_, if any.
+  Store::Done PersistDone(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One UpdateJobAsync that ReportStatus waits on (the last one queued while it ran: the
+  // writer commits in order, so its commit is every earlier one's too).
+  struct PersistWait {
+    // The commit (or failure) of the UpdateJobAsync: runs `done` if one waits.
+    void Committed(absl::Status status);
+    // Runs `done` with the commit's status now if it came, else when it comes.
+    void WhenCommitted(ReportDone done);
+
+    absl::Mutex mu;
+    bool committed ABSL_GUARDED_BY(mu) = false;
+    absl::Status status ABSL_GUARDED_BY(mu);
+    ReportDone done ABSL_GUARDED_BY(mu);
+  };
+  absl::Status ReportStatusLocked(const std::string& agent_name, const std::string& job_id,
+                                  int attempt, int master_port,
+                                  const std::vector<RankReport>& ranks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Schedule() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Recover: a RUNNING job keeps its devices on its agents (placeholders until they
@@ -358,6 +387,8 @@ class JobManager {
 
   absl::Mutex mu_;
   JobTable jobs_ ABSL_GUARDED_BY(mu_);  // every job, in submission order
+  // While ReportStatus runs: where Persist leaves the wait for its UpdateJobAsync.
+  std::shared_ptr<PersistWait>* persist_wait_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::map<std::string, JobRuntime> runtime_ ABSL_GUARDED_BY(mu_);
   // Agents, streams, leases, device holders (bench::: JobManager::Fleet() hides the name).
   bench::Fleet fleet_ ABSL_GUARDED_BY(mu_);

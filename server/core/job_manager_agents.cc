@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -122,10 +124,38 @@ void JobManager::DetachChannel(const std::string& agent_name, AgentChannel* chan
   fleet_.Detach(agent_name, channel);
 }
 
+void JobManager::ReportStatus(const std::string& agent_name, const std::string& job_id, int attempt,
+                              int master_port, const std::vector<RankReport>& ranks,
+                              ReportDone done) {
+  std::shared_ptr<PersistWait> wait;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    persist_wait_ = &wait;  // Persist leaves its commit's wait here
+    status = ReportStatusLocked(agent_name, job_id, attempt, master_port, ranks);
+    persist_wait_ = nullptr;
+  }
+  // The answer is the acknowledgement: what the report changed must be committed first.
+  if (!status.ok() || wait == nullptr) {
+    done(std::move(status));
+    return;
+  }
+  wait->WhenCommitted(std::move(done));
+}
+
 absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::string& job_id,
                                       int attempt, int master_port,
                                       const std::vector<RankReport>& ranks) {
-  absl::MutexLock lock(&mu_);
+  std::promise<absl::Status> answered;
+  std::future<absl::Status> answer = answered.get_future();
+  ReportStatus(agent_name, job_id, attempt, master_port, ranks,
+               [&answered](absl::Status status) { answered.set_value(std::move(status)); });
+  return answer.get();
+}
+
+absl::Status JobManager::ReportStatusLocked(const std::string& agent_name,
+                                            const std::string& job_id, int attempt, int master_port,
+                                            const std::vector<RankReport>& ranks) {
   if (!fleet_.Known(agent_name)) {
     // Typically benchd restarted and the agent has not registered again yet: a report
     // must not be lost, so this is worth retrying.

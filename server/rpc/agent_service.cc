@@ -138,9 +138,12 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportStatus(grpc::CallbackServerCon
   const v1::ReportStatusRequest& report = call->request();
   std::vector<RankReport> ranks;
   for (const v1::RankReport& rank : report.ranks()) ranks.push_back(FromProto(rank));
-  return Answer(counters_, Method::kReportStatus, call,
-                manager_->ReportStatus(report.agent(), report.job_id(), report.attempt(),
-                                       report.master_port(), ranks));
+  // Answered once what the report changed is committed (JobManager::ReportStatus).
+  manager_->ReportStatus(report.agent(), report.job_id(), report.attempt(), report.master_port(),
+                         ranks, [call, counters = counters_](absl::Status status) {
+                           Answer(counters, Method::kReportStatus, call, status);
+                         });
+  return call;
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::Deregister(grpc::CallbackServerContext* context,

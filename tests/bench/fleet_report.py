@@ -238,24 +238,44 @@ def main():
     stored = {}
     for row in read_csv(os.path.join(d, "db_counts.csv")):
         stored[(row["job_id"], row["attempt"], row["rank"], row["kind"])] = int(row["rows"])
-    acked = {}
+    # fleet_sim's acked.csv: per job/attempt/rank, the acknowledged samples benchd took
+    # (stored, or stored before) and those it refused (a fenced node's, a requeued job's
+    # stale attempt, a rank not placed on the sender: docs/limits.md), never stored.
+    acked, refused = {}, {}
+    per_key_refusals = False
     for row in read_csv(os.path.join(d, "acked.csv")):
         for kind in ("iterations", "readings"):
+            key = (row["job_id"], row["attempt"], row["rank"], kind)
             if kind in row and row[kind] not in ("", None):
-                acked[(row["job_id"], row["attempt"], row["rank"], kind)] = int(row[kind])
+                acked[key] = int(row[kind])
+            if row.get("refused_" + kind) not in ("", None):
+                per_key_refusals = True
+                refused[key] = int(row["refused_" + kind])
     lost = {k: (v, stored.get(k, 0)) for k, v in acked.items() if stored.get(k, 0) < v}
-    extra = {k: (acked.get(k, 0), v) for k, v in stored.items() if v > acked.get(k, 0)}
+    extra = {k: (acked.get(k, 0) + refused.get(k, 0), v) for k, v in stored.items()
+             if v > acked.get(k, 0) + refused.get(k, 0)}
     n_acked = sum(acked.values())
+    n_refused = sum(refused.values())
     n_stored = sum(stored.values())
-    # A batch benchd acknowledged may hold samples it refused (a fenced node's, a requeued
-    # job's stale attempt: docs/limits.md); fleet_sim counts them in its summary's
-    # samples.rejected, not per rank. Those are refused by design, not lost.
-    rejected = int(num(samples.get("rejected")) or 0) if isinstance(samples, dict) else 0
     short = sum(v - st for v, st in lost.values())
-    if acked:
-        ok = not lost or short <= rejected
-        r.rows.append(("nothing lost: stored ≥ acknowledged − refused, per job/attempt/rank/kind",
+    if acked and per_key_refusals:
+        # Key by key: every sample benchd took is stored; none is stored that it neither
+        # took nor refused (a refused one may have been stored by an earlier delivery).
+        unattributed = int(num(samples.get("unattributed")) or 0) if isinstance(samples, dict) else 0
+        ok = not lost
+        r.rows.append(("nothing lost: stored ≥ taken, per job/attempt/rank/kind",
                        "0 lost", "", "", "", "pass" if ok else "**miss**",
+                       f"{n_acked + n_refused} acknowledged: {n_acked} taken, {n_refused} refused "
+                       f"by benchd (fenced, stale attempt or not placed there), {unattributed} "
+                       f"not told per rank; {n_stored} stored; {len(lost)} keys short by {short} "
+                       f"in all; {len(extra)} keys with more stored than acknowledged"))
+    elif acked:
+        # An acked.csv without per-rank refusals (fleet_sim before they were counted): the
+        # refusals are known in total only (its summary's samples.rejected).
+        rejected = int(num(samples.get("rejected")) or 0) if isinstance(samples, dict) else 0
+        ok = not lost or short <= rejected
+        r.rows.append(("nothing lost: stored ≥ acknowledged − refused, in total (no per-rank "
+                       "refusals)", "0 lost", "", "", "", "pass" if ok else "**miss**",
                        f"{n_acked} acknowledged, {n_stored} stored; {len(lost)} keys short by "
                        f"{short} in all, benchd refused {rejected} (fenced or stale attempt); "
                        f"{len(extra)} keys with more stored than acknowledged"))

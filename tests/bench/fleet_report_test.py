@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """fleet_report.py's verdicts on made-up runs (bench.fleet_report): the stored rows checked
-per job/attempt/rank/kind against the simulator's acknowledged counts (one short key is a
-miss naming the key; more stored than acknowledged is not a loss), a slow /metrics and a
+per job/attempt/rank/kind against the simulator's acknowledged counts, taken and refused per
+rank (one short key is a miss naming the key, whatever other keys' refusals; more stored than
+acknowledged is not a loss), a slow /metrics and a
 benchctl call that failed are misses, RSS growth past 10 % is a miss, a missing simulator
 summary is "not measured" (never a pass), kill -9 timings against 5 s / 30 s."""
 import csv
@@ -24,10 +25,19 @@ def write_csv(path, header, rows):
 
 
 def make_run(d, *, stored_short=False, slow_metrics=False, rss_growth=False, summary=True,
-             kill9_slow=False, rejected=0):
-    write_csv(os.path.join(d, "acked.csv"), ["job_id", "attempt", "rank", "iterations", "readings"],
-              [["job-000001", 1, 0, 100, 1000], ["job-000001", 1, 1, 100, 1000],
-               ["job-000002", 1, 0, 50, 500]])
+             kill9_slow=False, rejected=0, refused_columns=True, refused_short_key=False):
+    header = ["job_id", "attempt", "rank", "iterations", "readings"]
+    acked = [["job-000001", 1, 0, 100, 1000], ["job-000001", 1, 1, 100, 1000],
+             ["job-000002", 1, 0, 50, 500]]
+    if refused_columns:
+        header += ["refused_iterations", "refused_readings"]
+        # job-000003's attempt 1 ran on a node benchd no longer placed it on: all refused.
+        acked = [row + [0, 0] for row in acked] + [["job-000003", 1, 0, 0, 0, 56, 59]]
+        if refused_short_key:
+            # One reading of job-000002 taken, yet another key's refusal cannot cover it.
+            acked[2][4] = 499
+            acked[2][6] = 1
+    write_csv(os.path.join(d, "acked.csv"), header, acked)
     rows = [["job-000001", 1, 0, "iterations", 100], ["job-000001", 1, 0, "readings", 1000],
             ["job-000001", 1, 1, "iterations", 100], ["job-000001", 1, 1, "readings", 1000],
             ["job-000002", 1, 0, "iterations", 51],  # one more stored than acknowledged
@@ -103,13 +113,28 @@ expect(verdict(rows, "kill -9: restart → /readyz") == "pass", "ready in 1.2 s 
 expect("1 exit ≠ 0" in rows.get("benchctl queue", [""] * 7)[6],
        "a failed benchctl call is counted")
 
+expect("115 refused by benchd" in text,
+       "refusals are counted per rank and summed")
+
 text, rows = report(stored_short=True)
 expect(verdict(rows, "nothing lost") == "**miss**", "one reading short is a miss")
 expect("('job-000002', '1', '0', 'readings'): (500, 499)" in text, "the short key is named")
 
-_, rows = report(stored_short=True, rejected=1)
+# Refusals elsewhere (job-000003's 115, the summary's total) do not excuse a short key.
+text, rows = report(stored_short=True, rejected=116)
+expect(verdict(rows, "nothing lost") == "**miss**",
+       "a short key is a miss even when other keys' refusals would cover it in total")
+
+_, rows = report(stored_short=True, refused_short_key=True)
 expect(verdict(rows, "nothing lost") == "pass",
-       "one reading short that benchd refused (fenced, stale attempt) is not a loss")
+       "a reading benchd refused (counted on its own key) is not a loss")
+
+# An acked.csv of fleet_sim before per-rank refusals: the total rule.
+_, rows = report(stored_short=True, rejected=1, refused_columns=False)
+expect(verdict(rows, "nothing lost") == "pass",
+       "old acked.csv: one reading short that benchd refused in total is not a loss")
+_, rows = report(stored_short=True, rejected=0, refused_columns=False)
+expect(verdict(rows, "nothing lost") == "**miss**", "old acked.csv: unrefused short is a miss")
 
 _, rows = report(slow_metrics=True)
 expect(verdict(rows, "GET /metrics") == "**miss**", "a 1.5 s /metrics answer is a miss")

@@ -155,16 +155,19 @@ TEST(FleetSmokeTest, SixtyFourSimulatedNodesOverMutualTlsLoseNothing) {
   std::ifstream acked(acked_path);
   std::string line;
   ASSERT_TRUE(std::getline(acked, line));
-  EXPECT_EQ(line, "job_id,attempt,rank,iterations,readings");
+  EXPECT_EQ(line, "job_id,attempt,rank,iterations,readings,refused_iterations,refused_readings");
   std::map<RankKey, std::pair<int64_t, int64_t>> expected;
   while (std::getline(acked, line)) {
     std::vector<std::string> f = absl::StrSplit(line, ',');
-    ASSERT_EQ(f.size(), 5u) << line;
+    ASSERT_EQ(f.size(), 7u) << line;
     int attempt = 0, rank = 0;
-    int64_t it = 0, rd = 0;
+    int64_t it = 0, rd = 0, refused_it = -1, refused_rd = -1;
     ASSERT_TRUE(absl::SimpleAtoi(f[1], &attempt) && absl::SimpleAtoi(f[2], &rank) &&
-                absl::SimpleAtoi(f[3], &it) && absl::SimpleAtoi(f[4], &rd))
+                absl::SimpleAtoi(f[3], &it) && absl::SimpleAtoi(f[4], &rd) &&
+                absl::SimpleAtoi(f[5], &refused_it) && absl::SimpleAtoi(f[6], &refused_rd))
         << line;
+    EXPECT_EQ(refused_it, 0) << line;  // no faults: benchd refuses nothing
+    EXPECT_EQ(refused_rd, 0) << line;
     expected[{f[0], attempt, rank}] = {it, rd};
   }
   EXPECT_GT(expected.size(), 64u);

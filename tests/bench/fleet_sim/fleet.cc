@@ -90,13 +90,25 @@ void Recorder::Batch(int iterations, int readings) {
   AddCount(&s_.batch_reading_counts, readings);
 }
 
-void Recorder::Acked(const std::string& job, int attempt, int rank, int iterations, int readings) {
+void Recorder::Acked(int64_t iterations, int64_t readings) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto& counts = by_rank_[{job, attempt, rank}];
-  counts.first += iterations;
-  counts.second += readings;
   s_.acked_iterations += iterations;
   s_.acked_readings += readings;
+}
+
+void Recorder::ByRank(const std::string& job, int attempt, int rank, int iterations, int readings,
+                      int refused_iterations, int refused_readings) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RankCounts& counts = by_rank_[{job, attempt, rank}];
+  counts.iterations += iterations;
+  counts.readings += readings;
+  counts.refused_iterations += refused_iterations;
+  counts.refused_readings += refused_readings;
+}
+
+void Recorder::Unattributed(int64_t samples) {
+  std::lock_guard<std::mutex> lock(mu_);
+  s_.unattributed += samples;
 }
 
 void Recorder::Response(int64_t stored, int64_t duplicates, int64_t gpu_stored,
@@ -130,8 +142,7 @@ Recorder::Snapshot Recorder::Take() const {
   return s_;
 }
 
-std::map<std::tuple<std::string, int, int>, std::pair<int64_t, int64_t>> Recorder::AckedByRank()
-    const {
+std::map<std::tuple<std::string, int, int>, Recorder::RankCounts> Recorder::AckedByRank() const {
   std::lock_guard<std::mutex> lock(mu_);
   return by_rank_;
 }

@@ -80,7 +80,16 @@ class Recorder {
   void Rpc(const std::string& method, const grpc::Status& status, Clock::duration latency);
   void Count(const std::string& method);  // a call with no latency of its own (stream events)
   void Batch(int iterations, int readings);
-  void Acked(const std::string& job, int attempt, int rank, int iterations, int readings);
+  // A batch benchd acknowledged: its iterations and readings (stored, duplicates and
+  // refused alike).
+  void Acked(int64_t iterations, int64_t readings);
+  // Of acknowledged samples of one (job, attempt, rank): how many benchd took (stored, or
+  // stored before) and how many it refused (rejected: never stored).
+  void ByRank(const std::string& job, int attempt, int rank, int iterations, int readings,
+              int refused_iterations, int refused_readings);
+  // Acknowledged samples whose (job, attempt, rank) could not be told (a partly refused
+  // batch whose re-sends were given up on).
+  void Unattributed(int64_t samples);
   void Response(int64_t stored, int64_t duplicates, int64_t gpu_stored, int64_t gpu_duplicates,
                 int64_t rejected);
   void Generated(int64_t iterations, int64_t readings);
@@ -94,17 +103,22 @@ class Recorder {
     int64_t generated_iterations = 0, generated_readings = 0;
     int64_t acked_iterations = 0, acked_readings = 0;
     int64_t stored = 0, duplicates = 0, gpu_stored = 0, gpu_duplicates = 0, rejected = 0;
+    int64_t unattributed = 0;
     Histogram submit_to_assigned;
     int64_t jobs_finished = 0, jobs_ended_by_poll = 0;
   };
   Snapshot Take() const;
-  // Per (job, attempt, rank): acknowledged iterations and readings.
-  std::map<std::tuple<std::string, int, int>, std::pair<int64_t, int64_t>> AckedByRank() const;
+  struct RankCounts {
+    int64_t iterations = 0, readings = 0;  // taken: stored or already stored
+    int64_t refused_iterations = 0, refused_readings = 0;
+  };
+  // Per (job, attempt, rank): acknowledged samples, taken and refused.
+  std::map<std::tuple<std::string, int, int>, RankCounts> AckedByRank() const;
 
  private:
   mutable std::mutex mu_;
   Snapshot s_;
-  std::map<std::tuple<std::string, int, int>, std::pair<int64_t, int64_t>> by_rank_;
+  std::map<std::tuple<std::string, int, int>, RankCounts> by_rank_;
 };
 
 // Between the submitter and the agents: jobs outstanding, and when each was submitted.

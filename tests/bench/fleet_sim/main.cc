@@ -21,15 +21,22 @@
 //   upload_batches: {count, samples_mean, samples_p50, samples_p99, iterations_mean,
 //     iterations_p50, iterations_p99, readings_mean, readings_p50, readings_p99}
 //   samples: {iterations_generated, readings_generated, iterations_acked, readings_acked,
-//     stored, duplicates, gpu_stored, gpu_duplicates, rejected, unacknowledged_at_exit,
-//     dropped}: acked = in batches benchd acknowledged; stored/duplicates as benchd answered
+//     stored, duplicates, gpu_stored, gpu_duplicates, rejected, unattributed,
+//     unacknowledged_at_exit, dropped}: acked = in batches benchd acknowledged (refused
+//     ones included); stored/duplicates/rejected as benchd answered; unattributed: refused
+//     or taken, not known per rank (see --acked_csv)
 //   jobs: {submitted, finished (every rank SUCCEEDED), ended_by_poll (found terminal by
 //     GetJob), submit_to_assigned: {count, p50_ms, p99_ms, max_ms}}
 //   reconnects: re-registrations after a lost registration
 //   outages: [{start_s, agents_lost, all_registered_after_s, all_uploading_after_s}] (-1:
 //     not reached before the end)
 //   cpu_seconds, cpu_seconds_per_agent, nodes, gpus
-// --acked_csv: job_id,attempt,rank,iterations,readings acknowledged per rank.
+// --acked_csv: job_id,attempt,rank,iterations,readings,refused_iterations,refused_readings:
+//   per rank, the acknowledged samples benchd took (stored, or stored before: exactly the
+//   rows it holds) and those it refused (never stored). A batch benchd refused in part
+//   holding several ranks' samples is sent again rank by rank and kind by kind (benchd
+//   stores a sample once, so the re-sends only tell which were refused: the
+//   UploadSamples.resolve calls).
 // Exit status: 0; 2 for bad flags; 3 when samples were still unacknowledged at the end or a
 // batch was given up on.
 #include <sys/resource.h>
@@ -309,6 +316,7 @@ int main(int argc, char** argv) {
                         {"gpu_stored", s.gpu_stored},
                         {"gpu_duplicates", s.gpu_duplicates},
                         {"rejected", s.rejected},
+                        {"unattributed", s.unattributed},
                         {"unacknowledged_at_exit", unacknowledged},
                         {"dropped", dropped}};
   summary["jobs"] = {{"submitted", jobs.submitted()},
@@ -334,10 +342,11 @@ int main(int argc, char** argv) {
   }
   if (const std::string path = absl::GetFlag(FLAGS_acked_csv); !path.empty()) {
     std::ofstream out(path);
-    out << "job_id,attempt,rank,iterations,readings\n";
+    out << "job_id,attempt,rank,iterations,readings,refused_iterations,refused_readings\n";
     for (const auto& [key, counts] : recorder.AckedByRank()) {
       out << std::get<0>(key) << "," << std::get<1>(key) << "," << std::get<2>(key) << ","
-          << counts.first << "," << counts.second << "\n";
+          << counts.iterations << "," << counts.readings << "," << counts.refused_iterations << ","
+          << counts.refused_readings << "\n";
     }
     if (!out) std::fprintf(stderr, "fleet_sim: cannot write %s\n", path.c_str());
   }

@@ -38,14 +38,6 @@ bool Transient(const grpc::Status& status) {
 
 }  // namespace
 
-template <typename Request, typename Response>
-struct SimAgent::Call {
-  grpc::ClientContext context;
-  Request request;
-  Response response;
-  Clock::time_point start = Clock::now();
-};
-
 class SimAgent::StreamReactor : public grpc::ClientReadReactor<v1::AssignmentEvent> {
  public:
   explicit StreamReactor(SimAgent* agent) : agent_(agent) { request_.set_agent(agent->name_); }
@@ -128,7 +120,12 @@ Clock::time_point SimAgent::Tick(Clock::time_point now) {
   if (state_ == State::kUnregistered) next = std::min(next, register_at_);
   if (heartbeats_on_ && !heartbeat_in_flight_) next = std::min(next, next_heartbeat_);
   if (!paused_ && !upload_in_flight_) {
-    if (batch_ != nullptr) {
+    if (batch_ == nullptr && !resolve_.empty()) {
+      if (now >= upload_retry_at_)
+        SendResolve(now);
+      else
+        next = std::min(next, upload_retry_at_);
+    } else if (batch_ != nullptr) {
       if (now >= upload_retry_at_)
         SendUpload(now);
       else
@@ -400,16 +397,8 @@ void SimAgent::SendUpload(Clock::time_point now) {
               recorder_->Response(r.stored(), r.duplicates(), r.gpu_stored(), r.gpu_duplicates(),
                                   r.rejected());
               recorder_->Batch(batch_->samples_size(), batch_->gpu_samples_size());
-              std::map<std::tuple<std::string, int, int>, std::pair<int, int>> by_rank;
-              for (const auto& s : batch_->samples())
-                ++by_rank[{s.job_id(), s.attempt(), s.rank()}].first;
-              for (const auto& g : batch_->gpu_samples()) {
-                ++by_rank[{g.job_id(), g.attempt(), g.rank()}].second;
-              }
-              for (const auto& [key, counts] : by_rank) {
-                recorder_->Acked(std::get<0>(key), std::get<1>(key), std::get<2>(key), counts.first,
-                                 counts.second);
-              }
+              recorder_->Acked(batch_->samples_size(), batch_->gpu_samples_size());
+              Attribute(*batch_, r.rejected());
               outages_->UploadAcked(index_, done);
             } else {
               dropped_ += batch_->samples_size() + batch_->gpu_samples_size();
@@ -501,7 +490,9 @@ void SimAgent::StopTraining() {
 
 int64_t SimAgent::unacknowledged() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  return static_cast<int64_t>(next_ticket_ - 1 - acked_through_);
+  // A partly refused batch's re-sends too: until they answered, its samples are not
+  // counted per rank.
+  return static_cast<int64_t>(next_ticket_ - 1 - acked_through_) + resolve_samples_;
 }
 
 int SimAgent::running_ranks() {

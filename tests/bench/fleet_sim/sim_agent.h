@@ -15,7 +15,10 @@
 // - Samples of both kinds in one queue; one UploadSamples in flight, up to max_batch samples
 //   or what gathered within `linger` after the previous acknowledgement (or after the first
 //   sample came into an empty queue); a failed batch is retried as is, with back-off and no
-//   linger (outbox.h). Nothing is spooled: the queue is memory.
+//   linger (outbox.h). Nothing is spooled: the queue is memory. An acknowledged batch is
+//   counted per rank, taken or refused (benchd's answer counts refusals per batch only:
+//   a batch refused in part that holds several ranks' samples is sent again rank by rank,
+//   UploadSamples.resolve, which benchd does not store twice).
 // The RPCs use gRPC's callback API; the agent's own work runs in Tick(), called by one of
 // the simulator's few driver threads (Driver) when the agent's next deadline comes or an
 // RPC completes. Thread-safe.
@@ -48,7 +51,8 @@ class SimAgent {
   Clock::time_point Tick(Clock::time_point now);
   // Stops the trainers (no more samples); uploads, reports and re-registering go on.
   void StopTraining();
-  // Samples queued or in flight (0 once every generated sample was acknowledged).
+  // Samples queued or in flight, or of a partly refused batch still being sent again to
+  // count them per rank (0 once every generated sample was acknowledged and counted).
   int64_t unacknowledged();
   int running_ranks();
   bool registered();
@@ -101,6 +105,10 @@ class SimAgent {
   void Generate(Clock::time_point now);
   void QueueFinalReports();
   void SendUpload(Clock::time_point now);
+  // Counts an acknowledged batch per rank: taken or refused. Where benchd refused part of
+  // a batch of several ranks (or kinds), each one's samples are sent again (resolve_).
+  void Attribute(const benchfleet::v1::UploadSamplesRequest& batch, int rejected);
+  void SendResolve(Clock::time_point now);
   void SendReport(Clock::time_point now);
   Clock::duration RetryDelay(Clock::duration* backoff);
   void Wake();
@@ -154,12 +162,32 @@ class SimAgent {
   Clock::time_point upload_retry_at_, last_ack_;
   Clock::duration upload_backoff_{};
   int64_t next_batch_id_ = 1;
+  // One rank's iterations or readings of a partly refused batch, sent again to learn
+  // which benchd refused (it stores a sample once: the re-send stores nothing new).
+  struct Resolve {
+    benchfleet::v1::UploadSamplesRequest request;
+    std::string job_id;
+    int attempt = 0, rank = 0;
+    bool readings = false;
+    int samples = 0;
+  };
+  std::deque<Resolve> resolve_;
+  int64_t resolve_samples_ = 0;  // in resolve_
 
   std::deque<Report> reports_;
   bool report_in_flight_ = false;
   Clock::time_point report_retry_at_;
   Clock::duration report_backoff_{};
   int report_permanent_failures_ = 0;
+};
+
+// One unary RPC in flight (its context, request, answer and start).
+template <typename Request, typename Response>
+struct SimAgent::Call {
+  grpc::ClientContext context;
+  Request request;
+  Response response;
+  Clock::time_point start = Clock::now();
 };
 
 }  // namespace bench::fleetsim
