@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include "absl/strings/str_cat.h"
 #include "server/results/job_diagnosis.h"
 #include "server/store/store.h"
 #include "server/store/store_test_fixture.h"
@@ -128,10 +127,12 @@ TEST_F(StoreTest, JobsThatEndedBeforeDiagnosesHaveNoData) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  // job_diagnoses is the last migration's (Store::kSchemaVersion's) table.
-  const std::string before = absl::StrCat(
-      "DROP TABLE job_diagnoses; DELETE FROM schema_version WHERE version >= ",
-      Store::kSchemaVersion, ";");
+  // Back to schema 15, before job_diagnoses (migration 16) and what came after it
+  // (17: sample_series' counts; 18: job_variability).
+  const std::string before =
+      "DROP TABLE job_variability; ALTER TABLE sample_series DROP COLUMN samples; "
+      "ALTER TABLE sample_series DROP COLUMN nonfinite_losses; "
+      "DROP TABLE job_diagnoses; DELETE FROM schema_version WHERE version >= 16;";
   ASSERT_EQ(sqlite3_exec(db, before.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
       << sqlite3_errmsg(db);
   sqlite3_close(db);
