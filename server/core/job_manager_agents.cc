@@ -140,7 +140,15 @@ void JobManager::ReportStatus(const std::string& agent_name, const std::string& 
     done(std::move(status));
     return;
   }
-  wait->WhenCommitted(std::move(done));
+  // A report whose changes could not be stored is to be sent again (UNAVAILABLE), whatever
+  // the store's own code (a full disk, a constraint).
+  wait->WhenCommitted([done = std::move(done)](absl::Status commit) {
+    if (!commit.ok()) {
+      commit = absl::UnavailableError(
+          absl::StrCat("could not store the status report: ", commit.message()));
+    }
+    done(std::move(commit));
+  });
 }
 
 absl::Status JobManager::ReportStatus(const std::string& agent_name, const std::string& job_id,

@@ -121,7 +121,10 @@ TEST_F(JobManagerRankRowsTest, AfterAFailedWriteTheNextReportWritesTheJobWhole) 
   // Rank 1's summary cannot be stored (as on a full disk): its write fails.
   Sql("CREATE TRIGGER refuse BEFORE INSERT ON rank_summaries "
       "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
-  Report(Succeeded(1));
+  // The agent is told to send it again (UNAVAILABLE: its changes are not stored).
+  absl::Status refused = manager_->ReportStatus("a", id_, 1, 0, {Succeeded(1)});
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  Flush();
   EXPECT_EQ(SummaryRows(1), "0");
   Sql("DROP TRIGGER refuse");
   // The next report, of another rank, repairs it: the job is written whole.
