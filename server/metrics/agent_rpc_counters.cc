@@ -17,27 +17,9 @@ std::string_view AgentRpcCounters::MethodName(Method method) {
   return "unknown";
 }
 
-std::string_view AgentRpcCounters::CodeName(int code) {
-  static constexpr std::array<std::string_view, kCodes> kNames = {
-      "OK",
-      "CANCELLED",
-      "UNKNOWN",
-      "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED",
-      "NOT_FOUND",
-      "ALREADY_EXISTS",
-      "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED",
-      "FAILED_PRECONDITION",
-      "ABORTED",
-      "OUT_OF_RANGE",
-      "UNIMPLEMENTED",
-      "INTERNAL",
-      "UNAVAILABLE",
-      "DATA_LOSS",
-      "UNAUTHENTICATED",
-  };
-  return code >= 0 && code < kCodes ? kNames[code] : "UNKNOWN";
+std::string AgentRpcCounters::CodeName(int code) {
+  return code >= 0 && code < kCodes ? absl::StatusCodeToString(static_cast<absl::StatusCode>(code))
+                                    : "UNKNOWN";
 }
 
 void AgentRpcCounters::CountCall(Method method, absl::StatusCode code) {

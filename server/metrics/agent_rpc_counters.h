@@ -14,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <string>
 #include <atomic>
 #include <cstdint>
 #include <string_view>
@@ -55,7 +56,7 @@ class AgentRpcCounters {
   // The method's name as in the .proto ("Register", ...).
   static std::string_view MethodName(Method method);
   // The code's name as gRPC spells it ("OK", "INVALID_ARGUMENT", ...).
-  static std::string_view CodeName(int code);
+  static std::string CodeName(int code);  // absl::StatusCodeToString's name
 
   void CountCall(Method method, absl::StatusCode code);
   // One admitted upload's batch: `iterations` samples and `gpu_readings` readings.

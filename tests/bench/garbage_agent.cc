@@ -45,6 +45,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -227,26 +228,10 @@ class RawSender {
 
 // --- gRPC kinds ---------------------------------------------------------------------------
 
-std::string CodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
+std::string CodeName(grpc::StatusCode code) {  // gRPC's codes are absl's
   const int i = static_cast<int>(code);
-  return i >= 0 && i < 17 ? kNames[i] : absl::StrCat("CODE_", i);
+  return i >= 0 && i < 17 ? absl::StatusCodeToString(static_cast<absl::StatusCode>(i))
+                          : absl::StrCat("CODE_", i);
 }
 
 class GrpcSender {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 
 namespace bench::fleetsim {
@@ -52,25 +53,10 @@ void Recorder::Rpc(const std::string& method, const grpc::Status& status, Clock:
   MethodStats& m = s_.methods[method];
   ++m.calls;
   if (!status.ok()) {
-    static const char* kNames[] = {"OK",
-                                   "CANCELLED",
-                                   "UNKNOWN",
-                                   "INVALID_ARGUMENT",
-                                   "DEADLINE_EXCEEDED",
-                                   "NOT_FOUND",
-                                   "ALREADY_EXISTS",
-                                   "PERMISSION_DENIED",
-                                   "RESOURCE_EXHAUSTED",
-                                   "FAILED_PRECONDITION",
-                                   "ABORTED",
-                                   "OUT_OF_RANGE",
-                                   "UNIMPLEMENTED",
-                                   "INTERNAL",
-                                   "UNAVAILABLE",
-                                   "DATA_LOSS",
-                                   "UNAUTHENTICATED"};
     int code = static_cast<int>(status.error_code());
-    ++m.errors[code >= 0 && code <= 16 ? kNames[code] : absl::StrFormat("CODE_%d", code)];
+    ++m.errors[code >= 0 && code <= 16  // gRPC's codes are absl's
+                   ? absl::StatusCodeToString(static_cast<absl::StatusCode>(code))
+                   : absl::StrFormat("CODE_%d", code)];
   }
   m.latency.Add(Micros(latency));
 }
