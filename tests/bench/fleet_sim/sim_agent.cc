@@ -7,34 +7,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tests/bench/fleet_sim/driver.h"
+#include "tests/bench/fleet_sim/retry_policy.h"
 
 namespace bench::fleetsim {
 namespace v1 = benchfleet::v1;
 namespace {
 
-constexpr auto kMinBackoff = std::chrono::milliseconds(100);
-constexpr auto kMaxBackoff = std::chrono::seconds(2);
 constexpr auto kHealthyStream = std::chrono::seconds(2);
 constexpr int kHeartbeatFailuresBeforeReconnect = 3;
-constexpr int kMaxPermanentFailures = 5;
 constexpr Clock::time_point kNever = Clock::time_point::max();
-
-std::chrono::system_clock::time_point Deadline(int seconds) {
-  return std::chrono::system_clock::now() + std::chrono::seconds(seconds);
-}
-
-bool Transient(const grpc::Status& status) {
-  switch (status.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-    case grpc::StatusCode::ABORTED:
-    case grpc::StatusCode::CANCELLED:
-    case grpc::StatusCode::UNKNOWN:
-    case grpc::StatusCode::INTERNAL: return true;
-    default: return false;
-  }
-}
 
 }  // namespace
 

@@ -6,35 +6,11 @@
 #include <map>
 #include <tuple>
 
+#include "tests/bench/fleet_sim/retry_policy.h"
 #include "tests/bench/fleet_sim/sim_agent.h"
 
 namespace bench::fleetsim {
 namespace v1 = benchfleet::v1;
-namespace {
-
-constexpr auto kMinBackoff = std::chrono::milliseconds(100);
-constexpr auto kMaxBackoff = std::chrono::seconds(2);
-constexpr int kMaxPermanentFailures = 5;
-
-std::chrono::system_clock::time_point Deadline(int seconds) {
-  return std::chrono::system_clock::now() + std::chrono::seconds(seconds);
-}
-
-// As sim_agent.cc's: worth retrying.
-bool Transient(const grpc::Status& status) {
-  switch (status.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-    case grpc::StatusCode::ABORTED:
-    case grpc::StatusCode::CANCELLED:
-    case grpc::StatusCode::UNKNOWN:
-    case grpc::StatusCode::INTERNAL: return true;
-    default: return false;
-  }
-}
-
-}  // namespace
 
 void SimAgent::Attribute(const v1::UploadSamplesRequest& batch, int rejected) {
   // (job, attempt, rank, readings?) -> its samples in the batch.
