@@ -14,17 +14,10 @@ ConfigurationFilter VariabilityConfigurations() {
   return filter;
 }
 
-void VariabilityBuilder::AddJob(const Job& job, const std::vector<IterationSample>& samples,
-                                const std::vector<GpuSample>& gpu_samples) {
-  if (job.state != JobState::kSucceeded) return;
-  const ConfigurationKey config = ConfigurationOf(job);
-  if (!VariabilityConfigurations().Matches(config)) return;
-
+std::map<int, RankDevice> RankDevicesOf(const Job& job, const std::vector<GpuSample>& gpu_samples) {
   std::map<int, RankDevice> devices;
   for (const RankDevice& device : job.rank_devices) devices[device.rank] = device;
-  // Jobs placed before rank devices carried UUIDs: take the one the GPU samples name.
-  auto fill_uuid = [&](int rank, const std::string& uuid, int index,
-                       const std::string& agent) {
+  auto fill_uuid = [&](int rank, const std::string& uuid, int index, const std::string& agent) {
     RankDevice& device = devices[rank];
     device.rank = rank;
     if (!device.gpu_uuid.empty() || uuid.empty()) return;
@@ -40,6 +33,16 @@ void VariabilityBuilder::AddJob(const Job& job, const std::vector<IterationSampl
   for (const GpuSample& sample : gpu_samples) {
     fill_uuid(sample.rank, sample.gpu_uuid, sample.gpu_index, "");
   }
+  return devices;
+}
+
+void VariabilityBuilder::AddJob(const Job& job, const std::vector<IterationSample>& samples,
+                                const std::vector<GpuSample>& gpu_samples) {
+  if (job.state != JobState::kSucceeded) return;
+  const ConfigurationKey config = ConfigurationOf(job);
+  if (!VariabilityConfigurations().Matches(config)) return;
+
+  const std::map<int, RankDevice> devices = RankDevicesOf(job, gpu_samples);
 
   std::map<int, std::vector<double>> measured;  // by rank
   for (const IterationSample& s : samples) {

@@ -65,6 +65,11 @@ struct VariabilityReport {
 // The configurations variability counts: single-device cuda ones (see above).
 ConfigurationFilter VariabilityConfigurations();
 
+// Which GPU each rank of `job` ran on, by rank: the job's rank devices, and for jobs placed
+// before rank devices carried UUIDs, the UUID its GPU telemetry or GPU samples name. A rank
+// whose GPU is unknown has an empty gpu_uuid.
+std::map<int, RankDevice> RankDevicesOf(const Job& job, const std::vector<GpuSample>& gpu_samples);
+
 class VariabilityBuilder {
  public:
   // Adds one job with its current attempt's iterations and GPU samples. Jobs that are

@@ -172,25 +172,7 @@ JobVariability VariabilityOf(const Job& job, const std::vector<IterationSample>&
                              const std::vector<GpuSample>& gpu_samples) {
   JobVariability summary;
   if (!CountsForVariability(job)) return summary;
-  // As VariabilityBuilder::AddJob: which GPU each rank ran on.
-  std::map<int, RankDevice> devices;
-  for (const RankDevice& device : job.rank_devices) devices[device.rank] = device;
-  auto fill_uuid = [&](int rank, const std::string& uuid, int index, const std::string& agent) {
-    RankDevice& device = devices[rank];
-    device.rank = rank;
-    if (!device.gpu_uuid.empty() || uuid.empty()) return;
-    device.gpu_uuid = uuid;
-    if (device.agent.empty()) {
-      device.agent = agent;
-      device.device_index = index;
-    }
-  };
-  for (const GpuTelemetry& gpu : job.gpu_telemetry) {
-    fill_uuid(gpu.rank, gpu.gpu_uuid, gpu.gpu_index, gpu.agent);
-  }
-  for (const GpuSample& sample : gpu_samples) {
-    fill_uuid(sample.rank, sample.gpu_uuid, sample.gpu_index, "");
-  }
+  const std::map<int, RankDevice> devices = RankDevicesOf(job, gpu_samples);
   std::map<int, std::vector<double>> measured;  // by rank
   for (const IterationSample& s : samples) {
     if (!s.warmup) measured[s.rank].push_back(s.step_time_s);
