@@ -204,7 +204,9 @@ std::optional<FaultScenario> FaultScenario::Parse(const std::string& text, std::
     };
     if (kind == "gpu") {
       GpuRule rule;
-      for (const auto& [key, value] : tokens) {
+      for (const auto& [key, token] : tokens) {
+        // A plain reference: clang before 16 cannot capture a structured binding.
+        const std::string& value = token;
         GpuState& s = rule.set;
         auto real = [&](std::optional<double>& into) {
           into = ParseDouble(value);
