@@ -70,7 +70,7 @@ struct AppendResult {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 18;
+  static constexpr int kSchemaVersion = 19;
   // WAL pages (4 KiB each) after which the background thread checkpoints.
   static constexpr int kCheckpointFrames = 8192;
   // WAL pages at which the writer waits for a pending checkpoint (see above).

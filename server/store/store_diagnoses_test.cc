@@ -133,6 +133,8 @@ TEST_F(StoreTest, JobsThatEndedBeforeDiagnosesHaveNoData) {
       "DROP TABLE job_variability; ALTER TABLE sample_series DROP COLUMN samples; "
       "ALTER TABLE sample_series DROP COLUMN nonfinite_losses; "
       "DROP TABLE job_diagnoses; DELETE FROM schema_version WHERE version >= 16;";
+  ASSERT_EQ(sqlite3_exec(db, kToSchema18, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, before.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
       << sqlite3_errmsg(db);
   sqlite3_close(db);

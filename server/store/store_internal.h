@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ inline int64_t ToMs(absl::Time t) { return absl::ToUnixMillis(t); }
 inline absl::Time FromMs(int64_t ms) { return absl::FromUnixMillis(ms); }
 
 // store_samples.cc
+// The id of (job, attempt) in attempt_series, the first part of the keys of its
+// iteration_rows and gpu_readings: made on first use when `make`; nullopt when it has
+// none and not `make`.
+absl::StatusOr<std::optional<int64_t>> AttemptSeriesId(Database& db, const std::string& job_id,
+                                                       int attempt, bool make);
+// By rank, then iteration; only iterations >= from_iteration.
 absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db, const std::string& job_id,
                                                            int attempt, int from_iteration = 0);
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -446,6 +447,8 @@ UPDATE jobs SET allowed_nodes = 'dgx-01' || char(31) || 'dgx-02' || char(31) || 
   WHERE id = 'job-1';
 DELETE FROM schema_version WHERE version > 7;
 )sql";
+  ASSERT_EQ(sqlite3_exec(db, kToSchema18, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, kToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
       << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, kGpuSamplesBackToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
@@ -502,6 +505,8 @@ ALTER TABLE jobs DROP COLUMN data_path;
 ALTER TABLE jobs DROP COLUMN loader_threads;
 DELETE FROM schema_version WHERE version > 9;
 )sql";
+  ASSERT_EQ(sqlite3_exec(db, kToSchema18, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, kToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
       << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, kGpuSamplesBackToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
@@ -548,6 +553,8 @@ DELETE FROM schema_version WHERE version > 12;
 INSERT INTO gpu_samples VALUES ('job-1', 1, 0, 1, 'GPU-old', 0, 1700000000000000000, 300.5,
   290, 1000, 1980, 1593, 61, 100, 40, 4096, 4);
 )sql";
+  ASSERT_EQ(sqlite3_exec(db, kToSchema18, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, kToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
       << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, kGpuSamplesBackToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
@@ -598,6 +605,8 @@ TEST_F(StoreTest, ASchemaTwelveDatabaseKeepsItsSamplesWithNoStepSplit) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, kToSchema18, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, kToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
       << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, kGpuSamplesBackToSchema12, nullptr, nullptr, nullptr), SQLITE_OK)
@@ -677,6 +686,8 @@ TEST_F(StoreTest, JobsStoredBeforeTheSimulatedMarkAreReal) {
       "ALTER TABLE sample_series DROP COLUMN nonfinite_losses; "
       "DROP TABLE job_diagnoses; ALTER TABLE jobs DROP COLUMN simulated; "
       "DELETE FROM schema_version WHERE version > 14;");
+  ASSERT_EQ(sqlite3_exec(db, kToSchema18, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db, back.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
       << sqlite3_errmsg(db);
   sqlite3_close(db);
@@ -723,6 +734,8 @@ TEST_F(StoreTest, MigrationsSeventeenAndEighteenCountTheSamplesStoredBefore) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, kToSchema18, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_exec(db,
                          "DROP TABLE job_variability; "
                          "ALTER TABLE sample_series DROP COLUMN samples; "
@@ -760,6 +773,133 @@ TEST_F(StoreTest, MigrationsSeventeenAndEighteenCountTheSamplesStoredBefore) {
   EXPECT_EQ(by_rank, (std::map<int, std::pair<int64_t, int64_t>>{{0, {4, 3}}, {1, {2, 0}}}));
   EXPECT_EQ(*(*store)->IterationsByRank("job-1", 1), (std::map<int, int>{{0, 4}, {1, 2}}));
   EXPECT_EQ(*(*store)->NonFiniteLossesByRank("job-1", 1), (std::map<int, int64_t>{{0, 3}}));
+}
+
+// Issue 27's migration 19: a database of schema 18 (iterations and GPU readings keyed by
+// rank first) is rekeyed by attempt, then iteration or seq, then rank, and every reader
+// answers exactly what it answered before: samples (by rank, then iteration), pages,
+// chart buckets, counts, GPU readings (by rank, then seq) and the live stream's pages.
+TEST_F(StoreTest, MigrationNineteenKeysSamplesByAttemptAndLosesNothing) {
+  auto reading = [](const std::string& job, int attempt, int rank, int64_t seq) {
+    GpuSample g;
+    g.job_id = job;
+    g.attempt = attempt;
+    g.rank = rank;
+    g.seq = seq;
+    g.gpu_uuid = "GPU-" + job + "-" + std::to_string(rank);
+    g.gpu_index = rank;
+    g.time_unix_ns = 1700000000000000000 + seq * 100000000 + rank;
+    g.power_w = 200.0 + rank + 0.5 * static_cast<double>(seq);
+    if (seq % 3 == 0) g.sm_clock_mhz = 1410.0 - rank;
+    return g;
+  };
+  struct Read {
+    std::vector<IterationSample> samples;
+    std::vector<IterationSample> page;
+    std::vector<Store::SampleBucket> buckets;
+    std::map<int, int> iterations;
+    int64_t count = 0;
+    std::vector<GpuSample> readings;
+    std::vector<GpuSample> stream_page;
+  };
+  auto read_all = [](Store& store, const std::string& job, int attempt) {
+    Read r;
+    r.samples = *store.ReadSamples(job, attempt);
+    r.page = *store.ReadSamplesPage(job, attempt, 2, std::nullopt, Store::SampleCursor{1, 4}, 5);
+    r.buckets = *store.ReadSampleBuckets(job, attempt, 0, std::nullopt, 3);
+    r.iterations = *store.IterationsByRank(job, attempt);
+    r.count = *store.CountSamples(job, attempt);
+    r.readings = *store.ReadGpuSamples(job, attempt);
+    r.stream_page = *store.ReadGpuSamplesAfter(job, attempt, 1, 2, 3);
+    return r;
+  };
+  const std::vector<std::pair<std::string, int>> attempts = {{"job-1", 1}, {"job-2", 1}, {"job-2", 2}};
+  std::vector<Read> before;
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(MakeJob(1)).ok());
+    ASSERT_TRUE((*store)->InsertJob(MakeJob(2)).ok());
+    // Arrival order mixes jobs, attempts, ranks and iterations.
+    std::vector<IterationSample> samples;
+    std::vector<GpuSample> readings;
+    for (int iteration = 1; iteration <= 9; ++iteration) {
+      for (const auto& [job, attempt] : attempts) {
+        for (int rank = 2; rank >= 0; --rank) {
+          if (job == "job-1" && rank == 2 && iteration > 6) continue;  // a rank that stopped early
+          IterationSample s = Sample(job, rank, iteration);
+          s.attempt = attempt;
+          s.loss = iteration == 5 && rank == 1 ? std::nan("") : 1.0 / iteration;
+          if (iteration % 2 == 0) s.compute_time_s = 0.01 * iteration;
+          samples.push_back(s);
+          readings.push_back(reading(job, attempt, rank, iteration));
+        }
+      }
+    }
+    auto appended = (*store)->AppendSamplesSync(samples, readings);
+    ASSERT_TRUE(appended.ok()) << appended.status();
+    for (const auto& [job, attempt] : attempts) before.push_back(read_all(**store, job, attempt));
+  }
+  ASSERT_EQ(before[0].samples.size(), 9u * 3 - 3);
+  ASSERT_FALSE(before[0].page.empty());
+  ASSERT_FALSE(before[0].buckets.empty());
+  ASSERT_FALSE(before[0].stream_page.empty());
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, kToSchema18, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    SCOPED_TRACE(attempts[i].first + " attempt " + std::to_string(attempts[i].second));
+    Read after = read_all(**store, attempts[i].first, attempts[i].second);
+    const Read& was = before[i];
+    auto sample_fields = [](const IterationSample& s) {
+      return std::make_tuple(s.job_id, s.attempt, s.rank, s.iteration, s.step_time_s, s.images,
+                             std::isnan(s.loss) ? -1.0 : s.loss, s.compute_time_s);
+    };
+    auto same_samples = [&](const std::vector<IterationSample>& a,
+                            const std::vector<IterationSample>& b) {
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t k = 0; k < a.size(); ++k) EXPECT_EQ(sample_fields(a[k]), sample_fields(b[k])) << k;
+    };
+    same_samples(after.samples, was.samples);
+    same_samples(after.page, was.page);
+    ASSERT_EQ(after.buckets.size(), was.buckets.size());
+    for (size_t k = 0; k < was.buckets.size(); ++k) {
+      const Store::SampleBucket& a = after.buckets[k];
+      const Store::SampleBucket& b = was.buckets[k];
+      EXPECT_EQ(std::tie(a.rank, a.first_iteration, a.last_iteration, a.samples, a.images,
+                         a.nonfinite_losses, a.mean_step_time_s, a.mean_loss, a.mean_compute_time_s),
+                std::tie(b.rank, b.first_iteration, b.last_iteration, b.samples, b.images,
+                         b.nonfinite_losses, b.mean_step_time_s, b.mean_loss, b.mean_compute_time_s))
+          << k;
+    }
+    EXPECT_EQ(after.iterations, was.iterations);
+    EXPECT_EQ(after.count, was.count);
+    auto reading_fields = [](const GpuSample& g) {
+      return std::make_tuple(g.rank, g.seq, g.gpu_uuid, g.gpu_index, g.time_unix_ns, g.power_w,
+                             g.sm_clock_mhz);
+    };
+    ASSERT_EQ(after.readings.size(), was.readings.size());
+    for (size_t k = 0; k < was.readings.size(); ++k) {
+      EXPECT_EQ(reading_fields(after.readings[k]), reading_fields(was.readings[k])) << k;
+    }
+    ASSERT_EQ(after.stream_page.size(), was.stream_page.size());
+    for (size_t k = 0; k < was.stream_page.size(); ++k) {
+      EXPECT_EQ(reading_fields(after.stream_page[k]), reading_fields(was.stream_page[k])) << k;
+    }
+  }
+  // Stored again after the migration: duplicates, whatever the key.
+  auto again = (*store)->AppendSamplesSync({Sample("job-1", 0, 1)}, {reading("job-1", 1, 0, 1)});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->stored, 0);
+  EXPECT_EQ(again->duplicates, 1);
+  EXPECT_EQ(again->gpu_stored, 0);
+  EXPECT_EQ(again->gpu_duplicates, 1);
 }
 
 }  // namespace

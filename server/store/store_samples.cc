@@ -1,10 +1,14 @@
-// Store operations on iteration samples (`sample_series` and `sample_rows`): appending
-// them exactly once by (job, attempt, rank, iteration) with per-rank counts of what was
-// new, duplicate or non-finite, and reading and counting them back.
+// Store operations on iteration samples (`iteration_rows`, keyed by the attempt's id in
+// `attempt_series`, then iteration, then rank; `sample_series` keeps each rank's counts):
+// appending them exactly once by (job, attempt, rank, iteration) with per-rank counts of
+// what was new, duplicate or non-finite, and reading and counting them back.
 #include <algorithm>
 #include <cmath>
 #include <future>
+#include <map>
 #include <numeric>
+#include <optional>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -63,17 +67,17 @@ absl::StatusOr<std::vector<IterationSample>> ReadSampleRows(Statement& select,
 
 
 // Samples go in with multi-row INSERT statements of these sizes (largest first), which
-// spares SQLite most of its per-statement work; 64 rows are 768 parameters.
+// spares SQLite most of its per-statement work; 64 rows are 896 parameters.
 constexpr int kInsertRowSizes[] = {64, 8, 1};
-constexpr int kSampleColumns = 12;
+constexpr int kSampleColumns = 14;
 
 const std::string& InsertSamplesSql(int rows) {
   static const auto* sql = new std::map<int, std::string>([] {
     std::map<int, std::string> texts;
     for (int n : kInsertRowSizes) {
       std::string text =
-          "INSERT INTO sample_rows (key, step_time_s, images, loss, "
-          "data_time_s, elapsed_s, warmup, received_unix_ns, compute_time_s, "
+          "INSERT INTO iteration_rows (series, iteration, rank, step_time_s, images, "
+          "loss, data_time_s, elapsed_s, warmup, received_unix_ns, compute_time_s, "
           "forward_backward_time_s, allreduce_wait_time_s, optimizer_time_s) VALUES ";
       for (int r = 0; r < n; ++r) {
         absl::StrAppend(&text, r == 0 ? "(" : ",(");
@@ -84,7 +88,7 @@ const std::string& InsertSamplesSql(int rows) {
       }
       // Only a repeated identity is skipped (a duplicate); any other constraint failing
       // is an error, never a silently dropped sample.
-      text += " ON CONFLICT (key) DO NOTHING";
+      text += " ON CONFLICT (series, iteration, rank) DO NOTHING";
       texts[n] = std::move(text);
     }
     return texts;
@@ -92,27 +96,25 @@ const std::string& InsertSamplesSql(int rows) {
   return sql->at(rows);
 }
 
-int64_t SampleKey(int64_t series, int iteration) {
-  return (series << 32) + int64_t{iteration} + (int64_t{1} << 31);
-}
-
 void BindSample(Statement* insert, int row, int64_t series, const IterationSample& s) {
   const int base = row * kSampleColumns;
-  insert->Bind(base + 1, SampleKey(series, s.iteration));
-  insert->Bind(base + 2, s.step_time_s);
-  insert->Bind(base + 3, int64_t{s.images});
+  insert->Bind(base + 1, series);
+  insert->Bind(base + 2, int64_t{s.iteration});
+  insert->Bind(base + 3, int64_t{s.rank});
+  insert->Bind(base + 4, s.step_time_s);
+  insert->Bind(base + 5, int64_t{s.images});
   // NULL is NaN (SQLite would store a bound NaN as NULL anyway); +/-Inf are REALs.
   if (std::isnan(s.loss)) {
-    insert->BindNull(base + 4);
+    insert->BindNull(base + 6);
   } else {
-    insert->Bind(base + 4, s.loss);
+    insert->Bind(base + 6, s.loss);
   }
-  insert->Bind(base + 5, s.data_time_s);
-  insert->Bind(base + 6, s.elapsed_s);
-  insert->Bind(base + 7, int64_t{s.warmup ? 1 : 0});
-  insert->Bind(base + 8, s.received_unix_ns);
+  insert->Bind(base + 7, s.data_time_s);
+  insert->Bind(base + 8, s.elapsed_s);
+  insert->Bind(base + 9, int64_t{s.warmup ? 1 : 0});
+  insert->Bind(base + 10, s.received_unix_ns);
   // NULL: the trainer did not write the figure.
-  int column = base + 9;
+  int column = base + 11;
   for (const std::optional<double>* time :
        {&s.compute_time_s, &s.forward_backward_time_s, &s.allreduce_wait_time_s,
         &s.optimizer_time_s}) {
@@ -125,8 +127,8 @@ void BindSample(Statement* insert, int row, int64_t series, const IterationSampl
   }
 }
 
-// The id of the sample series (job, attempt, rank), made on first use.
-absl::StatusOr<int64_t> SeriesId(Database& db, const IterationSample& s) {
+// The id of the rank's counts row in sample_series (job, attempt, rank), made on first use.
+absl::StatusOr<int64_t> RankSeriesId(Database& db, const IterationSample& s) {
   ASSIGN_OR_RETURN(Statement * select,
                    db.Prepare("SELECT id FROM sample_series WHERE job_id=?1 AND attempt=?2 "
                               "AND rank=?3"));
@@ -179,7 +181,7 @@ void SortForInsert(std::vector<IterationSample>& samples) {
   samples = std::move(sorted);
 }
 
-// Inserts samples[begin, end) of one series; returns how many were new.
+// Inserts samples[begin, end) of one rank of attempt `series`; returns how many were new.
 absl::StatusOr<int> InsertRun(Database& db, int64_t series,
                               const std::vector<IterationSample>& samples, size_t begin,
                               size_t end) {
@@ -207,10 +209,18 @@ absl::StatusOr<int> InsertRun(Database& db, int64_t series,
 absl::Status InsertSamples(Database& db, const std::vector<IterationSample>& samples,
                            AppendResult& counted) {
   size_t i = 0;
+  std::map<std::pair<std::string_view, int>, int64_t> attempt_ids;  // of this batch
   while (i < samples.size()) {
     size_t end = i + 1;
     while (end < samples.size() && SameRank(samples[i], samples[end])) ++end;
-    ASSIGN_OR_RETURN(int64_t series, SeriesId(db, samples[i]));
+    auto [known, added] = attempt_ids.try_emplace({samples[i].job_id, samples[i].attempt}, 0);
+    if (added) {
+      ASSIGN_OR_RETURN(std::optional<int64_t> id,
+                       AttemptSeriesId(db, samples[i].job_id, samples[i].attempt, /*make=*/true));
+      known->second = *id;
+    }
+    const int64_t series = known->second;
+    ASSIGN_OR_RETURN(int64_t rank_series, RankSeriesId(db, samples[i]));
     int stored = 0;
     int nonfinite = 0;
     for (size_t run = i; run < end;) {
@@ -227,7 +237,7 @@ absl::Status InsertSamples(Database& db, const std::vector<IterationSample>& sam
       ASSIGN_OR_RETURN(Statement * count,
                        db.Prepare("UPDATE sample_series SET samples = samples + ?2, "
                                   "nonfinite_losses = nonfinite_losses + ?3 WHERE id = ?1"));
-      count->Bind(1, series);
+      count->Bind(1, rank_series);
       count->Bind(2, int64_t{stored});
       count->Bind(3, int64_t{nonfinite});
       RETURN_IF_ERROR(count->Run());
@@ -245,6 +255,28 @@ absl::Status InsertSamples(Database& db, const std::vector<IterationSample>& sam
 }
 
 }  // namespace
+
+absl::StatusOr<std::optional<int64_t>> AttemptSeriesId(Database& db, const std::string& job_id,
+                                                       int attempt, bool make) {
+  ASSIGN_OR_RETURN(Statement * select,
+                   db.Prepare("SELECT id FROM attempt_series WHERE job_id=?1 AND attempt=?2"));
+  select->Bind(1, job_id);
+  select->Bind(2, int64_t{attempt});
+  ASSIGN_OR_RETURN(bool row, select->Step());
+  if (row) {
+    int64_t id = select->Int(0);
+    select->Reset();
+    return id;
+  }
+  select->Reset();
+  if (!make) return std::nullopt;
+  ASSIGN_OR_RETURN(Statement * insert,
+                   db.Prepare("INSERT INTO attempt_series (job_id, attempt) VALUES (?1, ?2)"));
+  insert->Bind(1, job_id);
+  insert->Bind(2, int64_t{attempt});
+  RETURN_IF_ERROR(insert->Run());
+  return static_cast<int64_t>(sqlite3_last_insert_rowid(db.handle()));
+}
 
 void Store::AppendSamples(std::vector<IterationSample> samples, std::vector<GpuSample> gpu_samples,
                           AppendDone done) {
@@ -283,9 +315,8 @@ void Store::AppendSamples(std::vector<IterationSample> samples, AppendDone done)
 absl::StatusOr<int64_t> Store::CountSamples(const std::string& job_id, int attempt) {
   std::lock_guard<std::mutex> lock(reader_mu_);
   ASSIGN_OR_RETURN(Statement * count,
-                   reader_db_->Prepare("SELECT count(*) FROM sample_series r JOIN sample_rows s "
-                                       "ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32 "
-                                       "WHERE r.job_id=?1 AND r.attempt=?2"));
+                   reader_db_->Prepare("SELECT count(*) FROM attempt_series a JOIN iteration_rows s "
+                                       "ON s.series = a.id WHERE a.job_id=?1 AND a.attempt=?2"));
   count->Bind(1, job_id);
   count->Bind(2, int64_t{attempt});
   ASSIGN_OR_RETURN(bool row, count->Step());
@@ -302,18 +333,26 @@ absl::StatusOr<std::vector<IterationSample>> Store::ReadSamples(const std::strin
 
 absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db, const std::string& job_id,
                                                            int attempt, int from_iteration) {
+  // Read in the key's order (iteration, then rank), then put in rank order: a stable
+  // sort keeps each rank's iterations in order.
   ASSIGN_OR_RETURN(Statement * select,
                    db.Prepare(absl::StrCat(
-                       "SELECT r.rank, (s.key & 4294967295) - 2147483648, ",
-                       kSampleSelectColumns,
-                       "FROM sample_series r "
-                       "JOIN sample_rows s ON s.key >= (r.id << 32) + ?3 + 2147483648 "
-                       "AND s.key < (r.id + 1) << 32 "
-                       "WHERE r.job_id=?1 AND r.attempt=?2 ORDER BY r.rank, s.key")));
+                       "SELECT s.rank, s.iteration, ", kSampleSelectColumns,
+                       "FROM attempt_series a JOIN iteration_rows s "
+                       "ON s.series = a.id AND s.iteration >= ?3 "
+                       "WHERE a.job_id=?1 AND a.attempt=?2 ORDER BY s.iteration, s.rank")));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
   select->Bind(3, int64_t{from_iteration});
-  return ReadSampleRows(*select, job_id, attempt);
+  ASSIGN_OR_RETURN(std::vector<IterationSample> rows, ReadSampleRows(*select, job_id, attempt));
+  std::vector<uint32_t> order(rows.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&rows](uint32_t x, uint32_t y) { return rows[x].rank < rows[y].rank; });
+  std::vector<IterationSample> by_rank;
+  by_rank.reserve(rows.size());
+  for (uint32_t i : order) by_rank.push_back(std::move(rows[i]));
+  return by_rank;
 }
 
 absl::StatusOr<std::map<int, int64_t>> Store::CountSamplesByRank(const std::string& job_id,
@@ -321,11 +360,10 @@ absl::StatusOr<std::map<int, int64_t>> Store::CountSamplesByRank(const std::stri
                                                                  const std::string& condition) {
   std::lock_guard<std::mutex> lock(reader_mu_);
   ASSIGN_OR_RETURN(Statement * select,
-                   reader_db_->Prepare("SELECT r.rank, count(*) FROM sample_series r "
-                                       "JOIN sample_rows s ON s.key >= r.id << 32 "
-                                       "AND s.key < (r.id + 1) << 32 "
-                                       "WHERE r.job_id=?1 AND r.attempt=?2" +
-                                       condition + " GROUP BY r.rank"));
+                   reader_db_->Prepare("SELECT s.rank, count(*) FROM attempt_series a "
+                                       "JOIN iteration_rows s ON s.series = a.id "
+                                       "WHERE a.job_id=?1 AND a.attempt=?2" +
+                                       condition + " GROUP BY s.rank"));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
   std::map<int, int64_t> counts;
@@ -341,11 +379,10 @@ absl::StatusOr<std::map<int, double>> Store::FastestMeasuredStepByRank(const std
                                                                        int attempt) {
   std::lock_guard<std::mutex> lock(reader_mu_);
   ASSIGN_OR_RETURN(Statement * select,
-                   reader_db_->Prepare("SELECT r.rank, min(s.step_time_s) FROM sample_series r "
-                                       "JOIN sample_rows s ON s.key >= r.id << 32 "
-                                       "AND s.key < (r.id + 1) << 32 "
-                                       "WHERE r.job_id=?1 AND r.attempt=?2 AND s.warmup = 0 "
-                                       "AND s.step_time_s > 0 GROUP BY r.rank"));
+                   reader_db_->Prepare("SELECT s.rank, min(s.step_time_s) FROM attempt_series a "
+                                       "JOIN iteration_rows s ON s.series = a.id "
+                                       "WHERE a.job_id=?1 AND a.attempt=?2 AND s.warmup = 0 "
+                                       "AND s.step_time_s > 0 GROUP BY s.rank"));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
   std::map<int, double> fastest;
@@ -389,106 +426,177 @@ absl::StatusOr<std::vector<Store::SeriesCounts>> Store::ReadSeriesCounts() {
   return series;
 }
 
+namespace {
+
+// The ranks of (job, attempt) with a sample_series row, in order, from `first_rank` on
+// (only `only` when set).
+absl::StatusOr<std::vector<int>> RanksOf(Database& db, const std::string& job_id, int attempt,
+                                         int first_rank, std::optional<int> only) {
+  ASSIGN_OR_RETURN(Statement * select,
+                   db.Prepare("SELECT rank FROM sample_series WHERE job_id=?1 AND attempt=?2 "
+                              "AND rank >= ?3 AND (?4 < 0 OR rank = ?4) ORDER BY rank"));
+  select->Bind(1, job_id);
+  select->Bind(2, int64_t{attempt});
+  select->Bind(3, int64_t{first_rank});
+  select->Bind(4, int64_t{only ? *only : -1});
+  std::vector<int> ranks;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    ranks.push_back(static_cast<int>(select->Int(0)));
+  }
+  return ranks;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<IterationSample>> Store::ReadSamplesPage(
     const std::string& job_id, int attempt, int from_iteration, std::optional<int> rank,
     std::optional<SampleCursor> after, int limit) {
   std::lock_guard<std::mutex> lock(reader_mu_);
-  // The cursor's rank continues after its iteration, later ranks from from_iteration.
-  ASSIGN_OR_RETURN(
-      Statement * select,
-      reader_db_->Prepare(absl::StrCat(
-          "SELECT r.rank, (s.key & 4294967295) - 2147483648, ", kSampleSelectColumns,
-          "FROM sample_series r JOIN sample_rows s ON s.key >= (r.id << 32) + "
-          "(CASE WHEN r.rank = ?3 THEN max(?4, ?5) ELSE ?5 END) + 2147483648 "
-          "AND s.key < (r.id + 1) << 32 "
-          "WHERE r.job_id=?1 AND r.attempt=?2 AND r.rank >= ?3 AND (?6 < 0 OR r.rank = ?6) "
-          "ORDER BY r.rank, s.key LIMIT ?7")));
-  select->Bind(1, job_id);
-  select->Bind(2, int64_t{attempt});
-  select->Bind(3, int64_t{after ? after->rank : -1});
-  select->Bind(4, after ? int64_t{after->iteration} + 1 : int64_t{0});
-  select->Bind(5, int64_t{from_iteration});
-  select->Bind(6, int64_t{rank ? *rank : -1});
-  select->Bind(7, int64_t{limit});
-  return ReadSampleRows(*select, job_id, attempt);
+  std::vector<IterationSample> page;
+  ASSIGN_OR_RETURN(std::optional<int64_t> series,
+                   AttemptSeriesId(*reader_db_, job_id, attempt, /*make=*/false));
+  if (!series || limit <= 0) return page;
+  ASSIGN_OR_RETURN(std::vector<int> ranks,
+                   RanksOf(*reader_db_, job_id, attempt, after ? after->rank : 0, rank));
+  // One rank at a time, in the key's order within the attempt: the cursor's rank
+  // continues after its iteration, later ranks from from_iteration.
+  ASSIGN_OR_RETURN(Statement * select,
+                   reader_db_->Prepare(absl::StrCat(
+                       "SELECT s.rank, s.iteration, ", kSampleSelectColumns,
+                       "FROM iteration_rows s WHERE s.series = ?1 AND s.iteration >= ?2 "
+                       "AND s.rank = ?3 ORDER BY s.iteration LIMIT ?4")));
+  for (int r : ranks) {
+    const int64_t left = limit - static_cast<int64_t>(page.size());
+    if (left <= 0) break;
+    const int64_t from = after && r == after->rank
+                             ? std::max<int64_t>(int64_t{after->iteration} + 1, from_iteration)
+                             : int64_t{from_iteration};
+    select->Reset();
+    select->Bind(1, *series);
+    select->Bind(2, from);
+    select->Bind(3, int64_t{r});
+    select->Bind(4, left);
+    ASSIGN_OR_RETURN(std::vector<IterationSample> rows, ReadSampleRows(*select, job_id, attempt));
+    for (IterationSample& row : rows) page.push_back(std::move(row));
+  }
+  return page;
 }
+
+namespace {
+
+// One bucket of ReadSampleBuckets being summed, in iteration order.
+struct BucketSums {
+  Store::SampleBucket bucket;
+  double step_time_sum = 0;
+  double data_time_sum = 0;
+  double finite_loss_sum = 0;
+  int64_t finite_losses = 0;
+  // The step split's sums and counts (compute, forward+backward, all-reduce wait,
+  // optimizer) over the iterations that have it.
+  double split_sum[4] = {0, 0, 0, 0};
+  int64_t split_count[4] = {0, 0, 0, 0};
+};
+
+std::optional<double> MeanOf(double sum, int64_t count) {
+  if (count == 0) return std::nullopt;
+  return sum / static_cast<double>(count);
+}
+
+}  // namespace
 
 absl::StatusOr<std::vector<Store::SampleBucket>> Store::ReadSampleBuckets(
     const std::string& job_id, int attempt, int from_iteration, std::optional<int> rank,
     int max_points) {
   if (max_points < 1) return absl::InvalidArgumentError("points must be >= 1");
   std::lock_guard<std::mutex> lock(reader_mu_);
-  ASSIGN_OR_RETURN(Statement * series,
-                   reader_db_->Prepare("SELECT id, rank FROM sample_series WHERE job_id=?1 "
-                                       "AND attempt=?2 AND (?3 < 0 OR rank = ?3) ORDER BY rank"));
-  series->Bind(1, job_id);
-  series->Bind(2, int64_t{attempt});
-  series->Bind(3, int64_t{rank ? *rank : -1});
-  std::vector<std::pair<int64_t, int>> ids;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, series->Step());
-    if (!row) break;
-    ids.push_back({series->Int(0), static_cast<int>(series->Int(1))});
-  }
-  std::vector<SampleBucket> buckets;
-  for (const auto& [id, series_rank] : ids) {
-    const int64_t low = (id << 32) + int64_t{from_iteration} + (int64_t{1} << 31);
-    const int64_t high = (id + 1) << 32;
-    // The first and last stored keys, each from one step of the primary key's B-tree.
+  ASSIGN_OR_RETURN(std::optional<int64_t> series,
+                   AttemptSeriesId(*reader_db_, job_id, attempt, /*make=*/false));
+  if (!series) return std::vector<SampleBucket>{};
+  // Two passes over the attempt's rows, each in the key's order: each rank's first and
+  // last stored iteration (its bucket width), then every row summed into its bucket.
+  ASSIGN_OR_RETURN(Statement * edges,
+                   reader_db_->Prepare("SELECT rank, min(iteration), max(iteration) "
+                                       "FROM iteration_rows WHERE series = ?1 AND iteration >= ?2 "
+                                       "AND (?3 < 0 OR rank = ?3) GROUP BY rank"));
+  edges->Bind(1, *series);
+  edges->Bind(2, int64_t{from_iteration});
+  edges->Bind(3, int64_t{rank ? *rank : -1});
+  struct Span {
     int64_t first = 0;
-    int64_t last = 0;
-    for (const bool ascending : {true, false}) {
-      ASSIGN_OR_RETURN(Statement * edge,
-                       reader_db_->Prepare(ascending ? "SELECT key FROM sample_rows WHERE key >= ?1 "
-                                                       "AND key < ?2 ORDER BY key LIMIT 1"
-                                                     : "SELECT key FROM sample_rows WHERE key >= ?1 "
-                                                       "AND key < ?2 ORDER BY key DESC LIMIT 1"));
-      edge->Bind(1, low);
-      edge->Bind(2, high);
-      ASSIGN_OR_RETURN(bool row, edge->Step());
-      (ascending ? first : last) = row ? edge->Int(0) : -1;
-      // A statement left mid-result holds the reader's read transaction open, and every
-      // later read on this connection would see this moment's database (a running job's
-      // samples would stop growing): finish it now.
-      edge->Reset();
+    int64_t width = 1;  // ceil((last - first + 1) / max_points)
+    std::map<int64_t, BucketSums> buckets;  // by (iteration - first) / width
+  };
+  std::map<int, Span> spans;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, edges->Step());
+    if (!row) break;
+    Span& span = spans[static_cast<int>(edges->Int(0))];
+    span.first = edges->Int(1);
+    span.width = (edges->Int(2) - span.first + max_points) / max_points;
+  }
+  edges->Reset();
+  if (spans.empty()) return std::vector<SampleBucket>{};
+  ASSIGN_OR_RETURN(Statement * select,
+                   reader_db_->Prepare(
+                       "SELECT rank, iteration, step_time_s, data_time_s, images, loss, "
+                       "elapsed_s, warmup, received_unix_ns, compute_time_s, "
+                       "forward_backward_time_s, allreduce_wait_time_s, optimizer_time_s "
+                       "FROM iteration_rows WHERE series = ?1 AND iteration >= ?2 "
+                       "AND (?3 < 0 OR rank = ?3)"));
+  select->Bind(1, *series);
+  select->Bind(2, int64_t{from_iteration});
+  select->Bind(3, int64_t{rank ? *rank : -1});
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    const int row_rank = static_cast<int>(select->Int(0));
+    auto span = spans.find(row_rank);
+    if (span == spans.end()) continue;  // stored after the first pass
+    const int64_t iteration = select->Int(1);
+    auto [at, added] =
+        span->second.buckets.try_emplace((iteration - span->second.first) / span->second.width);
+    BucketSums& sums = at->second;
+    SampleBucket& b = sums.bucket;
+    if (added) {
+      b.rank = row_rank;
+      b.first_iteration = static_cast<int>(iteration);
+      b.elapsed_s = select->Double(6);
     }
-    if (first < 0 || last < first) continue;
-    const int64_t width = (last - first + max_points) / max_points;  // ceil(span / points)
-    ASSIGN_OR_RETURN(
-        Statement * select,
-        reader_db_->Prepare(
-            "SELECT min(key), max(key), count(*), avg(step_time_s), avg(data_time_s), "
-            "sum(images), sum(step_time_s), "
-            "avg(CASE WHEN loss IS NOT NULL AND abs(loss) < 9e999 THEN loss END), "
-            "sum(loss IS NULL OR abs(loss) = 9e999), max(elapsed_s), max(warmup), "
-            "max(received_unix_ns), avg(compute_time_s), avg(forward_backward_time_s), "
-            "avg(allreduce_wait_time_s), avg(optimizer_time_s) "
-            "FROM sample_rows WHERE key >= ?1 AND key <= ?2 "
-            "GROUP BY (key - ?1) / ?3 ORDER BY 1"));
-    select->Bind(1, first);
-    select->Bind(2, last);
-    select->Bind(3, width);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, select->Step());
-      if (!row) break;
-      SampleBucket b;
-      b.rank = series_rank;
-      b.first_iteration = static_cast<int>((select->Int(0) & 4294967295) - 2147483648);
-      b.last_iteration = static_cast<int>((select->Int(1) & 4294967295) - 2147483648);
-      b.samples = select->Int(2);
-      b.mean_step_time_s = select->Double(3);
-      b.mean_data_time_s = select->Double(4);
-      b.images = select->Int(5);
-      b.step_time_sum_s = select->Double(6);
-      if (!select->IsNull(7)) b.mean_loss = select->Double(7);
-      b.nonfinite_losses = select->Int(8);
-      b.elapsed_s = select->Double(9);
-      b.warmup = select->Int(10) != 0;
-      b.received_unix_ns = select->Int(11);
-      b.mean_compute_time_s = OptionalDouble(*select, 12);
-      b.mean_forward_backward_time_s = OptionalDouble(*select, 13);
-      b.mean_allreduce_wait_time_s = OptionalDouble(*select, 14);
-      b.mean_optimizer_time_s = OptionalDouble(*select, 15);
+    b.last_iteration = static_cast<int>(iteration);
+    ++b.samples;
+    sums.step_time_sum += select->Double(2);
+    sums.data_time_sum += select->Double(3);
+    b.images += select->Int(4);
+    if (!select->IsNull(5) && std::isfinite(select->Double(5))) {
+      sums.finite_loss_sum += select->Double(5);
+      ++sums.finite_losses;
+    } else {
+      ++b.nonfinite_losses;  // NULL is a NaN loss
+    }
+    b.elapsed_s = std::max(b.elapsed_s, select->Double(6));
+    b.warmup = b.warmup || select->Int(7) != 0;
+    b.received_unix_ns = std::max(b.received_unix_ns, select->Int(8));
+    for (int part = 0; part < 4; ++part) {
+      if (select->IsNull(9 + part)) continue;
+      sums.split_sum[part] += select->Double(9 + part);
+      ++sums.split_count[part];
+    }
+  }
+  select->Reset();
+  std::vector<SampleBucket> buckets;
+  for (auto& [span_rank, span] : spans) {
+    for (auto& [index, sums] : span.buckets) {
+      SampleBucket& b = sums.bucket;
+      b.mean_step_time_s = sums.step_time_sum / static_cast<double>(b.samples);
+      b.mean_data_time_s = sums.data_time_sum / static_cast<double>(b.samples);
+      b.step_time_sum_s = sums.step_time_sum;
+      b.mean_loss = MeanOf(sums.finite_loss_sum, sums.finite_losses);
+      b.mean_compute_time_s = MeanOf(sums.split_sum[0], sums.split_count[0]);
+      b.mean_forward_backward_time_s = MeanOf(sums.split_sum[1], sums.split_count[1]);
+      b.mean_allreduce_wait_time_s = MeanOf(sums.split_sum[2], sums.split_count[2]);
+      b.mean_optimizer_time_s = MeanOf(sums.split_sum[3], sums.split_count[3]);
       buckets.push_back(b);
     }
   }

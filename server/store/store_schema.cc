@@ -419,6 +419,106 @@ CREATE TABLE job_variability (
   PRIMARY KEY (job_id, attempt)
 ) WITHOUT ROWID;
 )sql",
+    // 19: iterations and GPU readings clustered by attempt, then iteration (or reading
+    // seq), then rank (issue 27). Keyed by rank first, a fleet of 8,192 busy GPUs had
+    // 16,384 B-tree tails growing at once, and every commit rewrote a page for each:
+    // ~1.5 pages written per row at 1,024 nodes. The ranks of one job advance together,
+    // so job-major keys leave one tail per running attempt. `attempt_series` names each
+    // (job, attempt) by an integer; `sample_series` keeps its per-rank counts.
+    // `samples` and `gpu_samples` stay, as views with the old columns.
+    R"sql(
+CREATE TABLE attempt_series (
+  id INTEGER PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  UNIQUE (job_id, attempt)
+);
+INSERT INTO attempt_series (job_id, attempt)
+  SELECT job_id, attempt FROM sample_series UNION SELECT job_id, attempt FROM gpu_samples
+  ORDER BY 1, 2;
+DROP VIEW samples;
+CREATE TABLE iteration_rows (
+  series INTEGER NOT NULL,
+  iteration INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  step_time_s REAL NOT NULL,
+  images INTEGER NOT NULL,
+  loss REAL,
+  data_time_s REAL NOT NULL,
+  elapsed_s REAL NOT NULL,
+  warmup INTEGER NOT NULL,
+  received_unix_ns INTEGER NOT NULL,
+  power_w_mean REAL,
+  sm_clock_mhz_mean REAL,
+  compute_time_s REAL,
+  forward_backward_time_s REAL,
+  allreduce_wait_time_s REAL,
+  optimizer_time_s REAL,
+  PRIMARY KEY (series, iteration, rank)
+) WITHOUT ROWID;
+INSERT INTO iteration_rows
+  SELECT a.id, (s.key & 4294967295) - 2147483648, r.rank, s.step_time_s, s.images, s.loss,
+         s.data_time_s, s.elapsed_s, s.warmup, s.received_unix_ns, s.power_w_mean,
+         s.sm_clock_mhz_mean, s.compute_time_s, s.forward_backward_time_s,
+         s.allreduce_wait_time_s, s.optimizer_time_s
+  FROM sample_series r JOIN attempt_series a USING (job_id, attempt)
+  JOIN sample_rows s ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32
+  ORDER BY 1, 2, 3;
+DROP TABLE sample_rows;
+CREATE VIEW samples AS
+  SELECT a.job_id, a.attempt, s.rank, s.iteration, s.step_time_s, s.images, s.loss,
+         s.data_time_s, s.elapsed_s, s.warmup, s.received_unix_ns, s.power_w_mean,
+         s.sm_clock_mhz_mean, s.compute_time_s, s.forward_backward_time_s,
+         s.allreduce_wait_time_s, s.optimizer_time_s
+  FROM attempt_series a JOIN iteration_rows s ON s.series = a.id;
+CREATE TABLE gpu_readings (
+  series INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  gpu_uuid TEXT NOT NULL,
+  gpu_index INTEGER NOT NULL,
+  time_unix_ns INTEGER NOT NULL,
+  power_w REAL,
+  power_average_w REAL,
+  energy_j REAL,
+  sm_clock_mhz REAL,
+  memory_clock_mhz REAL,
+  temperature_c REAL,
+  gpu_utilization_pct REAL,
+  memory_utilization_pct REAL,
+  memory_used_bytes INTEGER,
+  throttle_reasons INTEGER,
+  pcie_gen INTEGER,
+  pcie_gen_max INTEGER,
+  pcie_width INTEGER,
+  pcie_width_max INTEGER,
+  max_sm_clock_mhz REAL,
+  max_memory_clock_mhz REAL,
+  power_limit_w REAL,
+  ecc_corrected INTEGER,
+  ecc_uncorrected INTEGER,
+  xid_errors INTEGER,
+  PRIMARY KEY (series, seq, rank)
+) WITHOUT ROWID;
+INSERT INTO gpu_readings
+  SELECT a.id, g.seq, g.rank, g.gpu_uuid, g.gpu_index, g.time_unix_ns, g.power_w,
+         g.power_average_w, g.energy_j, g.sm_clock_mhz, g.memory_clock_mhz, g.temperature_c,
+         g.gpu_utilization_pct, g.memory_utilization_pct, g.memory_used_bytes,
+         g.throttle_reasons, g.pcie_gen, g.pcie_gen_max, g.pcie_width, g.pcie_width_max,
+         g.max_sm_clock_mhz, g.max_memory_clock_mhz, g.power_limit_w, g.ecc_corrected,
+         g.ecc_uncorrected, g.xid_errors
+  FROM gpu_samples g JOIN attempt_series a USING (job_id, attempt)
+  ORDER BY 1, 2, 3;
+DROP TABLE gpu_samples;
+CREATE VIEW gpu_samples AS
+  SELECT a.job_id, a.attempt, g.rank, g.seq, g.gpu_uuid, g.gpu_index, g.time_unix_ns,
+         g.power_w, g.power_average_w, g.energy_j, g.sm_clock_mhz, g.memory_clock_mhz,
+         g.temperature_c, g.gpu_utilization_pct, g.memory_utilization_pct,
+         g.memory_used_bytes, g.throttle_reasons, g.pcie_gen, g.pcie_gen_max, g.pcie_width,
+         g.pcie_width_max, g.max_sm_clock_mhz, g.max_memory_clock_mhz, g.power_limit_w,
+         g.ecc_corrected, g.ecc_uncorrected, g.xid_errors
+  FROM attempt_series a JOIN gpu_readings g ON g.series = a.id;
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == Store::kSchemaVersion);

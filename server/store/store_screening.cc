@@ -11,18 +11,19 @@ namespace bench {
 namespace {
 
 // Rank 0's measured iterations >= 0 of one attempt, in iteration order (the key's order
-// within a series: store_schema.cc, schema 6).
+// within an attempt: store_schema.cc, schema 19).
 constexpr char kStepTimesSql[] =
-    "SELECT s.step_time_s FROM sample_series r "
-    "JOIN sample_rows s ON s.key >= (r.id << 32) + 2147483648 AND s.key < (r.id + 1) << 32 "
-    "WHERE r.job_id=?1 AND r.attempt=?2 AND r.rank=0 AND s.warmup=0 ORDER BY s.key";
+    "SELECT s.step_time_s FROM attempt_series a "
+    "JOIN iteration_rows s ON s.series = a.id AND s.iteration >= 0 "
+    "WHERE a.job_id=?1 AND a.attempt=?2 AND s.rank=0 AND s.warmup=0 ORDER BY s.iteration";
 
 // Rank 0's GPU readings of one attempt, by seq; the columns of diagnosis::GpuReading.
 constexpr char kReadingsSql[] =
     "SELECT time_unix_ns, sm_clock_mhz, max_sm_clock_mhz, memory_clock_mhz, "
     "max_memory_clock_mhz, power_w, power_limit_w, temperature_c, throttle_reasons, "
     "pcie_gen, pcie_gen_max, pcie_width, pcie_width_max, ecc_corrected, ecc_uncorrected, "
-    "xid_errors FROM gpu_samples WHERE job_id=?1 AND attempt=?2 AND rank=0 ORDER BY seq";
+    "xid_errors FROM attempt_series a JOIN gpu_readings g ON g.series = a.id "
+    "WHERE a.job_id=?1 AND a.attempt=?2 AND g.rank=0 ORDER BY g.seq";
 
 // One sqlite3_column_value per column (not a type call and a value call: each takes the
 // connection's mutex).

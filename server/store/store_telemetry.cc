@@ -1,7 +1,12 @@
 // Store operations on GPU telemetry: raw NVML samples, per-GPU figures, iteration means.
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <future>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -46,7 +51,7 @@ absl::Status InsertGpuSamples(Database& db, const std::vector<GpuSample>& sample
                               AppendResult* result) {
   if (samples.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(Statement * insert,
-                   db.Prepare("INSERT OR IGNORE INTO gpu_samples (job_id, attempt, rank, seq, "
+                   db.Prepare("INSERT OR IGNORE INTO gpu_readings (series, seq, rank, "
                               "gpu_uuid, gpu_index, time_unix_ns, power_w, power_average_w, "
                               "energy_j, sm_clock_mhz, memory_clock_mhz, temperature_c, "
                               "gpu_utilization_pct, memory_utilization_pct, memory_used_bytes, "
@@ -55,44 +60,50 @@ absl::Status InsertGpuSamples(Database& db, const std::vector<GpuSample>& sample
                               "power_limit_w, ecc_corrected, ecc_uncorrected, xid_errors) "
                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
                               "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, "
-                              "?26, ?27)"));
+                              "?26)"));
+  std::map<std::pair<std::string_view, int>, int64_t> attempt_ids;  // of this batch
   for (const GpuSample& s : samples) {
+    auto [known, added] = attempt_ids.try_emplace({s.job_id, s.attempt}, 0);
+    if (added) {
+      ASSIGN_OR_RETURN(std::optional<int64_t> id,
+                       AttemptSeriesId(db, s.job_id, s.attempt, /*make=*/true));
+      known->second = *id;
+    }
     insert->Reset();
-    insert->Bind(1, s.job_id);
-    insert->Bind(2, int64_t{s.attempt});
+    insert->Bind(1, known->second);
+    insert->Bind(2, s.seq);
     insert->Bind(3, int64_t{s.rank});
-    insert->Bind(4, s.seq);
-    insert->Bind(5, s.gpu_uuid);
-    insert->Bind(6, int64_t{s.gpu_index});
-    insert->Bind(7, s.time_unix_ns);
-    BindOptional(insert, 8, s.power_w);
-    BindOptional(insert, 9, s.power_average_w);
-    BindOptional(insert, 10, s.energy_j);
-    BindOptional(insert, 11, s.sm_clock_mhz);
-    BindOptional(insert, 12, s.memory_clock_mhz);
-    BindOptional(insert, 13, s.temperature_c);
-    BindOptional(insert, 14, s.gpu_utilization_pct);
-    BindOptional(insert, 15, s.memory_utilization_pct);
+    insert->Bind(4, s.gpu_uuid);
+    insert->Bind(5, int64_t{s.gpu_index});
+    insert->Bind(6, s.time_unix_ns);
+    BindOptional(insert, 7, s.power_w);
+    BindOptional(insert, 8, s.power_average_w);
+    BindOptional(insert, 9, s.energy_j);
+    BindOptional(insert, 10, s.sm_clock_mhz);
+    BindOptional(insert, 11, s.memory_clock_mhz);
+    BindOptional(insert, 12, s.temperature_c);
+    BindOptional(insert, 13, s.gpu_utilization_pct);
+    BindOptional(insert, 14, s.memory_utilization_pct);
     if (s.memory_used_bytes) {
-      insert->Bind(16, *s.memory_used_bytes);
+      insert->Bind(15, *s.memory_used_bytes);
+    } else {
+      insert->BindNull(15);
+    }
+    if (s.throttle_reasons) {
+      insert->Bind(16, static_cast<int64_t>(*s.throttle_reasons));  // the bits, as stored
     } else {
       insert->BindNull(16);
     }
-    if (s.throttle_reasons) {
-      insert->Bind(17, static_cast<int64_t>(*s.throttle_reasons));  // the bits, as stored
-    } else {
-      insert->BindNull(17);
-    }
-    BindOptional(insert, 18, s.pcie_gen);
-    BindOptional(insert, 19, s.pcie_gen_max);
-    BindOptional(insert, 20, s.pcie_width);
-    BindOptional(insert, 21, s.pcie_width_max);
-    BindOptional(insert, 22, s.max_sm_clock_mhz);
-    BindOptional(insert, 23, s.max_memory_clock_mhz);
-    BindOptional(insert, 24, s.power_limit_w);
-    BindOptional(insert, 25, s.ecc_corrected);
-    BindOptional(insert, 26, s.ecc_uncorrected);
-    BindOptional(insert, 27, s.xid_errors);
+    BindOptional(insert, 17, s.pcie_gen);
+    BindOptional(insert, 18, s.pcie_gen_max);
+    BindOptional(insert, 19, s.pcie_width);
+    BindOptional(insert, 20, s.pcie_width_max);
+    BindOptional(insert, 21, s.max_sm_clock_mhz);
+    BindOptional(insert, 22, s.max_memory_clock_mhz);
+    BindOptional(insert, 23, s.power_limit_w);
+    BindOptional(insert, 24, s.ecc_corrected);
+    BindOptional(insert, 25, s.ecc_uncorrected);
+    BindOptional(insert, 26, s.xid_errors);
     RETURN_IF_ERROR(insert->Run());
     if (insert->changes() == 1) {
       ++result->gpu_stored;
@@ -109,7 +120,7 @@ constexpr char kGpuSampleColumns[] =
     "energy_j, sm_clock_mhz, memory_clock_mhz, temperature_c, gpu_utilization_pct, "
     "memory_utilization_pct, memory_used_bytes, throttle_reasons, pcie_gen, pcie_gen_max, "
     "pcie_width, pcie_width_max, max_sm_clock_mhz, max_memory_clock_mhz, power_limit_w, "
-    "ecc_corrected, ecc_uncorrected, xid_errors FROM gpu_samples ";
+    "ecc_corrected, ecc_uncorrected, xid_errors FROM gpu_readings ";
 // The rows of `select` (kGpuSampleColumns, job and attempt bound) as samples.
 absl::StatusOr<std::vector<GpuSample>> GpuSampleRows(Statement* select, const std::string& job_id,
                                                      int attempt);
@@ -117,12 +128,23 @@ absl::StatusOr<std::vector<GpuSample>> GpuSampleRows(Statement* select, const st
 
 absl::StatusOr<std::vector<GpuSample>> SelectGpuSamples(Database& db, const std::string& job_id,
                                                          int attempt) {
+  ASSIGN_OR_RETURN(std::optional<int64_t> series,
+                   AttemptSeriesId(db, job_id, attempt, /*make=*/false));
+  if (!series) return std::vector<GpuSample>{};
+  // Read in the key's order (seq, then rank), then put in rank order: a stable sort
+  // keeps each rank's readings in seq order.
   ASSIGN_OR_RETURN(Statement * select,
-                   db.Prepare(absl::StrCat(kGpuSampleColumns,
-                                           "WHERE job_id=?1 AND attempt=?2 ORDER BY rank, seq")));
-  select->Bind(1, job_id);
-  select->Bind(2, int64_t{attempt});
-  return GpuSampleRows(select, job_id, attempt);
+                   db.Prepare(absl::StrCat(kGpuSampleColumns, "WHERE series=?1 ORDER BY seq, rank")));
+  select->Bind(1, *series);
+  ASSIGN_OR_RETURN(std::vector<GpuSample> rows, GpuSampleRows(select, job_id, attempt));
+  std::vector<uint32_t> order(rows.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&rows](uint32_t x, uint32_t y) { return rows[x].rank < rows[y].rank; });
+  std::vector<GpuSample> by_rank;
+  by_rank.reserve(rows.size());
+  for (uint32_t i : order) by_rank.push_back(std::move(rows[i]));
+  return by_rank;
 }
 
 namespace {
@@ -239,19 +261,20 @@ bool Store::JoinTelemetryAsync(TelemetryRequest request, TelemetryDone done) {
     ASSIGN_OR_RETURN(auto gpu_samples, SelectGpuSamples(db, request.job_id, request.attempt));
     *result = JoinTelemetry(samples, gpu_samples, request.summaries, request.agent_by_rank,
                             request.expect_gpus);
+    if (result->iterations.empty()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(std::optional<int64_t> series,
+                     AttemptSeriesId(db, request.job_id, request.attempt, /*make=*/false));
+    if (!series) return absl::OkStatus();  // no samples: nothing to update
     ASSIGN_OR_RETURN(Statement * update,
-                     db.Prepare("UPDATE sample_rows SET power_w_mean=?5, "
-                                "sm_clock_mhz_mean=?6 WHERE key=(SELECT id FROM sample_series "
-                                "WHERE job_id=?1 AND attempt=?2 AND rank=?3) * 4294967296 + ?4 "
-                                "+ 2147483648"));
+                     db.Prepare("UPDATE iteration_rows SET power_w_mean=?4, sm_clock_mhz_mean=?5 "
+                                "WHERE series=?1 AND iteration=?2 AND rank=?3"));
     for (const IterationTelemetry& it : result->iterations) {
       update->Reset();
-      update->Bind(1, request.job_id);
-      update->Bind(2, int64_t{request.attempt});
+      update->Bind(1, *series);
+      update->Bind(2, int64_t{it.iteration});
       update->Bind(3, int64_t{it.rank});
-      update->Bind(4, int64_t{it.iteration});
-      BindOptional(update, 5, it.power_w_mean);
-      BindOptional(update, 6, it.sm_clock_mhz_mean);
+      BindOptional(update, 4, it.power_w_mean);
+      BindOptional(update, 5, it.sm_clock_mhz_mean);
       RETURN_IF_ERROR(update->Run());
     }
     return absl::OkStatus();
@@ -275,16 +298,17 @@ absl::StatusOr<std::vector<GpuSample>> Store::ReadGpuSamplesAfter(const std::str
                                                                   int attempt, int rank,
                                                                   int64_t after_seq, int limit) {
   std::lock_guard<std::mutex> lock(reader_mu_);
+  ASSIGN_OR_RETURN(std::optional<int64_t> series,
+                   AttemptSeriesId(*reader_db_, job_id, attempt, /*make=*/false));
+  if (!series) return std::vector<GpuSample>{};
   ASSIGN_OR_RETURN(Statement * select,
                    reader_db_->Prepare(absl::StrCat(
                        kGpuSampleColumns,
-                       "WHERE job_id=?1 AND attempt=?2 AND rank=?3 AND seq>?4 "
-                       "ORDER BY seq LIMIT ?5")));
-  select->Bind(1, job_id);
-  select->Bind(2, int64_t{attempt});
+                       "WHERE series=?1 AND seq>?2 AND rank=?3 ORDER BY seq LIMIT ?4")));
+  select->Bind(1, *series);
+  select->Bind(2, after_seq);
   select->Bind(3, int64_t{rank});
-  select->Bind(4, after_seq);
-  select->Bind(5, int64_t{limit});
+  select->Bind(4, int64_t{limit});
   return GpuSampleRows(select, job_id, attempt);
 }
 
@@ -292,11 +316,10 @@ absl::StatusOr<std::map<std::pair<int, int>, Store::IterationMeans>> Store::Read
     const std::string& job_id, int attempt) {
   std::lock_guard<std::mutex> lock(reader_mu_);
   ASSIGN_OR_RETURN(Statement * select,
-                   reader_db_->Prepare("SELECT r.rank, (s.key & 4294967295) - 2147483648, "
-                                       "s.power_w_mean, s.sm_clock_mhz_mean FROM sample_series r "
-                                       "JOIN sample_rows s ON s.key >= r.id << 32 "
-                                       "AND s.key < (r.id + 1) << 32 "
-                                       "WHERE r.job_id=?1 AND r.attempt=?2"));
+                   reader_db_->Prepare("SELECT s.rank, s.iteration, s.power_w_mean, "
+                                       "s.sm_clock_mhz_mean FROM attempt_series a "
+                                       "JOIN iteration_rows s ON s.series = a.id "
+                                       "WHERE a.job_id=?1 AND a.attempt=?2"));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});
   std::map<std::pair<int, int>, IterationMeans> means;
