@@ -1,6 +1,7 @@
 #include "server/http/live_streams.h"
 
 #include <atomic>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -133,7 +134,6 @@ class JobStream {
   bool SendRows(const Job& job, bool iterations, bool gpu_rows, bool& wrote) {
     const int ranks = std::max(job.spec.devices, 1);
     const int limit = std::max(options_.batch_rows, 1);
-    // Iterations: per rank, each read continuing where the last stopped.
     std::vector<IterationSample> batch;
     auto flush_samples = [&]() {
       if (batch.empty()) return true;
@@ -148,22 +148,26 @@ class JobStream {
       wrote = true;
       return stream_.Send("samples", json);
     };
-    for (int rank = 0; iterations && rank < ranks; ++rank) {
+    // Iterations: the attempt's rows in stored order (iteration, then rank) from the
+    // least advanced rank's cursor on, one pass however many ranks; rows a rank's
+    // cursor has passed were sent before.
+    if (iterations) {
+      Store::AttemptCursor cursor{LeastOf(last_iteration_, ranks), std::numeric_limits<int>::max()};
       while (true) {
-        const int left = limit - static_cast<int>(batch.size());
-        auto rows = store_->ReadSamplesPage(job.id, attempt_, 0, rank,
-                                            Store::SampleCursor{rank, last_iteration_[rank]},
-                                            left);
+        auto rows = store_->ReadSamplesAfter(job.id, attempt_, cursor, limit);
         if (!rows.ok()) {
           Log("job stream ", job.id, ": ", rows.status().ToString());
           break;
         }
         for (IterationSample& s : *rows) {
-          last_iteration_[rank] = s.iteration;
+          cursor = {s.iteration, s.rank};
+          int& last = last_iteration_[s.rank];
+          if (s.iteration <= last) continue;
+          last = s.iteration;
           batch.push_back(std::move(s));
+          if (static_cast<int>(batch.size()) >= limit && !flush_samples()) return false;
         }
-        if (static_cast<int>(batch.size()) >= limit && !flush_samples()) return false;
-        if (static_cast<int>(rows->size()) < left) break;
+        if (static_cast<int>(rows->size()) < limit) break;
       }
     }
     if (!flush_samples()) return false;
@@ -182,23 +186,37 @@ class JobStream {
       wrote = true;
       return stream_.Send("gpu", json);
     };
-    for (int rank = 0; gpu_rows && rank < ranks; ++rank) {
+    if (gpu_rows) {
+      Store::AttemptCursor cursor{LeastOf(last_seq_, ranks), std::numeric_limits<int>::max()};
       while (true) {
-        const int left = limit - static_cast<int>(gpu.size());
-        auto rows = store_->ReadGpuSamplesAfter(job.id, attempt_, rank, last_seq_[rank], left);
+        auto rows = store_->ReadGpuSamplesAfter(job.id, attempt_, cursor, limit);
         if (!rows.ok()) {
           Log("job stream ", job.id, ": ", rows.status().ToString());
           break;
         }
         for (GpuSample& s : *rows) {
-          last_seq_[rank] = s.seq;
+          cursor = {s.seq, s.rank};
+          int64_t& last = last_seq_[s.rank];
+          if (s.seq <= last) continue;
+          last = s.seq;
           gpu.push_back(std::move(s));
+          if (static_cast<int>(gpu.size()) >= limit && !flush_gpu()) return false;
         }
-        if (static_cast<int>(gpu.size()) >= limit && !flush_gpu()) return false;
-        if (static_cast<int>(rows->size()) < left) break;
+        if (static_cast<int>(rows->size()) < limit) break;
       }
     }
     return flush_gpu();
+  }
+
+  // The smallest of the ranks' cursors (0 for a rank with none yet).
+  template <typename Position>
+  static int64_t LeastOf(const std::map<int, Position>& last_by_rank, int ranks) {
+    int64_t least = std::numeric_limits<int64_t>::max();
+    for (int rank = 0; rank < ranks; ++rank) {
+      auto it = last_by_rank.find(rank);
+      least = std::min<int64_t>(least, it == last_by_rank.end() ? 0 : it->second);
+    }
+    return least;
   }
 
   JobManager* const manager_;

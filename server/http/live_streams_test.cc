@@ -404,23 +404,43 @@ TEST_F(LiveStreamsTest, TwentyOpenStreamsDoNotSlowAPlainRoute) {
   EXPECT_EQ(http_->open_event_streams(), 0);
 }
 
-TEST_F(LiveStreamsTest, StoreReadsGpuSamplesOfARankAfterASeq) {
+TEST_F(LiveStreamsTest, StoreReadsAnAttemptsRowsAfterACursorBySeqThenRank) {
   const std::string id = SubmitRunning(2);
   std::vector<GpuSample> gpu;
-  for (int seq = 1; seq <= 5; ++seq) {
-    gpu.push_back(Gpu(id, 0, seq));
+  std::vector<IterationSample> samples;
+  auto sample = [&id](int rank, int iteration) {
+    IterationSample s;
+    s.job_id = id;
+    s.attempt = 1;
+    s.rank = rank;
+    s.iteration = iteration;
+    s.step_time_s = 0.1;
+    s.images = 2;
+    s.loss = 1.0;
+    return s;
+  };
+  for (int seq = 5; seq >= 1; --seq) {  // stored out of order
     gpu.push_back(Gpu(id, 1, seq));
+    gpu.push_back(Gpu(id, 0, seq));
+    samples.push_back(sample(1, seq));
+    samples.push_back(sample(0, seq));
   }
-  ASSERT_TRUE(store_->AppendSamplesSync({}, gpu).ok());
-  auto page = store_->ReadGpuSamplesAfter(id, 1, 1, 2, 2);
+  ASSERT_TRUE(store_->AppendSamplesSync(samples, gpu).ok());
+  auto page = store_->ReadGpuSamplesAfter(id, 1, {2, 0}, 3);
   ASSERT_TRUE(page.ok()) << page.status();
-  ASSERT_EQ(page->size(), 2u);
-  EXPECT_EQ((*page)[0].rank, 1);
-  EXPECT_EQ((*page)[0].seq, 3);
-  EXPECT_EQ((*page)[1].seq, 4);
+  ASSERT_EQ(page->size(), 3u);
+  EXPECT_EQ(std::make_pair((*page)[0].seq, (*page)[0].rank), std::make_pair(int64_t{2}, 1));
+  EXPECT_EQ(std::make_pair((*page)[1].seq, (*page)[1].rank), std::make_pair(int64_t{3}, 0));
+  EXPECT_EQ(std::make_pair((*page)[2].seq, (*page)[2].rank), std::make_pair(int64_t{3}, 1));
   EXPECT_EQ((*page)[0].power_w, 250.0);
-  EXPECT_EQ(store_->ReadGpuSamplesAfter(id, 1, 0, 5, 10)->size(), 0u);
-  EXPECT_EQ(store_->ReadGpuSamplesAfter(id, 2, 0, 0, 10)->size(), 0u);
+  auto rows = store_->ReadSamplesAfter(id, 1, {4, 1}, 10);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ(std::make_pair((*rows)[0].iteration, (*rows)[0].rank), std::make_pair(5, 0));
+  EXPECT_EQ(std::make_pair((*rows)[1].iteration, (*rows)[1].rank), std::make_pair(5, 1));
+  EXPECT_EQ(store_->ReadGpuSamplesAfter(id, 1, {5, 1}, 10)->size(), 0u);
+  EXPECT_EQ(store_->ReadGpuSamplesAfter(id, 2, {0, -1}, 10)->size(), 0u);
+  EXPECT_EQ(store_->ReadSamplesAfter(id, 2, {0, -1}, 10)->size(), 0u);
 }
 
 }  // namespace

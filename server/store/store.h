@@ -208,11 +208,19 @@ class Store {
                                                               std::optional<int> rank,
                                                               int max_points);
   absl::StatusOr<std::vector<GpuSample>> ReadGpuSamples(const std::string& job_id, int attempt);
-  // The live stream's page: the rank's GPU samples with seq > after_seq, by seq; at
-  // most `limit`.
+  // The live job stream's pages, in the order the attempt's rows are stored: its samples
+  // (or GPU readings) after `after`, by iteration (or seq), then rank; at most `limit`.
+  // One pass over what is new, however many ranks the job has.
+  struct AttemptCursor {
+    int64_t position = 0;  // an iteration (samples) or a seq (GPU readings)
+    int rank = -1;
+  };
+  absl::StatusOr<std::vector<IterationSample>> ReadSamplesAfter(const std::string& job_id,
+                                                                int attempt, AttemptCursor after,
+                                                                int limit);
   absl::StatusOr<std::vector<GpuSample>> ReadGpuSamplesAfter(const std::string& job_id,
-                                                             int attempt, int rank,
-                                                             int64_t after_seq, int limit);
+                                                             int attempt, AttemptCursor after,
+                                                             int limit);
   // Fleet screening's narrow read (store_screening.cc; ReadService::Screening): of one
   // job's attempt, only what diagnosis::ScreenedGpu needs, read straight into its shape.
   struct ScreeningRows {

@@ -801,6 +801,7 @@ TEST_F(StoreTest, MigrationNineteenKeysSamplesByAttemptAndLosesNothing) {
     int64_t count = 0;
     std::vector<GpuSample> readings;
     std::vector<GpuSample> stream_page;
+    std::vector<IterationSample> after;
   };
   auto read_all = [](Store& store, const std::string& job, int attempt) {
     Read r;
@@ -810,7 +811,8 @@ TEST_F(StoreTest, MigrationNineteenKeysSamplesByAttemptAndLosesNothing) {
     r.iterations = *store.IterationsByRank(job, attempt);
     r.count = *store.CountSamples(job, attempt);
     r.readings = *store.ReadGpuSamples(job, attempt);
-    r.stream_page = *store.ReadGpuSamplesAfter(job, attempt, 1, 2, 3);
+    r.stream_page = *store.ReadGpuSamplesAfter(job, attempt, {2, 1}, 4);
+    r.after = *store.ReadSamplesAfter(job, attempt, {3, 0}, 5);
     return r;
   };
   const std::vector<std::pair<std::string, int>> attempts = {{"job-1", 1}, {"job-2", 1}, {"job-2", 2}};
@@ -868,6 +870,7 @@ TEST_F(StoreTest, MigrationNineteenKeysSamplesByAttemptAndLosesNothing) {
     };
     same_samples(after.samples, was.samples);
     same_samples(after.page, was.page);
+    same_samples(after.after, was.after);
     ASSERT_EQ(after.buckets.size(), was.buckets.size());
     for (size_t k = 0; k < was.buckets.size(); ++k) {
       const Store::SampleBucket& a = after.buckets[k];

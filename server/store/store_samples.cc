@@ -484,6 +484,27 @@ absl::StatusOr<std::vector<IterationSample>> Store::ReadSamplesPage(
   return page;
 }
 
+absl::StatusOr<std::vector<IterationSample>> Store::ReadSamplesAfter(const std::string& job_id,
+                                                                     int attempt,
+                                                                     AttemptCursor after,
+                                                                     int limit) {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  ASSIGN_OR_RETURN(std::optional<int64_t> series,
+                   AttemptSeriesId(*reader_db_, job_id, attempt, /*make=*/false));
+  if (!series) return std::vector<IterationSample>{};
+  ASSIGN_OR_RETURN(Statement * select,
+                   reader_db_->Prepare(absl::StrCat(
+                       "SELECT s.rank, s.iteration, ", kSampleSelectColumns,
+                       "FROM iteration_rows s WHERE s.series = ?1 "
+                       "AND (s.iteration, s.rank) > (?2, ?3) ORDER BY s.iteration, s.rank "
+                       "LIMIT ?4")));
+  select->Bind(1, *series);
+  select->Bind(2, after.position);
+  select->Bind(3, int64_t{after.rank});
+  select->Bind(4, int64_t{limit});
+  return ReadSampleRows(*select, job_id, attempt);
+}
+
 namespace {
 
 // One bucket of ReadSampleBuckets being summed, in iteration order.

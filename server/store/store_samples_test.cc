@@ -331,7 +331,7 @@ TEST_F(StoreTest, GpuSampleLinkClockLimitAndErrorFieldsRoundTrip) {
   EXPECT_FALSE(b.xid_errors.has_value());
 
   // ReadGpuSamplesAfter (the live stream's reader) reads the same columns.
-  auto after = store->ReadGpuSamplesAfter("job-1", 1, 0, 0, 10);
+  auto after = store->ReadGpuSamplesAfter("job-1", 1, {0, -1}, 10);
   ASSERT_TRUE(after.ok()) << after.status();
   ASSERT_EQ(after->size(), 2u);
   EXPECT_EQ((*after)[0].pcie_width, 8);

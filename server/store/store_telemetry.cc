@@ -295,8 +295,8 @@ absl::StatusOr<std::vector<GpuSample>> Store::ReadGpuSamples(const std::string& 
 }
 
 absl::StatusOr<std::vector<GpuSample>> Store::ReadGpuSamplesAfter(const std::string& job_id,
-                                                                  int attempt, int rank,
-                                                                  int64_t after_seq, int limit) {
+                                                                  int attempt, AttemptCursor after,
+                                                                  int limit) {
   std::lock_guard<std::mutex> lock(reader_mu_);
   ASSIGN_OR_RETURN(std::optional<int64_t> series,
                    AttemptSeriesId(*reader_db_, job_id, attempt, /*make=*/false));
@@ -304,10 +304,10 @@ absl::StatusOr<std::vector<GpuSample>> Store::ReadGpuSamplesAfter(const std::str
   ASSIGN_OR_RETURN(Statement * select,
                    reader_db_->Prepare(absl::StrCat(
                        kGpuSampleColumns,
-                       "WHERE series=?1 AND seq>?2 AND rank=?3 ORDER BY seq LIMIT ?4")));
+                       "WHERE series=?1 AND (seq, rank) > (?2, ?3) ORDER BY seq, rank LIMIT ?4")));
   select->Bind(1, *series);
-  select->Bind(2, after_seq);
-  select->Bind(3, int64_t{rank});
+  select->Bind(2, after.position);
+  select->Bind(3, int64_t{after.rank});
   select->Bind(4, int64_t{limit});
   return GpuSampleRows(select, job_id, attempt);
 }
