@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "report/json_output.h"
 #include "server/http/fleet_event.h"
+#include "server/http/sample_json.h"
 #include "server/rpc/proto_convert.h"
 
 namespace bench {
@@ -139,9 +140,8 @@ class JobStream {
       if (batch.empty()) return true;
       std::string json = "[";
       for (size_t i = 0; i < batch.size(); ++i) {
-        v1::IterationSample proto;
-        ToProto(batch[i], &proto);
-        absl::StrAppend(&json, i ? "," : "", ToJson(proto));
+        if (i > 0) json += ",";
+        AppendSampleJson(json, batch[i]);
       }
       json += "]";
       batch.clear();
@@ -177,9 +177,8 @@ class JobStream {
       if (gpu.empty()) return true;
       std::string json = "[";
       for (size_t i = 0; i < gpu.size(); ++i) {
-        v1::GpuSample proto;
-        ToProto(gpu[i], &proto);
-        absl::StrAppend(&json, i ? "," : "", ToJson(proto));
+        if (i > 0) json += ",";
+        AppendGpuSampleJson(json, gpu[i]);
       }
       json += "]";
       gpu.clear();
