@@ -1,7 +1,8 @@
-// Store's machinery, whatever the table: opening the file (migrated, with its three
+// Store's machinery, whatever the table: opening the file (migrated, with its four
 // connections), the writer thread that commits queued operations in batched
-// transactions with one savepoint per operation, background WAL checkpoints, and the
-// reopen after a read-only disk. The table families' operations are in store_*.cc.
+// transactions with one savepoint per operation, background WAL checkpoints, the
+// analysis thread that reads for the end-of-job analyses, and the reopen after a
+// read-only disk. The table families' operations are in store_*.cc.
 #include "server/store/store.h"
 
 #include <sqlite3.h>
@@ -30,6 +31,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   RETURN_IF_ERROR(MigrateSchema(*writer));
   ASSIGN_OR_RETURN(auto reader, Database::Open(path, /*create=*/false));
   ASSIGN_OR_RETURN(auto checkpointer, Database::Open(path, /*create=*/false));
+  ASSIGN_OR_RETURN(auto analyst, Database::Open(path, /*create=*/false));
   std::string database_id;
   {
     ASSIGN_OR_RETURN(Statement * select,
@@ -39,19 +41,22 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     database_id = select->Text(0);
     select->Reset();  // ends the read: a statement left mid-step pins the reader's snapshot
   }
-  auto store = std::unique_ptr<Store>(
-      new Store(path, std::move(writer), std::move(reader), std::move(checkpointer)));
+  auto store = std::unique_ptr<Store>(new Store(path, std::move(writer), std::move(reader),
+                                                std::move(checkpointer), std::move(analyst)));
   store->database_id_ = std::move(database_id);
   return store;
 }
 
 Store::Store(std::string path, std::unique_ptr<Database> writer,
-             std::unique_ptr<Database> reader, std::unique_ptr<Database> checkpointer)
+             std::unique_ptr<Database> reader, std::unique_ptr<Database> checkpointer,
+             std::unique_ptr<Database> analyst)
     : path_(std::move(path)),
       writer_db_(std::move(writer)),
       reader_db_(std::move(reader)),
-      checkpoint_db_(std::move(checkpointer)) {
+      checkpoint_db_(std::move(checkpointer)),
+      analysis_db_(std::move(analyst)) {
   checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
+  analysis_thread_ = std::thread([this] { AnalysisLoop(); });
   writer_thread_ = std::thread([this] { WriterLoop(); });
 }
 
@@ -62,6 +67,14 @@ Store::~Store() {
   }
   queue_cv_.notify_all();
   writer_thread_.join();
+  // After the writer: its last commits may have handed work to the analysis thread,
+  // which now gets nullptr for what it has not started.
+  {
+    std::lock_guard<std::mutex> lock(analysis_mu_);
+    analysis_stopping_ = true;
+  }
+  analysis_cv_.notify_all();
+  analysis_thread_.join();
   {
     std::lock_guard<std::mutex> lock(checkpoint_mu_);
     checkpoint_stopping_ = true;
@@ -107,6 +120,54 @@ void Store::CheckpointLoop() {
       restart_wanted_.store(true, std::memory_order_release);
     }
     checkpoint_done_cv_.notify_all();
+  }
+}
+
+bool Store::AnalyzeAfterQueuedWrites(AnalysisWork work,
+                                     std::function<void(absl::Status)> failed) {
+  // A write that does nothing: its `done` runs after everything queued before it
+  // committed.
+  return TryEnqueue({[](Database&) { return absl::OkStatus(); },
+                     [this, work = std::move(work), failed = std::move(failed)](
+                         absl::Status committed) mutable {
+                       if (!committed.ok()) {
+                         failed(committed);
+                         return;
+                       }
+                       bool stopping;
+                       {
+                         std::lock_guard<std::mutex> lock(analysis_mu_);
+                         stopping = analysis_stopping_;
+                         if (!stopping) analysis_queue_.push_back(std::move(work));
+                       }
+                       if (stopping) {
+                         work(nullptr)();
+                       } else {
+                         analysis_cv_.notify_one();
+                       }
+                     }});
+}
+
+void Store::AnalysisLoop() {
+  while (true) {
+    AnalysisWork work;
+    bool stopping;
+    {
+      std::unique_lock<std::mutex> lock(analysis_mu_);
+      analysis_cv_.wait(lock, [this] { return analysis_stopping_ || !analysis_queue_.empty(); });
+      if (analysis_queue_.empty()) return;  // stopping, and nothing left to answer
+      work = std::move(analysis_queue_.front());
+      analysis_queue_.pop_front();
+      stopping = analysis_stopping_;
+    }
+    std::function<void()> then;
+    if (stopping) {
+      then = work(nullptr);
+    } else {
+      std::lock_guard<std::mutex> db_lock(analysis_db_mu_);
+      then = work(analysis_db_.get());
+    }
+    then();
   }
 }
 
@@ -249,9 +310,11 @@ void Store::ReopenIfReadOnly() {
   // read-only: all of them must close before one can write.
   std::lock_guard<std::mutex> reader_lock(reader_mu_);
   std::lock_guard<std::mutex> checkpoint_lock(checkpoint_db_mu_);
+  std::lock_guard<std::mutex> analysis_lock(analysis_db_mu_);
   writer_db_.reset();
   reader_db_.reset();
   checkpoint_db_.reset();
+  analysis_db_.reset();
   auto open = [this](std::unique_ptr<Database>& slot) {
     // Opening an existing file fails only for lack of memory or descriptors; the store
     // cannot go on without its connection, so it waits for one.
@@ -268,6 +331,7 @@ void Store::ReopenIfReadOnly() {
   open(writer_db_);
   open(reader_db_);
   open(checkpoint_db_);
+  open(analysis_db_);
   bool writable = sqlite3_db_readonly(writer_db_->handle(), "main") == 0;
   Log("store: ", path_, writable ? " is writable again" : " is still read-only");
 }

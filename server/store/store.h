@@ -118,8 +118,10 @@ class Store {
                                                  std::vector<GpuSample> gpu_samples = {});
 
   // Joins the attempt's GPU samples to its iterations (telemetry.h), stores each
-  // iteration's mean power and SM clock, and hands the per-GPU figures to `done` on
-  // the writer thread (after everything queued before it has been applied). The
+  // iteration's mean power and SM clock, and hands the per-GPU figures to `done`. The
+  // rows are read, after everything queued before has been applied, on the analysis
+  // thread; the means are written by the writer, and `done` runs once they are
+  // committed (or with the error: UNAVAILABLE when the store stopped meanwhile). The
   // figures are persisted with the job by UpdateJob, not here. Returns false, and
   // never calls `done`, once the store is shutting down (so a caller holding a lock
   // that `done` takes cannot deadlock).
@@ -133,10 +135,10 @@ class Store {
   using TelemetryDone = std::function<void(absl::StatusOr<JoinedTelemetry>)>;
   bool JoinTelemetryAsync(TelemetryRequest request, TelemetryDone done);
 
-  // Diagnoses the attempt (server/results/job_diagnosis.h): on the writer thread, after
-  // everything queued before it, reads its iterations and GPU readings, adds them to
-  // `facts` (JobInputsOf the job), runs the analyses, stores the result in job_diagnoses
-  // (replacing the attempt's row) and hands it to `done`. Returns false, and never calls
+  // Diagnoses the attempt (server/results/job_diagnosis.h): on the analysis thread,
+  // after everything queued before it, reads its iterations and GPU readings, adds them
+  // to `facts` (JobInputsOf the job) and runs the analyses; the writer stores the result
+  // in job_diagnoses (replacing the attempt's row) and hands it to `done`. Returns false, and never calls
   // `done`, once the store is shutting down (as JoinTelemetryAsync).
   using DiagnosisDone = std::function<void(absl::StatusOr<JobDiagnosis>)>;
   bool DiagnoseJobAsync(diagnosis::JobInputs facts, int attempt, DiagnosisDone done);
@@ -294,7 +296,17 @@ class Store {
   };
 
   Store(std::string path, std::unique_ptr<Database> writer, std::unique_ptr<Database> reader,
-        std::unique_ptr<Database> checkpointer);
+        std::unique_ptr<Database> checkpointer, std::unique_ptr<Database> analyst);
+  // Runs `work` on the analysis thread, with that thread's own read connection, once
+  // every write queued before this call has committed (so it reads them): the end-of-job
+  // analyses read an attempt's rows there, not on the writer thread, which then only
+  // writes what they found. `work` reads and returns what to do next, which runs after
+  // the connection is released (so that it may take locks and queue writes); it gets
+  // nullptr once the store is shutting down. When the writes before could not be
+  // committed, `failed` gets why instead. False (both dropped) once stopping.
+  using AnalysisWork = std::function<std::function<void()>(Database* reader)>;
+  bool AnalyzeAfterQueuedWrites(AnalysisWork work, std::function<void(absl::Status)> failed);
+  void AnalysisLoop();
   absl::Status Write(std::function<absl::Status(Database&)> apply);
   void Enqueue(WriteOp op);
   bool TryEnqueue(WriteOp op);  // false (op dropped) once stopping
@@ -337,6 +349,14 @@ class Store {
   // The WAL's size in pages after the writer's last commit.
   std::atomic<int> wal_frames_{0};
   std::thread checkpoint_thread_;
+
+  std::mutex analysis_db_mu_;  // held while analysis_db_ is in use, or replaced
+  std::unique_ptr<Database> analysis_db_;  // used by analysis_thread_
+  std::mutex analysis_mu_;
+  std::condition_variable analysis_cv_;
+  std::deque<AnalysisWork> analysis_queue_;  // guarded by analysis_mu_
+  bool analysis_stopping_ = false;           // guarded by analysis_mu_
+  std::thread analysis_thread_;
 };
 
 }  // namespace bench

@@ -1,7 +1,10 @@
 // Store operations on job diagnoses (server/results/job_diagnosis.h): computed on the
-// writer thread when an attempt ends, kept in `job_diagnoses` (one row per job and
+// analysis thread when an attempt ends and written by the writer, kept in `job_diagnoses` (one row per job and
 // attempt, the result as job_diagnosis_json.h's JSON), loaded with the jobs, and
 // recomputed on the reader for `benchctl diagnose`.
+#include <functional>
+#include <memory>
+
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
@@ -63,22 +66,35 @@ absl::Status LoadDiagnoses(Database& db, const std::map<std::string, size_t>& in
 }
 
 bool Store::DiagnoseJobAsync(diagnosis::JobInputs facts, int attempt, DiagnosisDone done) {
-  auto result = std::make_shared<JobDiagnosis>();
-  auto apply = [facts = std::move(facts), attempt, result](Database& db) -> absl::Status {
-    ASSIGN_OR_RETURN(auto samples, SelectSamples(db, facts.job_id, attempt));
-    ASSIGN_OR_RETURN(auto gpu_samples, SelectGpuSamples(db, facts.job_id, attempt));
+  auto answer = std::make_shared<DiagnosisDone>(std::move(done));
+  auto work = [this, facts = std::move(facts), attempt,
+               answer](Database* reader) -> std::function<void()> {
+    if (reader == nullptr) {
+      return [answer] { (*answer)(absl::UnavailableError("store is shutting down")); };
+    }
+    // Read and diagnosed on the analysis thread; only the result is written.
+    absl::StatusOr<std::vector<IterationSample>> samples =
+        SelectSamples(*reader, facts.job_id, attempt);
+    absl::StatusOr<std::vector<GpuSample>> gpu_samples =
+        samples.ok() ? SelectGpuSamples(*reader, facts.job_id, attempt)
+                     : absl::StatusOr<std::vector<GpuSample>>(samples.status());
+    if (!gpu_samples.ok()) return [answer, status = gpu_samples.status()] { (*answer)(status); };
     diagnosis::JobInputs inputs = facts;
-    AddSamples(inputs, samples, gpu_samples);
-    *result = Diagnose(inputs, attempt);
-    return WriteDiagnosisRow(db, facts.job_id, *result);
+    AddSamples(inputs, *samples, *gpu_samples);
+    auto result = std::make_shared<JobDiagnosis>(Diagnose(inputs, attempt));
+    return [this, answer, result, job_id = facts.job_id] {
+      Enqueue({[result, job_id](Database& db) { return WriteDiagnosisRow(db, job_id, *result); },
+               [answer, result](absl::Status status) {
+                 if (status.ok()) {
+                   (*answer)(std::move(*result));
+                 } else {
+                   (*answer)(status);
+                 }
+               }});
+    };
   };
-  return TryEnqueue({std::move(apply), [result, done = std::move(done)](absl::Status status) {
-                       if (status.ok()) {
-                         done(std::move(*result));
-                       } else {
-                         done(status);
-                       }
-                     }});
+  return AnalyzeAfterQueuedWrites(std::move(work),
+                                  [answer](absl::Status status) { (*answer)(status); });
 }
 
 absl::StatusOr<JobDiagnosis> Store::RediagnoseJob(const diagnosis::JobInputs& facts, int attempt) {

@@ -255,37 +255,52 @@ absl::Status LoadGpuTelemetry(Database& db, const std::map<std::string, size_t>&
 }
 
 bool Store::JoinTelemetryAsync(TelemetryRequest request, TelemetryDone done) {
-  auto result = std::make_shared<JoinedTelemetry>();
-  auto apply = [request = std::move(request), result](Database& db) -> absl::Status {
-    ASSIGN_OR_RETURN(auto samples, SelectSamples(db, request.job_id, request.attempt));
-    ASSIGN_OR_RETURN(auto gpu_samples, SelectGpuSamples(db, request.job_id, request.attempt));
-    *result = JoinTelemetry(samples, gpu_samples, request.summaries, request.agent_by_rank,
-                            request.expect_gpus);
-    if (result->iterations.empty()) return absl::OkStatus();
-    ASSIGN_OR_RETURN(std::optional<int64_t> series,
-                     AttemptSeriesId(db, request.job_id, request.attempt, /*make=*/false));
-    if (!series) return absl::OkStatus();  // no samples: nothing to update
-    ASSIGN_OR_RETURN(Statement * update,
-                     db.Prepare("UPDATE iteration_rows SET power_w_mean=?4, sm_clock_mhz_mean=?5 "
-                                "WHERE series=?1 AND iteration=?2 AND rank=?3"));
-    for (const IterationTelemetry& it : result->iterations) {
-      update->Reset();
-      update->Bind(1, *series);
-      update->Bind(2, int64_t{it.iteration});
-      update->Bind(3, int64_t{it.rank});
-      BindOptional(update, 4, it.power_w_mean);
-      BindOptional(update, 5, it.sm_clock_mhz_mean);
-      RETURN_IF_ERROR(update->Run());
+  auto answer = std::make_shared<TelemetryDone>(std::move(done));
+  auto work = [this, request = std::move(request), answer](Database* reader) -> std::function<void()> {
+    if (reader == nullptr) {
+      return [answer] { (*answer)(absl::UnavailableError("store is shutting down")); };
     }
-    return absl::OkStatus();
+    // Read and joined on the analysis thread; only the iterations' means are written.
+    absl::StatusOr<std::vector<IterationSample>> samples =
+        SelectSamples(*reader, request.job_id, request.attempt);
+    absl::StatusOr<std::vector<GpuSample>> gpu_samples =
+        samples.ok() ? SelectGpuSamples(*reader, request.job_id, request.attempt)
+                     : absl::StatusOr<std::vector<GpuSample>>(samples.status());
+    if (!gpu_samples.ok()) return [answer, status = gpu_samples.status()] { (*answer)(status); };
+    auto joined = std::make_shared<JoinedTelemetry>(JoinTelemetry(
+        *samples, *gpu_samples, request.summaries, request.agent_by_rank, request.expect_gpus));
+    return [this, answer, joined, job_id = request.job_id, attempt = request.attempt] {
+      auto write = [joined, job_id, attempt](Database& db) -> absl::Status {
+        if (joined->iterations.empty()) return absl::OkStatus();
+        ASSIGN_OR_RETURN(std::optional<int64_t> series,
+                         AttemptSeriesId(db, job_id, attempt, /*make=*/false));
+        if (!series) return absl::OkStatus();  // no samples: nothing to update
+        ASSIGN_OR_RETURN(Statement * update,
+                         db.Prepare("UPDATE iteration_rows SET power_w_mean=?4, "
+                                    "sm_clock_mhz_mean=?5 WHERE series=?1 AND iteration=?2 "
+                                    "AND rank=?3"));
+        for (const IterationTelemetry& it : joined->iterations) {
+          update->Reset();
+          update->Bind(1, *series);
+          update->Bind(2, int64_t{it.iteration});
+          update->Bind(3, int64_t{it.rank});
+          BindOptional(update, 4, it.power_w_mean);
+          BindOptional(update, 5, it.sm_clock_mhz_mean);
+          RETURN_IF_ERROR(update->Run());
+        }
+        return absl::OkStatus();
+      };
+      Enqueue({std::move(write), [answer, joined](absl::Status status) {
+                 if (status.ok()) {
+                   (*answer)(std::move(*joined));
+                 } else {
+                   (*answer)(status);
+                 }
+               }});
+    };
   };
-  return TryEnqueue({std::move(apply), [result, done = std::move(done)](absl::Status status) {
-                       if (status.ok()) {
-                         done(std::move(*result));
-                       } else {
-                         done(status);
-                       }
-                     }});
+  return AnalyzeAfterQueuedWrites(std::move(work),
+                                  [answer](absl::Status status) { (*answer)(status); });
 }
 
 absl::StatusOr<std::vector<GpuSample>> Store::ReadGpuSamples(const std::string& job_id,
