@@ -424,7 +424,9 @@ CREATE TABLE job_variability (
     // 16,384 B-tree tails growing at once, and every commit rewrote a page for each:
     // ~1.5 pages written per row at 1,024 nodes. The ranks of one job advance together,
     // so job-major keys leave one tail per running attempt. `attempt_series` names each
-    // (job, attempt) by an integer; `sample_series` keeps its per-rank counts.
+    // (job, attempt) by an integer; `sample_series` keeps its per-rank counts. Each
+    // iteration's mean power and SM clock, known when the job ends, go in a table of
+    // their own (appended then) instead of growing every iteration row in place.
     // `samples` and `gpu_samples` stay, as views with the old columns.
     R"sql(
 CREATE TABLE attempt_series (
@@ -448,29 +450,42 @@ CREATE TABLE iteration_rows (
   elapsed_s REAL NOT NULL,
   warmup INTEGER NOT NULL,
   received_unix_ns INTEGER NOT NULL,
-  power_w_mean REAL,
-  sm_clock_mhz_mean REAL,
   compute_time_s REAL,
   forward_backward_time_s REAL,
   allreduce_wait_time_s REAL,
   optimizer_time_s REAL,
   PRIMARY KEY (series, iteration, rank)
 ) WITHOUT ROWID;
+CREATE TABLE iteration_means (
+  series INTEGER NOT NULL,
+  iteration INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  power_w_mean REAL,
+  sm_clock_mhz_mean REAL,
+  PRIMARY KEY (series, iteration, rank)
+) WITHOUT ROWID;
 INSERT INTO iteration_rows
   SELECT a.id, (s.key & 4294967295) - 2147483648, r.rank, s.step_time_s, s.images, s.loss,
-         s.data_time_s, s.elapsed_s, s.warmup, s.received_unix_ns, s.power_w_mean,
-         s.sm_clock_mhz_mean, s.compute_time_s, s.forward_backward_time_s,
-         s.allreduce_wait_time_s, s.optimizer_time_s
+         s.data_time_s, s.elapsed_s, s.warmup, s.received_unix_ns, s.compute_time_s,
+         s.forward_backward_time_s, s.allreduce_wait_time_s, s.optimizer_time_s
   FROM sample_series r JOIN attempt_series a USING (job_id, attempt)
   JOIN sample_rows s ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32
+  ORDER BY 1, 2, 3;
+INSERT INTO iteration_means
+  SELECT a.id, (s.key & 4294967295) - 2147483648, r.rank, s.power_w_mean, s.sm_clock_mhz_mean
+  FROM sample_series r JOIN attempt_series a USING (job_id, attempt)
+  JOIN sample_rows s ON s.key >= r.id << 32 AND s.key < (r.id + 1) << 32
+  WHERE s.power_w_mean IS NOT NULL OR s.sm_clock_mhz_mean IS NOT NULL
   ORDER BY 1, 2, 3;
 DROP TABLE sample_rows;
 CREATE VIEW samples AS
   SELECT a.job_id, a.attempt, s.rank, s.iteration, s.step_time_s, s.images, s.loss,
-         s.data_time_s, s.elapsed_s, s.warmup, s.received_unix_ns, s.power_w_mean,
-         s.sm_clock_mhz_mean, s.compute_time_s, s.forward_backward_time_s,
+         s.data_time_s, s.elapsed_s, s.warmup, s.received_unix_ns, m.power_w_mean,
+         m.sm_clock_mhz_mean, s.compute_time_s, s.forward_backward_time_s,
          s.allreduce_wait_time_s, s.optimizer_time_s
-  FROM attempt_series a JOIN iteration_rows s ON s.series = a.id;
+  FROM attempt_series a JOIN iteration_rows s ON s.series = a.id
+  LEFT JOIN iteration_means m
+    ON m.series = s.series AND m.iteration = s.iteration AND m.rank = s.rank;
 CREATE TABLE gpu_readings (
   series INTEGER NOT NULL,
   seq INTEGER NOT NULL,

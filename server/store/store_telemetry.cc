@@ -7,6 +7,7 @@
 #include <numeric>
 #include <optional>
 #include <string_view>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -275,11 +276,21 @@ bool Store::JoinTelemetryAsync(TelemetryRequest request, TelemetryDone done) {
         ASSIGN_OR_RETURN(std::optional<int64_t> series,
                          AttemptSeriesId(db, job_id, attempt, /*make=*/false));
         if (!series) return absl::OkStatus();  // no samples: nothing to update
+        // Appended in key order (the attempt's rows are contiguous): each page is
+        // written once.
+        std::vector<const IterationTelemetry*> in_key_order;
+        in_key_order.reserve(joined->iterations.size());
+        for (const IterationTelemetry& it : joined->iterations) in_key_order.push_back(&it);
+        std::sort(in_key_order.begin(), in_key_order.end(),
+                  [](const IterationTelemetry* a, const IterationTelemetry* b) {
+                    return std::tie(a->iteration, a->rank) < std::tie(b->iteration, b->rank);
+                  });
         ASSIGN_OR_RETURN(Statement * update,
-                         db.Prepare("UPDATE iteration_rows SET power_w_mean=?4, "
-                                    "sm_clock_mhz_mean=?5 WHERE series=?1 AND iteration=?2 "
-                                    "AND rank=?3"));
-        for (const IterationTelemetry& it : joined->iterations) {
+                         db.Prepare("INSERT OR REPLACE INTO iteration_means (series, iteration, "
+                                    "rank, power_w_mean, sm_clock_mhz_mean) "
+                                    "VALUES (?1, ?2, ?3, ?4, ?5)"));
+        for (const IterationTelemetry* at : in_key_order) {
+          const IterationTelemetry& it = *at;
           update->Reset();
           update->Bind(1, *series);
           update->Bind(2, int64_t{it.iteration});
@@ -331,9 +342,11 @@ absl::StatusOr<std::map<std::pair<int, int>, Store::IterationMeans>> Store::Read
     const std::string& job_id, int attempt) {
   std::lock_guard<std::mutex> lock(reader_mu_);
   ASSIGN_OR_RETURN(Statement * select,
-                   reader_db_->Prepare("SELECT s.rank, s.iteration, s.power_w_mean, "
-                                       "s.sm_clock_mhz_mean FROM attempt_series a "
+                   reader_db_->Prepare("SELECT s.rank, s.iteration, m.power_w_mean, "
+                                       "m.sm_clock_mhz_mean FROM attempt_series a "
                                        "JOIN iteration_rows s ON s.series = a.id "
+                                       "LEFT JOIN iteration_means m ON m.series = s.series "
+                                       "AND m.iteration = s.iteration AND m.rank = s.rank "
                                        "WHERE a.job_id=?1 AND a.attempt=?2"));
   select->Bind(1, job_id);
   select->Bind(2, int64_t{attempt});

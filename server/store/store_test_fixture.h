@@ -26,12 +26,15 @@ CREATE TABLE sample_rows (key INTEGER PRIMARY KEY, step_time_s REAL NOT NULL,
   allreduce_wait_time_s REAL, optimizer_time_s REAL);
 INSERT INTO sample_rows
   SELECT (r.id << 32) + s.iteration + 2147483648, s.step_time_s, s.images, s.loss,
-         s.data_time_s, s.elapsed_s, s.warmup, s.received_unix_ns, s.power_w_mean,
-         s.sm_clock_mhz_mean, s.compute_time_s, s.forward_backward_time_s,
+         s.data_time_s, s.elapsed_s, s.warmup, s.received_unix_ns, m.power_w_mean,
+         m.sm_clock_mhz_mean, s.compute_time_s, s.forward_backward_time_s,
          s.allreduce_wait_time_s, s.optimizer_time_s
   FROM attempt_series a JOIN iteration_rows s ON s.series = a.id
-  JOIN sample_series r ON r.job_id = a.job_id AND r.attempt = a.attempt AND r.rank = s.rank;
+  JOIN sample_series r ON r.job_id = a.job_id AND r.attempt = a.attempt AND r.rank = s.rank
+  LEFT JOIN iteration_means m
+    ON m.series = s.series AND m.iteration = s.iteration AND m.rank = s.rank;
 DROP TABLE iteration_rows;
+DROP TABLE iteration_means;
 CREATE VIEW samples AS
   SELECT r.job_id, r.attempt, r.rank, (s.key & 4294967295) - 2147483648 AS iteration,
          s.step_time_s, s.images, s.loss, s.data_time_s, s.elapsed_s, s.warmup,
