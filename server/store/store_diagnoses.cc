@@ -73,14 +73,10 @@ bool Store::DiagnoseJobAsync(diagnosis::JobInputs facts, int attempt, DiagnosisD
       return [answer] { (*answer)(absl::UnavailableError("store is shutting down")); };
     }
     // Read and diagnosed on the analysis thread; only the result is written.
-    absl::StatusOr<std::vector<IterationSample>> samples =
-        SelectSamples(*reader, facts.job_id, attempt);
-    absl::StatusOr<std::vector<GpuSample>> gpu_samples =
-        samples.ok() ? SelectGpuSamples(*reader, facts.job_id, attempt)
-                     : absl::StatusOr<std::vector<GpuSample>>(samples.status());
-    if (!gpu_samples.ok()) return [answer, status = gpu_samples.status()] { (*answer)(status); };
+    absl::StatusOr<AttemptRows> rows = SelectAttemptRows(*reader, facts.job_id, attempt);
+    if (!rows.ok()) return [answer, status = rows.status()] { (*answer)(status); };
     diagnosis::JobInputs inputs = facts;
-    AddSamples(inputs, *samples, *gpu_samples);
+    AddSamples(inputs, rows->samples, rows->gpu_samples);
     auto result = std::make_shared<JobDiagnosis>(Diagnose(inputs, attempt));
     return [this, answer, result, job_id = facts.job_id] {
       Enqueue({[result, job_id](Database& db) { return WriteDiagnosisRow(db, job_id, *result); },
@@ -98,15 +94,13 @@ bool Store::DiagnoseJobAsync(diagnosis::JobInputs facts, int attempt, DiagnosisD
 }
 
 absl::StatusOr<JobDiagnosis> Store::RediagnoseJob(const diagnosis::JobInputs& facts, int attempt) {
-  std::vector<IterationSample> samples;
-  std::vector<GpuSample> gpu_samples;
+  AttemptRows rows;
   {
     std::lock_guard<std::mutex> lock(reader_mu_);
-    ASSIGN_OR_RETURN(samples, SelectSamples(*reader_db_, facts.job_id, attempt));
-    ASSIGN_OR_RETURN(gpu_samples, SelectGpuSamples(*reader_db_, facts.job_id, attempt));
+    ASSIGN_OR_RETURN(rows, SelectAttemptRows(*reader_db_, facts.job_id, attempt));
   }
   diagnosis::JobInputs inputs = facts;
-  AddSamples(inputs, samples, gpu_samples);
+  AddSamples(inputs, rows.samples, rows.gpu_samples);
   return Diagnose(inputs, attempt);
 }
 

@@ -3,7 +3,10 @@
 // caller holds that connection (the writer thread's, or the reader under its mutex).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +50,27 @@ inline absl::Time FromMs(int64_t ms) { return absl::FromUnixMillis(ms); }
 // none and not `make`.
 absl::StatusOr<std::optional<int64_t>> AttemptSeriesId(Database& db, const std::string& job_id,
                                                        int attempt, bool make);
+// Rows read in key order (iteration or seq, then rank) put in rank order, each rank's
+// rows keeping their order; each row is moved once.
+template <typename Row>
+std::vector<Row> InRankOrder(std::vector<Row> rows) {
+  std::vector<uint32_t> order(rows.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&rows](uint32_t x, uint32_t y) { return rows[x].rank < rows[y].rank; });
+  std::vector<Row> by_rank;
+  by_rank.reserve(rows.size());
+  for (uint32_t i : order) by_rank.push_back(std::move(rows[i]));
+  return by_rank;
+}
+// An attempt's iterations and GPU readings, each by rank (SelectSamples,
+// SelectGpuSamples): what the end-of-job analyses read.
+struct AttemptRows {
+  std::vector<IterationSample> samples;
+  std::vector<GpuSample> gpu_samples;
+};
+absl::StatusOr<AttemptRows> SelectAttemptRows(Database& db, const std::string& job_id,
+                                              int attempt);
 // By rank, then iteration; only iterations >= from_iteration.
 absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db, const std::string& job_id,
                                                            int attempt, int from_iteration = 0);

@@ -345,14 +345,15 @@ absl::StatusOr<std::vector<IterationSample>> SelectSamples(Database& db, const s
   select->Bind(2, int64_t{attempt});
   select->Bind(3, int64_t{from_iteration});
   ASSIGN_OR_RETURN(std::vector<IterationSample> rows, ReadSampleRows(*select, job_id, attempt));
-  std::vector<uint32_t> order(rows.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&rows](uint32_t x, uint32_t y) { return rows[x].rank < rows[y].rank; });
-  std::vector<IterationSample> by_rank;
-  by_rank.reserve(rows.size());
-  for (uint32_t i : order) by_rank.push_back(std::move(rows[i]));
-  return by_rank;
+  return InRankOrder(std::move(rows));
+}
+
+absl::StatusOr<AttemptRows> SelectAttemptRows(Database& db, const std::string& job_id,
+                                              int attempt) {
+  AttemptRows rows;
+  ASSIGN_OR_RETURN(rows.samples, SelectSamples(db, job_id, attempt));
+  ASSIGN_OR_RETURN(rows.gpu_samples, SelectGpuSamples(db, job_id, attempt));
+  return rows;
 }
 
 absl::StatusOr<std::map<int, int64_t>> Store::CountSamplesByRank(const std::string& job_id,

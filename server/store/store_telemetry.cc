@@ -138,14 +138,7 @@ absl::StatusOr<std::vector<GpuSample>> SelectGpuSamples(Database& db, const std:
                    db.Prepare(absl::StrCat(kGpuSampleColumns, "WHERE series=?1 ORDER BY seq, rank")));
   select->Bind(1, *series);
   ASSIGN_OR_RETURN(std::vector<GpuSample> rows, GpuSampleRows(select, job_id, attempt));
-  std::vector<uint32_t> order(rows.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&rows](uint32_t x, uint32_t y) { return rows[x].rank < rows[y].rank; });
-  std::vector<GpuSample> by_rank;
-  by_rank.reserve(rows.size());
-  for (uint32_t i : order) by_rank.push_back(std::move(rows[i]));
-  return by_rank;
+  return InRankOrder(std::move(rows));
 }
 
 namespace {
@@ -262,14 +255,12 @@ bool Store::JoinTelemetryAsync(TelemetryRequest request, TelemetryDone done) {
       return [answer] { (*answer)(absl::UnavailableError("store is shutting down")); };
     }
     // Read and joined on the analysis thread; only the iterations' means are written.
-    absl::StatusOr<std::vector<IterationSample>> samples =
-        SelectSamples(*reader, request.job_id, request.attempt);
-    absl::StatusOr<std::vector<GpuSample>> gpu_samples =
-        samples.ok() ? SelectGpuSamples(*reader, request.job_id, request.attempt)
-                     : absl::StatusOr<std::vector<GpuSample>>(samples.status());
-    if (!gpu_samples.ok()) return [answer, status = gpu_samples.status()] { (*answer)(status); };
-    auto joined = std::make_shared<JoinedTelemetry>(JoinTelemetry(
-        *samples, *gpu_samples, request.summaries, request.agent_by_rank, request.expect_gpus));
+    absl::StatusOr<AttemptRows> rows = SelectAttemptRows(*reader, request.job_id, request.attempt);
+    if (!rows.ok()) return [answer, status = rows.status()] { (*answer)(status); };
+    auto joined = std::make_shared<JoinedTelemetry>(JoinTelemetry(rows->samples, rows->gpu_samples,
+                                                                  request.summaries,
+                                                                  request.agent_by_rank,
+                                                                  request.expect_gpus));
     return [this, answer, joined, job_id = request.job_id, attempt = request.attempt] {
       auto write = [joined, job_id, attempt](Database& db) -> absl::Status {
         if (joined->iterations.empty()) return absl::OkStatus();
