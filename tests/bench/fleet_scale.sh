@@ -110,7 +110,27 @@ SERVER=$PKI/server
 [ -f "$SERVER.pem" ] || SERVER=$PKI/benchd
 CA=$PKI/ca.pem ADMIN_CERT=$PKI/scalerun-admin.pem ADMIN_KEY=$PKI/scalerun-admin.key
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A free port below the kernel's ephemeral range: benchd is restarted on the same ports
+# (kill9), and a port from that range can be taken meanwhile by any outgoing connection
+# (1,024 agents reconnecting), so that the restart cannot listen ("Address already in use").
+free_port() {
+  python3 -c '
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(1000):
+    port = random.randint(10000, low - 1)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break
+else:
+    raise SystemExit("no free port below " + str(low))'
+}
 GRPC_PORT=$(free_port) HTTP_PORT=$(free_port) PROM_PORT=$(free_port) PROXY_PORT=$(free_port)
 GRPC=127.0.0.1:$GRPC_PORT HTTP=127.0.0.1:$HTTP_PORT
 
