@@ -127,8 +127,10 @@ TEST(DistributedTest, MissingPeerTimesOutWithUnavailable) {
 // twice (and from the destructor), and a collective after it is an error, not a hang.
 TEST(DistributedTest, ShutdownEndsTheGroupOnceAndLaterCollectivesThrow) {
   std::vector<float> sums(2, 0.0f);
-  std::vector<bool> shut_down(2, false);
-  std::vector<bool> threw_after(2, false);
+  // One byte per rank, not std::vector<bool>: its bits share a word, and the two rank
+  // threads writing theirs at once could lose one (a rank's `true` read back false).
+  std::vector<char> shut_down(2, 0);
+  std::vector<char> threw_after(2, 0);
   const std::vector<Status> statuses = RunTwoRanks(
       [&](int rank, Communicator& group) {
         torch::Tensor value = torch::full({4}, static_cast<float>(rank + 1));
