@@ -8,7 +8,8 @@
 // exactly once by (job, attempt, rank, iteration); a repeated sample is counted as a
 // duplicate, not stored again. A sample's loss is stored as it was, NaN and infinities
 // included (a NaN loss is NULL in SQL: docs/results.md). Reads use a second connection
-// (WAL lets them run beside the writer). All methods are thread-safe.
+// (WAL lets them run beside the writer); the end-of-job analyses read on a third, on a
+// thread of their own. All methods are thread-safe.
 //
 // Durability: a write's `done` runs after its transaction committed to the WAL, so what
 // was acknowledged survives a crash or kill of benchd. The connections use
@@ -286,7 +287,7 @@ class Store {
 
  private:
   // Per rank: stored iterations of (job_id, attempt) that also meet `condition` (SQL over
-  // sample_rows s, starting with " AND"; empty for all).
+  // iteration_rows s, starting with " AND"; empty for all).
   absl::StatusOr<std::map<int, int64_t>> CountSamplesByRank(const std::string& job_id,
                                                             int attempt,
                                                             const std::string& condition);
