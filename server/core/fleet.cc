@@ -39,6 +39,7 @@ void Fleet::Register(const AgentInventory& inventory) {
   agent.last_seen = clock_->SteadyNow();
   agent.last_seen_wall = clock_->Now();
   agent.lost = false;
+  if (agent.placeholder) --placeholders_;
   agent.placeholder = false;
   Log("agent ", inventory.name, how,
       inventory.gpus.empty() ? absl::StrCat(inventory.cpu_slots, " CPU slots")
@@ -51,6 +52,7 @@ void Fleet::AddPlaceholder(const std::string& name, SteadyTime expires) {
   if (!agent.inventory.name.empty()) return;
   agent.inventory.name = name;
   agent.placeholder = true;
+  ++placeholders_;
   agent.last_seen = expires;
   agent.last_seen_wall = clock_->Now();
 }
@@ -197,6 +199,7 @@ Fleet::LostAgent Fleet::TakeOut(const std::string& name, Agent& agent,
   LostAgent entry;
   entry.name = name;
   entry.was_placeholder = agent.placeholder;
+  if (agent.placeholder) --placeholders_;
   agent.placeholder = false;
   if (agent.channel != nullptr) {
     agent.channel->Close(status);

@@ -59,6 +59,8 @@ class Fleet {
   void AddPlaceholder(const std::string& name, SteadyTime expires);
   // Moves every placeholder's expiry to `expires` (benchd started serving).
   void ExtendPlaceholders(SteadyTime expires);
+  // Placeholders not yet registered again nor lost: the agents a restart still waits for.
+  int placeholders() const { return placeholders_; }
 
   // Known at all (registered, placeholder or lost).
   bool Known(const std::string& name) const;
@@ -125,12 +127,13 @@ class Fleet {
     std::map<int, Holder> busy;  // device index → what holds it: only the held ones
   };
   // Closes the agent's stream with `status`, frees its devices; returns what held them.
-  static LostAgent TakeOut(const std::string& name, Agent& agent, const absl::Status& status);
+  LostAgent TakeOut(const std::string& name, Agent& agent, const absl::Status& status);
   Agent* Find(const std::string& name);
   const Agent* Find(const std::string& name) const;
 
   const Clock* const clock_;
   std::map<std::string, Agent> agents_;
+  int placeholders_ = 0;  // agents_ with placeholder set
 };
 
 }  // namespace bench

@@ -20,6 +20,7 @@
 // under the mutex and must not block or call back into the manager.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -225,6 +226,12 @@ class JobManager {
                      UploadDone done) {
     UploadSamples(agent, std::move(samples), {}, std::move(done));
   }
+  // OK, unless benchd restarted and still waits for agents of its RUNNING jobs to
+  // register again (within reconcile_grace): then UNAVAILABLE saying how many, and the
+  // agent keeps its samples and retries. Uploads, replayed spools first, are most of the
+  // agents' traffic; taken during that wait they hold up the registrations that keep
+  // those jobs alive. Lock-free: the adapter asks before it parses an upload.
+  absl::Status UploadsAdmitted() const;
   // Jobs by state, agents and their devices, for /metrics.
   FleetCounts Fleet();
   std::vector<AgentView> ListAgents();
@@ -379,6 +386,8 @@ class JobManager {
   void OnJobDiagnosed(const std::string& job_id, int attempt,
                       absl::StatusOr<JobDiagnosis> diagnosis);
   std::string AgentOfRank(const Job& job, int rank) const;
+  // Copies the fleet's count of awaited agents to agents_awaited_ (after a change).
+  void PublishAgentsAwaited() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
   const JobManagerOptions options_;
@@ -412,6 +421,8 @@ class JobManager {
   };
   const std::shared_ptr<FailedWrites> failed_writes_ = std::make_shared<FailedWrites>();
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  // fleet_.placeholders(), readable without the lock (UploadsAdmitted).
+  std::atomic<int> agents_awaited_{0};
 };
 
 }  // namespace bench

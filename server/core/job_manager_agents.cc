@@ -37,7 +37,21 @@ absl::StatusOr<std::string> JobManager::RegisterAgent(AgentInventory inventory) 
   absl::MutexLock lock(&mu_);
   if (shut_down_) return absl::UnavailableError("benchd is shutting down");
   fleet_.Register(inventory);
+  PublishAgentsAwaited();
   return inventory.name;
+}
+
+absl::Status JobManager::UploadsAdmitted() const {
+  int awaited = agents_awaited_.load(std::memory_order_relaxed);
+  if (awaited == 0) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      "benchd restarted and waits for ", awaited, " agent", awaited == 1 ? "" : "s",
+      " of its running jobs to reconnect (at most ", absl::FormatDuration(options_.reconcile_grace),
+      "); samples are taken after that: keep them and retry"));
+}
+
+void JobManager::PublishAgentsAwaited() {
+  agents_awaited_.store(fleet_.placeholders(), std::memory_order_relaxed);
 }
 
 absl::Status JobManager::Heartbeat(const std::string& agent_name,
@@ -473,6 +487,7 @@ void JobManager::CheckAgents(SteadyTime now) {
         Log("agent ", name, " lost: ", why);
         AgentLost(agent, why);
       });
+  PublishAgentsAwaited();
   // Nothing else frees or adds capacity with time alone: events (reports, heartbeats,
   // registrations, submits) schedule for themselves.
   if (lost > 0) Schedule();

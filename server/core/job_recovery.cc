@@ -71,6 +71,7 @@ absl::Status JobManager::Recover() {
       JoinTelemetry(stored);
     }
   }
+  PublishAgentsAwaited();
   Log("recovered ", jobs_.size(), " jobs from ", store_->path());
   Schedule();
   return absl::OkStatus();

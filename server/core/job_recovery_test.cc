@@ -14,6 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "common/fake_clock.h"
 #include "server/core/job_manager.h"
 #include "server/core/job_manager_test_support.h"
@@ -149,6 +150,60 @@ TEST_F(JobRecoveryTest, ARankReportedDoneBeforeAKillDoesNotVanishAfterTheRestart
   EXPECT_EQ(view.job.state, JobState::kSucceeded);
   EXPECT_EQ(view.job.attempt, 1);
   EXPECT_EQ(view.job.summaries.size(), 2u);
+}
+
+// Uploads wait while benchd waits for the agents of its running jobs (issue 27: at 1,024
+// nodes, replayed uploads held up registrations until jobs failed for want of them).
+TEST_F(JobRecoveryTest, UploadsAreRefusedUntilTheAgentsOfRunningJobsAreBackOrLost) {
+  EXPECT_TRUE(manager_->UploadsAdmitted().ok());
+  FakeChannel one, two, three;
+  RegisterCpuAgent(*manager_, "node-1", 1, &one);
+  RegisterCpuAgent(*manager_, "node-2", 1, &two);
+  RegisterCpuAgent(*manager_, "node-3", 1, &three);  // idle: not waited for
+  auto submitted = SubmitAndWait(*manager_, SmallJobSpec(2));
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string id = submitted->job_id;
+  JobView view = *manager_->Get(id);
+  ASSERT_EQ(view.job.state, JobState::kRunning);
+  const std::string first = view.job.placements[0].agent;
+  const std::string second = view.job.placements[1].agent;
+  EXPECT_TRUE(manager_->UploadsAdmitted().ok());
+
+  Start(dir_ + "/live/bench.db");  // benchd restarted
+  absl::Status refused = manager_->UploadsAdmitted();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(refused.message(), HasSubstr("waits for 2 agents"));
+  FakeChannel first_again, second_again, third_again;
+  RegisterCpuAgent(*manager_, "node-3", 1, &third_again);
+  EXPECT_THAT(manager_->UploadsAdmitted().message(), HasSubstr("waits for 2 agents"));
+  RegisterCpuAgent(*manager_, first, 1, &first_again);
+  EXPECT_THAT(manager_->UploadsAdmitted().message(), HasSubstr("waits for 1 agent "));
+  RegisterCpuAgent(*manager_, second, 1, &second_again);
+  EXPECT_TRUE(manager_->UploadsAdmitted().ok());
+  ASSERT_TRUE(UploadAndWait(*manager_, second, {{id, 1, 1, 2, 0.25, 2, 1.0, 0, 0.5, false}}).ok());
+
+  // Restarted again; only one agent comes back. Once the grace has passed, the other is
+  // lost (its job handled as for any lost node) and uploads are taken again.
+  Start(dir_ + "/live/bench.db");
+  manager_->BeginReconcileGrace();
+  FakeChannel first_third;
+  RegisterCpuAgent(*manager_, first, 1, &first_third);
+  EXPECT_THAT(manager_->UploadsAdmitted().message(), HasSubstr("waits for 1 agent "));
+  clock_.Advance(absl::Seconds(29));
+  ASSERT_TRUE(manager_->Heartbeat(first, {{id, 1, {0}}}).ok());
+  manager_->CheckAgents(clock_.SteadyNow());
+  EXPECT_FALSE(manager_->UploadsAdmitted().ok());
+  clock_.Advance(absl::Seconds(2));
+  ASSERT_TRUE(manager_->Heartbeat(first, {{id, 1, {0}}}).ok());
+  manager_->CheckAgents(clock_.SteadyNow());
+  EXPECT_TRUE(manager_->UploadsAdmitted().ok());
+  view = *manager_->Get(id);
+  ASSERT_FALSE(view.job.history.empty());
+  bool lost_its_node = false;
+  for (const auto& change : view.job.history) {
+    lost_its_node |= absl::StrContains(change.reason, "did not reconnect");
+  }
+  EXPECT_TRUE(lost_its_node) << view.job.reason;
 }
 
 }  // namespace

@@ -39,14 +39,16 @@ std::string_view NodeOf(const Request& request) {
   return request.agent();
 }
 
-// OK when the caller is an agent (or security is off), checked before parsing; then `raw`
-// parsed into `request` (INVALID_ARGUMENT naming `method` when it does not parse), which
-// must act for the caller's own node.
+// OK when the caller is an agent (or security is off) and `open` is OK, both checked
+// before parsing; then `raw` parsed into `request` (INVALID_ARGUMENT naming `method` when
+// it does not parse), which must act for the caller's own node.
 template <class Request>
 absl::Status Admit(const GrpcAuthenticator& auth, const grpc::CallbackServerContext& context,
-                   std::string_view method, const grpc::ByteBuffer& raw, Request* request) {
+                   std::string_view method, const grpc::ByteBuffer& raw, Request* request,
+                   const absl::Status& open = absl::OkStatus()) {
   std::optional<Principal> who = auth.PrincipalOf(context);
   RETURN_IF_ERROR(Authorize(who, Action::kAgent));
+  RETURN_IF_ERROR(open);
   RETURN_IF_ERROR(ParseRequest(raw, v1::AgentService::service_full_name(), method, request));
   return CheckAgentNode(*who, NodeOf(*request));
 }
@@ -160,7 +162,12 @@ grpc::ServerUnaryReactor* AgentServiceImpl::UploadSamples(grpc::CallbackServerCo
                                                           const grpc::ByteBuffer* request,
                                                           grpc::ByteBuffer* response) {
   auto* call = new UnaryCall<v1::UploadSamplesRequest, v1::UploadSamplesResponse>(response);
-  BENCH_ADMIT_OR_REPLY(call, Method::kUploadSamples);
+  // Refused unparsed while benchd waits for its agents after a restart (UploadsAdmitted).
+  if (absl::Status admitted = Admit(auth_, *context, __func__, *request, call->mutable_request(),
+                                    manager_->UploadsAdmitted());
+      !admitted.ok()) {
+    return Answer(counters_, Method::kUploadSamples, call, admitted);
+  }
   const v1::UploadSamplesRequest& upload = call->request();
   std::vector<IterationSample> samples;
   samples.reserve(upload.samples_size());
