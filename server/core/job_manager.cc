@@ -577,6 +577,8 @@ absl::Duration JobManager::HangTimeout(const Job& job) const {
 void JobManager::CheckLimits(absl::Time now) {
   absl::MutexLock lock(&mu_);
   bool any_ended = false;
+  // No iteration can be stored while uploads are refused (UploadsAdmitted): no hang then.
+  const bool uploads_held = fleet_.placeholders() > 0;
   jobs_.ForEachLive([&](Job& job) {
     mu_.AssertHeld();
     if (job.state != JobState::kRunning) return;
@@ -591,7 +593,7 @@ void JobManager::CheckLimits(absl::Time now) {
       EndRunningJob(job, JobState::kFailed,
                     absl::StrCat("wall-time limit: attempt ", job.attempt, " ran longer than ",
                                  absl::FormatDuration(wall), "; its ranks were stopped"));
-    } else if (now - runtime.last_progress > hang) {
+    } else if (!uploads_held && now - runtime.last_progress > hang) {
       any_ended = true;
       EndRunningJob(job, JobState::kFailed,
                     absl::StrCat("hung: no iteration stored for ",

@@ -244,8 +244,8 @@ class JobManager {
   // max_requeues times) or fail with "node lost".
   void CheckAgents(SteadyTime now);
   // Fails RUNNING jobs past their wall-time limit, or with no iteration stored for
-  // their hang timeout (since placement, or since benchd restarted); their ranks are
-  // told to stop.
+  // their hang timeout (since placement, or since uploads were taken again after a
+  // restart; not while UploadsAdmitted refuses them); their ranks are told to stop.
   void CheckLimits(absl::Time now);
   // Closes every agent stream and watcher (benchd is stopping).
   void Shutdown();

@@ -51,7 +51,19 @@ absl::Status JobManager::UploadsAdmitted() const {
 }
 
 void JobManager::PublishAgentsAwaited() {
-  agents_awaited_.store(fleet_.placeholders(), std::memory_order_relaxed);
+  const int awaited = fleet_.placeholders();
+  if (awaited == 0 && agents_awaited_.load(std::memory_order_relaxed) > 0) {
+    // Uploads are taken again: the hang clocks, stopped while they were refused
+    // (CheckLimits), start again from now.
+    const absl::Time now = clock_->Now();
+    jobs_.ForEachLive([&](Job& job) {
+      mu_.AssertHeld();
+      if (job.state != JobState::kRunning) return;
+      absl::Time& last_progress = runtime_[job.id].last_progress;
+      last_progress = std::max(last_progress, now);
+    });
+  }
+  agents_awaited_.store(awaited, std::memory_order_relaxed);
 }
 
 absl::Status JobManager::Heartbeat(const std::string& agent_name,

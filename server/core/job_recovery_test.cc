@@ -206,5 +206,41 @@ TEST_F(JobRecoveryTest, UploadsAreRefusedUntilTheAgentsOfRunningJobsAreBackOrLos
   EXPECT_TRUE(lost_its_node) << view.job.reason;
 }
 
+// A job's hang clock stops while uploads are refused (nothing can be stored then) and
+// starts again when they are taken.
+TEST_F(JobRecoveryTest, NoJobHangsWhileUploadsWaitForTheAgentsAfterARestart) {
+  FakeChannel one, two;
+  RegisterCpuAgent(*manager_, "node-1", 1, &one);
+  RegisterCpuAgent(*manager_, "node-2", 1, &two);
+  JobSpec spec = SmallJobSpec(2);
+  spec.hang_timeout_s = 5;
+  auto submitted = SubmitAndWait(*manager_, spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string id = submitted->job_id;
+  JobView view = *manager_->Get(id);
+  ASSERT_EQ(view.job.state, JobState::kRunning);
+  const std::string first = view.job.placements[0].agent;
+  const std::string second = view.job.placements[1].agent;
+
+  Start(dir_ + "/live/bench.db");
+  manager_->BeginReconcileGrace();
+  FakeChannel first_again, second_again;
+  RegisterCpuAgent(*manager_, first, 1, &first_again);
+  clock_.Advance(absl::Seconds(20));  // past the hang timeout, within the grace
+  ASSERT_TRUE(manager_->Heartbeat(first, {{id, 1, {0}}}).ok());
+  manager_->CheckLimits(clock_.Now());
+  EXPECT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
+
+  RegisterCpuAgent(*manager_, second, 1, &second_again);
+  ASSERT_TRUE(manager_->UploadsAdmitted().ok());
+  manager_->CheckLimits(clock_.Now());
+  EXPECT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
+  clock_.Advance(absl::Seconds(6));  // uploads taken, nothing stored for 6 s
+  manager_->CheckLimits(clock_.Now());
+  view = *manager_->Get(id);
+  EXPECT_EQ(view.job.state, JobState::kFailed);
+  EXPECT_THAT(view.job.reason, HasSubstr("hung: no iteration stored for 6s"));
+}
+
 }  // namespace
 }  // namespace bench
