@@ -1,6 +1,7 @@
 #include "server/metrics/live_metrics.h"
 
-#include <set>
+#include <algorithm>
+#include <vector>
 
 #include "server/results/results.h"
 #include "server/results/telemetry.h"
@@ -29,37 +30,51 @@ void LiveMetrics::JobStarted(const std::string& job_id, JobLabels labels) {
 
 std::optional<double> LiveMetrics::RateOf(const RankWindow& window) {
   if (window.recent.empty()) return std::nullopt;
-  auto first = window.recent.begin();
+  const WindowEntry& first = window.recent.front();
   double from = 0;
   int64_t images = 0;
-  if (first->first == 1) {
-    images += first->second.second;  // iteration 1 starts at elapsed 0
+  if (first.iteration == 1) {
+    images += first.images;  // iteration 1 starts at elapsed 0
   } else {
-    from = first->second.first;
+    from = first.elapsed_s;
   }
-  for (auto it = std::next(first); it != window.recent.end(); ++it) images += it->second.second;
-  double seconds = window.recent.rbegin()->second.first - from;
+  for (size_t i = 1; i < window.recent.size(); ++i) images += window.recent[i].images;
+  double seconds = window.recent.back().elapsed_s - from;
   if (seconds <= 0 || images <= 0) return std::nullopt;
   return static_cast<double>(images) / seconds;
 }
 
 void LiveMetrics::AddToWindow(RankWindow& window, const IterationSample& sample) {
-  window.recent[sample.iteration] = {sample.elapsed_s, sample.images};
-  while (window.recent.size() > static_cast<size_t>(kWindow) + 1) {
-    window.recent.erase(window.recent.begin());
+  auto& recent = window.recent;
+  const WindowEntry entry{sample.iteration, sample.elapsed_s, sample.images};
+  // Mostly the next iteration: at the end.
+  auto at = recent.empty() || recent.back().iteration < sample.iteration
+                ? recent.end()
+                : std::lower_bound(recent.begin(), recent.end(), sample.iteration,
+                                   [](const WindowEntry& e, int iteration) {
+                                     return e.iteration < iteration;
+                                   });
+  if (at != recent.end() && at->iteration == sample.iteration) {
+    *at = entry;
+    return;
   }
+  recent.insert(at, entry);
+  if (recent.size() > static_cast<size_t>(kWindow) + 1) recent.erase(recent.begin());
 }
 
-void LiveMetrics::UpdateRates(Entry& entry, int rank) {
+void LiveMetrics::UpdateRate(Entry& entry, int rank) {
   entry.state.ranks[rank].images_per_second = RateOf(entry.windows[rank]);
+}
+
+std::optional<double> LiveMetrics::SumOfRanks(const JobState& state) {
   double total = 0;
   bool any = false;
-  for (const auto& [index, state] : entry.state.ranks) {
-    if (!state.images_per_second) continue;
-    total += *state.images_per_second;
+  for (const auto& [index, rank] : state.ranks) {
+    if (!rank.images_per_second) continue;
+    total += *rank.images_per_second;
     any = true;
   }
-  entry.state.images_per_second = any ? std::optional<double>(total) : std::nullopt;
+  return any ? std::optional<double>(total) : std::nullopt;
 }
 
 void LiveMetrics::RecordIteration(const std::string& job_id, const std::string& node,
@@ -70,13 +85,13 @@ void LiveMetrics::RecordIteration(const std::string& job_id, const std::string& 
   Entry& entry = it->second;
   AddToWindow(entry.windows[sample.rank], sample);
   entry.state.ranks[sample.rank].node = node;
-  UpdateRates(entry, sample.rank);
+  UpdateRate(entry, sample.rank);
 }
 
 void LiveMetrics::RecordIterations(const std::string& node,
                                    const std::vector<IterationSample>& samples) {
   absl::MutexLock lock(&mu_);
-  std::set<std::pair<Entry*, int>> touched;  // (job, rank): rates once, at the end
+  std::vector<std::pair<Entry*, int>> touched;  // (job, rank): rates once, at the end
   const std::string* last_id = nullptr;
   Entry* entry = nullptr;
   for (const IterationSample& sample : samples) {
@@ -88,9 +103,13 @@ void LiveMetrics::RecordIterations(const std::string& node,
     if (entry == nullptr) continue;
     AddToWindow(entry->windows[sample.rank], sample);
     entry->state.ranks[sample.rank].node = node;
-    touched.insert({entry, sample.rank});
+    if (touched.empty() || touched.back() != std::make_pair(entry, sample.rank)) {
+      touched.emplace_back(entry, sample.rank);
+    }
   }
-  for (const auto& [job, rank] : touched) UpdateRates(*job, rank);
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  for (const auto& [job, rank] : touched) UpdateRate(*job, rank);
 }
 
 void LiveMetrics::RecordGpuSample(const std::string& job_id, const std::string& node,
@@ -217,7 +236,10 @@ LiveMetrics::Snapshot LiveMetrics::Take(absl::Time now) {
   absl::MutexLock lock(&mu_);
   Snapshot snapshot;
   PruneLocked(now);
-  for (const auto& [id, entry] : jobs_) snapshot.jobs.emplace(id, entry.state);
+  for (const auto& [id, entry] : jobs_) {
+    JobState& state = snapshot.jobs.emplace(id, entry.state).first->second;
+    if (!state.ended) state.images_per_second = SumOfRanks(state);
+  }
   snapshot.counters = counters_;
   snapshot.agent_rpcs = agent_rpcs_.Read();
   return snapshot;

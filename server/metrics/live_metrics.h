@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -120,8 +121,15 @@ class LiveMetrics : public JobEvents {
   void OnSimulated(const Job& job) override;
 
  private:
+  // A rank's last kWindow + 1 iterations, by iteration (a repeat replaces its entry),
+  // inline: an upload's iterations allocate nothing.
+  struct WindowEntry {
+    int iteration = 0;
+    double elapsed_s = 0;
+    int images = 0;
+  };
   struct RankWindow {
-    std::map<int, std::pair<double, int>> recent;  // iteration → (elapsed_s, images)
+    absl::InlinedVector<WindowEntry, kWindow + 2> recent;
   };
   struct Entry {
     JobState state;
@@ -131,8 +139,10 @@ class LiveMetrics : public JobEvents {
 
   static std::optional<double> RateOf(const RankWindow& window);
   static void AddToWindow(RankWindow& window, const IterationSample& sample);
-  // The rank's live rate, then the job's sum over its ranks.
-  static void UpdateRates(Entry& entry, int rank);
+  // The rank's live rate (a running job's sum over its ranks is taken when read).
+  static void UpdateRate(Entry& entry, int rank);
+  // A running job's live rate: the sum over its ranks that have one.
+  static std::optional<double> SumOfRanks(const JobState& state);
   void PruneLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const absl::Duration retention_;

@@ -1,5 +1,11 @@
 #include "server/metrics/live_metrics.h"
 
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <random>
+#include <vector>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -88,6 +94,46 @@ TEST(LiveMetrics, RankRateIsImagesOverTheLastIterationsOwnTime) {
   EXPECT_DOUBLE_EQ(*job.ranks.at(1).images_per_second, 100);
   EXPECT_DOUBLE_EQ(*job.images_per_second, 300);
   EXPECT_EQ(job.ranks.at(1).node, "node-b");
+}
+
+// The window is the last kWindow + 1 iterations by iteration number, whatever order
+// they come in and however often one is repeated (a replayed upload): checked after each
+// sample against the rule written with a map.
+TEST(LiveMetrics, TheWindowIsTheLastIterationsWhateverTheirOrderAndRepeats) {
+  std::mt19937 random(27);
+  for (int trial = 0; trial < 50; ++trial) {
+    LiveMetrics live;
+    live.JobStarted("job-1", {"resnet50", "amp", 256, 1});
+    std::map<int, std::pair<double, int>> model;  // iteration → (elapsed_s, images)
+    std::vector<int> order;
+    for (int i = 1; i <= 40; ++i) order.push_back(i);
+    for (int repeat = 0; repeat < 15; ++repeat) order.push_back(1 + random() % 40);
+    // Mostly in order, with runs shuffled (uploads retried, batches interleaved).
+    for (size_t at = 0; at + 5 < order.size(); at += 5) {
+      std::shuffle(order.begin() + at, order.begin() + at + 5, random);
+    }
+    for (int iteration : order) {
+      double elapsed = 0.5 * iteration + 0.01 * (random() % 7);
+      int images = 50 + static_cast<int>(random() % 100);
+      live.RecordIteration("job-1", "node-a", Iteration(0, iteration, elapsed, images));
+      model[iteration] = {elapsed, images};
+      while (model.size() > static_cast<size_t>(LiveMetrics::kWindow) + 1) model.erase(model.begin());
+      double from = model.begin()->first == 1 ? 0 : model.begin()->second.first;
+      int64_t total = model.begin()->first == 1 ? model.begin()->second.second : 0;
+      for (auto it = std::next(model.begin()); it != model.end(); ++it) total += it->second.second;
+      double seconds = model.rbegin()->second.first - from;
+      std::optional<double> expected;
+      if (seconds > 0 && total > 0) expected = static_cast<double>(total) / seconds;
+      LiveMetrics::Snapshot snapshot = live.Take(absl::Now());
+      const LiveMetrics::JobState& job = snapshot.jobs.at("job-1");
+      ASSERT_EQ(job.ranks.at(0).images_per_second.has_value(), expected.has_value())
+          << "trial " << trial << " iteration " << iteration;
+      if (expected) {
+        ASSERT_DOUBLE_EQ(*job.ranks.at(0).images_per_second, *expected);
+        ASSERT_DOUBLE_EQ(*job.images_per_second, *expected);  // the job's sum of one rank
+      }
+    }
+  }
 }
 
 TEST(LiveMetrics, GpuSeriesEndWithTheRankAndJobsExpireAfterRetention) {
