@@ -3,7 +3,7 @@
 // event where the change happens; every event does nothing unless overridden.
 //
 // Calls come under the manager's lock, in the order things happen, except
-// OnSamplesStored and OnSamplesNotStored, which come from the store's answer thread
+// OnSamplesStored and OnSamplesNotStored, which come from the store's writer thread
 // without it. An implementation must be thread-safe, must not block and must not call
 // back into the manager.
 #pragma once

@@ -120,7 +120,7 @@ class JobManager {
   // is FAILED_PRECONDITION; if the store fails, UNAVAILABLE and the job is forgotten.
   // `submitted_by` is the submitting principal's name ("" when security is off), stored
   // with the job (Job::submitted_by).
-  // `done` gets the answer: once the job is stored (on the store's answer thread, after
+  // `done` gets the answer: once the job is stored (on the store's writer thread, after
   // the commit), or at once on the caller's thread when no new job is stored. It runs
   // outside the manager's lock and must not block.
   using SubmitDone = std::function<void(absl::StatusOr<SubmitResult>)>;
@@ -191,7 +191,7 @@ class JobManager {
   // a kill -9 of benchd: the agent forgets an attempt once its final report was answered,
   // and a recovered job must not wait for ranks that ended before the restart. It runs
   // at once (on the caller's thread) when nothing was written or the report is refused,
-  // else on the store's answer thread, with the commit's status (UNAVAILABLE: retry).
+  // else on the store's writer thread, with the commit's status (UNAVAILABLE: retry).
   using ReportDone = std::function<void(absl::Status)>;
   void ReportStatus(const std::string& agent, const std::string& job_id, int attempt,
                     int master_port, const std::vector<RankReport>& ranks, ReportDone done);
@@ -218,7 +218,7 @@ class JobManager {
   // Stores the samples (iterations and GPU readings) that belong to a rank of the
   // job's current attempt placed on `agent` (SampleIngestion decides, sample_ingestion.h;
   // others are dropped, counted and logged) and calls `done` after the commit, from the
-  // store's answer thread.
+  // store's writer thread.
   using UploadDone = std::function<void(absl::StatusOr<AppendResult>)>;
   void UploadSamples(const std::string& agent, std::vector<IterationSample> samples,
                      std::vector<GpuSample> gpu_samples, UploadDone done);
@@ -374,14 +374,14 @@ class JobManager {
   // Frees the agent's devices held by the job's current attempt.
   void ReleaseAllDevices(Job& job, const std::string& agent)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After the attempt ended: joins its GPU samples to its iterations (on the store's
-  // analysis thread) and records the per-GPU figures on the job.
+  // After the attempt ended: joins its GPU samples to its iterations (in the store's
+  // writer thread) and records the per-GPU figures on the job.
   void JoinTelemetry(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnTelemetryJoined(const std::string& job_id, int attempt,
                          absl::StatusOr<JoinedTelemetry> joined);
   // After an attempt ended SUCCEEDED or FAILED: its diagnosis
-  // (server/results/job_diagnosis.h), computed on the store's analysis thread and
-  // stored, then recorded on the job.
+  // (server/results/job_diagnosis.h), computed and stored on the store's writer thread,
+  // then recorded on the job.
   void DiagnoseJob(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnJobDiagnosed(const std::string& job_id, int attempt,
                       absl::StatusOr<JobDiagnosis> diagnosis);

@@ -67,9 +67,8 @@ Store::~Store() {
   }
   queue_cv_.notify_all();
   writer_thread_.join();
-  answers_.Stop();  // the answers of the last commits
-  // After the writer and its answers: its last commits may have handed work to the
-  // analysis thread, which now gets nullptr for what it has not started.
+  // After the writer: its last commits may have handed work to the analysis thread,
+  // which now gets nullptr for what it has not started.
   {
     std::lock_guard<std::mutex> lock(analysis_mu_);
     analysis_stopping_ = true;
@@ -263,7 +262,7 @@ void Store::WriterLoop() {
     std::vector<absl::Status> results(batch.size());
     absl::Status begin = db.Exec("BEGIN IMMEDIATE");
     if (!begin.ok()) {
-      for (auto& op : batch) answers_.Hand(std::move(op.done), begin);
+      for (auto& op : batch) op.done(begin);
       continue;
     }
     // Set when SQLite rolled the whole transaction back by itself (a full disk, an I/O
@@ -284,7 +283,8 @@ void Store::WriterLoop() {
       results[i] = status;
     }
     if (!lost.ok()) {
-      for (size_t i = 0; i < batch.size(); ++i) answers_.Hand(std::move(batch[i].done), lost);
+      for (auto& result : results) result = lost;
+      for (size_t i = 0; i < batch.size(); ++i) batch[i].done(results[i]);
       continue;
     }
     absl::Status commit = db.Exec("COMMIT");
@@ -294,9 +294,7 @@ void Store::WriterLoop() {
         if (result.ok()) result = commit;
       }
     }
-    for (size_t i = 0; i < batch.size(); ++i) {
-      answers_.Hand(std::move(batch[i].done), std::move(results[i]));
-    }
+    for (size_t i = 0; i < batch.size(); ++i) batch[i].done(results[i]);
     if (checkpoint_pending_.load(std::memory_order_acquire) &&
         wal_frames_.load(std::memory_order_relaxed) >= kWalCeilingFrames) {
       WaitForCheckpoint();

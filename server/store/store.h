@@ -49,7 +49,6 @@
 #include "server/results/job_diagnosis.h"
 #include "server/results/telemetry.h"
 #include "server/results/variability_summary.h"
-#include "server/store/answer_thread.h"
 
 struct sqlite3;
 
@@ -85,9 +84,9 @@ class Store {
   // Commits everything queued, then stops the writer and the checkpointer.
   ~Store();
 
-  // `done` callbacks run after the commit (or the failure) on the store's answer thread
-  // (answer_thread.h), one at a time in commit order, or at once on the caller's thread
-  // with UNAVAILABLE once the store is shutting down; they must not block.
+  // `done` callbacks run on the writer thread after the commit (or the failure), or at
+  // once on the caller's thread with UNAVAILABLE once the store is shutting down; they
+  // must not wait on anything that waits on the store.
   using Done = std::function<void(absl::Status)>;
 
   // Inserts a new job (its row, labels and history). ALREADY_EXISTS if its id or
@@ -335,7 +334,6 @@ class Store {
   std::condition_variable queue_cv_;
   std::deque<WriteOp> queue_;
   bool stopping_ = false;
-  AnswerThread answers_;  // runs the writes' `done`, so that the writer goes on
   std::thread writer_thread_;
 
   std::mutex checkpoint_db_mu_;  // held while checkpoint_db_ is in use, or replaced
