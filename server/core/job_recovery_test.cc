@@ -73,6 +73,22 @@ class JobRecoveryTest : public ::testing::Test {
     return report;
   }
 
+  // Submits `spec` over two registered agents and returns the RUNNING job's id and the
+  // agents of its ranks 0 and 1.
+  struct TwoRankJob {
+    std::string id, first, second;
+  };
+  TwoRankJob RunTwoRankJob(const JobSpec& spec) {
+    auto submitted = SubmitAndWait(*manager_, spec);
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    if (!submitted.ok()) return {};
+    JobView view = *manager_->Get(submitted->job_id);
+    EXPECT_EQ(view.job.state, JobState::kRunning);
+    EXPECT_EQ(view.job.placements.size(), 2u);
+    if (view.job.placements.size() != 2) return {};
+    return {submitted->job_id, view.job.placements[0].agent, view.job.placements[1].agent};
+  }
+
   std::string dir_;
   FakeClock clock_;
   std::unique_ptr<Store> store_;
@@ -160,13 +176,8 @@ TEST_F(JobRecoveryTest, UploadsAreRefusedUntilTheAgentsOfRunningJobsAreBackOrLos
   RegisterCpuAgent(*manager_, "node-1", 1, &one);
   RegisterCpuAgent(*manager_, "node-2", 1, &two);
   RegisterCpuAgent(*manager_, "node-3", 1, &three);  // idle: not waited for
-  auto submitted = SubmitAndWait(*manager_, SmallJobSpec(2));
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
-  const std::string id = submitted->job_id;
-  JobView view = *manager_->Get(id);
-  ASSERT_EQ(view.job.state, JobState::kRunning);
-  const std::string first = view.job.placements[0].agent;
-  const std::string second = view.job.placements[1].agent;
+  const auto [id, first, second] = RunTwoRankJob(SmallJobSpec(2));
+  ASSERT_FALSE(id.empty());
   EXPECT_TRUE(manager_->UploadsAdmitted().ok());
 
   Start(dir_ + "/live/bench.db");  // benchd restarted
@@ -197,7 +208,7 @@ TEST_F(JobRecoveryTest, UploadsAreRefusedUntilTheAgentsOfRunningJobsAreBackOrLos
   ASSERT_TRUE(manager_->Heartbeat(first, {{id, 1, {0}}}).ok());
   manager_->CheckAgents(clock_.SteadyNow());
   EXPECT_TRUE(manager_->UploadsAdmitted().ok());
-  view = *manager_->Get(id);
+  JobView view = *manager_->Get(id);
   ASSERT_FALSE(view.job.history.empty());
   bool lost_its_node = false;
   for (const auto& change : view.job.history) {
@@ -214,13 +225,8 @@ TEST_F(JobRecoveryTest, NoJobHangsWhileUploadsWaitForTheAgentsAfterARestart) {
   RegisterCpuAgent(*manager_, "node-2", 1, &two);
   JobSpec spec = SmallJobSpec(2);
   spec.hang_timeout_s = 5;
-  auto submitted = SubmitAndWait(*manager_, spec);
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
-  const std::string id = submitted->job_id;
-  JobView view = *manager_->Get(id);
-  ASSERT_EQ(view.job.state, JobState::kRunning);
-  const std::string first = view.job.placements[0].agent;
-  const std::string second = view.job.placements[1].agent;
+  const auto [id, first, second] = RunTwoRankJob(spec);
+  ASSERT_FALSE(id.empty());
 
   Start(dir_ + "/live/bench.db");
   manager_->BeginReconcileGrace();
@@ -237,7 +243,7 @@ TEST_F(JobRecoveryTest, NoJobHangsWhileUploadsWaitForTheAgentsAfterARestart) {
   EXPECT_EQ(manager_->Get(id)->job.state, JobState::kRunning);
   clock_.Advance(absl::Seconds(6));  // uploads taken, nothing stored for 6 s
   manager_->CheckLimits(clock_.Now());
-  view = *manager_->Get(id);
+  JobView view = *manager_->Get(id);
   EXPECT_EQ(view.job.state, JobState::kFailed);
   EXPECT_THAT(view.job.reason, HasSubstr("hung: no iteration stored for 6s"));
 }
