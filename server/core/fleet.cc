@@ -31,6 +31,7 @@ const Fleet::Agent* Fleet::Find(const std::string& name) const {
 }
 
 void Fleet::Register(const AgentInventory& inventory) {
+  ++version_;
   Agent& agent = agents_[inventory.name];
   const char* how = agent.lost          ? " returned: "
                     : agent.placeholder ? " reconnected after benchd restarted: "
@@ -50,6 +51,7 @@ void Fleet::Register(const AgentInventory& inventory) {
 void Fleet::AddPlaceholder(const std::string& name, SteadyTime expires) {
   Agent& agent = agents_[name];
   if (!agent.inventory.name.empty()) return;
+  ++version_;
   agent.inventory.name = name;
   agent.placeholder = true;
   ++placeholders_;
@@ -95,6 +97,7 @@ absl::Status Fleet::Attach(const std::string& name, AgentChannel* channel) {
   if (agent->channel != nullptr && agent->channel != channel) {
     agent->channel->Close(absl::AbortedError("replaced by a newer assignment stream"));
   }
+  if (agent->channel != channel) ++version_;
   agent->channel = channel;
   Touch(name);
   return absl::OkStatus();
@@ -102,10 +105,14 @@ absl::Status Fleet::Attach(const std::string& name, AgentChannel* channel) {
 
 void Fleet::Detach(const std::string& name, AgentChannel* channel) {
   Agent* agent = Find(name);
-  if (agent != nullptr && agent->channel == channel) agent->channel = nullptr;
+  if (agent != nullptr && agent->channel == channel) {
+    agent->channel = nullptr;
+    ++version_;
+  }
 }
 
 void Fleet::CloseAll(const absl::Status& status) {
+  ++version_;
   for (auto& [name, agent] : agents_) {
     if (agent.channel != nullptr) {
       agent.channel->Close(status);
@@ -116,6 +123,7 @@ void Fleet::CloseAll(const absl::Status& status) {
 
 void Fleet::Hold(const std::string& name, int device, const std::string& job_id, int attempt,
                  int rank) {
+  ++version_;
   agents_[name].busy[device] = Holder{job_id, attempt, rank};
 }
 
@@ -128,6 +136,7 @@ void Fleet::Release(const std::string& name, const std::string& job_id, int atte
     const Holder& holder = it->second;
     bool match =
         holder.job_id == job_id && holder.attempt == attempt && (!rank || holder.rank == *rank);
+    if (match) ++version_;
     it = match ? busy.erase(it) : std::next(it);
   }
 }
@@ -196,6 +205,7 @@ absl::StatusOr<Fleet::LostAgent> Fleet::Remove(const std::string& name,
 
 Fleet::LostAgent Fleet::TakeOut(const std::string& name, Agent& agent,
                                 const absl::Status& status) {
+  ++version_;
   LostAgent entry;
   entry.name = name;
   entry.was_placeholder = agent.placeholder;

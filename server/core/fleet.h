@@ -91,6 +91,10 @@ class Fleet {
   // Every agent that is neither lost nor a placeholder, with its free devices counted
   // (agents without a stream count as not connected).
   std::vector<AgentCapacity> Capacities() const;
+  // Changes whenever Capacities() may answer differently (an agent registered, lost or
+  // gone, a stream attached or detached, a device held or freed); never otherwise, so
+  // that a caller may keep what it derived from Capacities() while it is equal.
+  uint64_t version() const { return version_; }
   // Agents silent since before now - lease become lost: each one's stream is closed
   // (UNAVAILABLE "lease expired") and its devices freed, then `on_lost` is called with
   // it (in name order, before the next agent is looked at; it may call the fleet).
@@ -134,6 +138,7 @@ class Fleet {
   const Clock* const clock_;
   std::map<std::string, Agent> agents_;
   int placeholders_ = 0;  // agents_ with placeholder set
+  uint64_t version_ = 0;  // see version()
 };
 
 }  // namespace bench

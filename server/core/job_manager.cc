@@ -375,6 +375,7 @@ void JobManager::OnJobInserted(const std::string& job_id, const absl::Status& st
     } else {
       Job* job = FindJob(job_id);
       runtime_[job_id].persisted = true;
+      ++committed_submits_;
       Log(job_id, " submitted",
           job->submitted_by.empty() ? "" : absl::StrCat(" by ", QuotePrefix(job->submitted_by)),
           ": ", job->spec.model, " ", job->spec.devices, " devices ",

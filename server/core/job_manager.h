@@ -403,6 +403,22 @@ class JobManager {
   bench::Fleet fleet_ ABSL_GUARDED_BY(mu_);
   // QUEUED job id → its place, from the latest scheduling pass.
   std::map<std::string, int> queue_positions_ ABSL_GUARDED_BY(mu_);
+  // What the latest scheduling pass planned from: the fleet's capacities, the jobs and
+  // their states (both versions), and how many submits had committed (a QUEUED job is
+  // scheduled once its insert committed). While these are equal a pass would start
+  // nothing and say the same (time passing only narrows backfill: see Schedule), so
+  // Schedule, called on every heartbeat and rank report, skips it.
+  struct PlanInputs {
+    uint64_t fleet = 0;
+    uint64_t jobs = 0;
+    int64_t committed_submits = 0;
+    bool operator==(const PlanInputs& other) const {
+      return fleet == other.fleet && jobs == other.jobs &&
+             committed_submits == other.committed_submits;
+    }
+  };
+  std::optional<PlanInputs> planned_from_ ABSL_GUARDED_BY(mu_);
+  int64_t committed_submits_ ABSL_GUARDED_BY(mu_) = 0;
   // Which uploaded samples may be stored; the (agent, job, attempt)s whose samples and
   // reports are refused (the agent's lease expired, or it left, while it ran them).
   SampleIngestion ingestion_ ABSL_GUARDED_BY(mu_);

@@ -21,8 +21,18 @@ using manager_text::DescribePlacements;
 
 void JobManager::Schedule() {
   if (shut_down_) return;
+  // Called on every heartbeat and report: a pass over the same inputs as the last one
+  // would decide the same. Not quite: a pass depends on the time too, but only through
+  // backfill (a job ahead of the first waiting one must end before that one's reserved
+  // start), which time passing can only refuse, never allow; the one thing that drifts is
+  // the start time named in the first waiting job's reason once a running job is past its
+  // wall-time limit (and CheckLimits ends that job).
+  PlanInputs inputs{fleet_.version(), jobs_.version(), committed_submits_};
+  if (planned_from_ == inputs) return;
+  // As read before the pass: what it starts changes both, and the next call passes again.
+  planned_from_ = inputs;
   queue_positions_.clear();
-  // Called on every heartbeat and report: with nothing queued there is nothing to place.
+  // With nothing queued there is nothing to place.
   if (jobs_.Count(JobState::kQueued) == 0) return;
   absl::Time now = clock_->Now();
   std::vector<QueuedJob> queue;

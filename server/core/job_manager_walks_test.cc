@@ -173,15 +173,43 @@ TEST_F(JobManagerWalksTest, HeartbeatsReportsAndUploadsWalkNoJobsWhenNothingIsQu
   JobManager::JobWalks walked = Walked();
   EXPECT_EQ(walked.full_walks, 0);
   EXPECT_EQ(walked.indexed_visits, 0);
-  // With a job waiting, a heartbeat's scheduling pass visits the live jobs only.
+  // With a job waiting, its submit's scheduling pass visits the live jobs only.
   const std::string waiting = Submit(SmallJobSpec(1));
   ASSERT_EQ(View(waiting).job.state, JobState::kQueued);
-  Walked();
-  ASSERT_TRUE(manager_->Heartbeat("a", {{id, 1, {0}}}).ok());
   walked = Walked();
   EXPECT_EQ(walked.full_walks, 0);
   EXPECT_EQ(walked.indexed_visits, 2);
   EXPECT_EQ(View(waiting).queue_position, 1);
+}
+
+TEST_F(JobManagerWalksTest, AJobWaitsWithoutAPassPerHeartbeatAndStartsWhenADeviceIsFreed) {
+  FakeChannel channel;
+  RegisterCpuAgent(*manager_, "a", 1, &channel);
+  const std::string id = Submit(SmallJobSpec(1));
+  const std::string waiting = Submit(SmallJobSpec(1));
+  ASSERT_EQ(View(waiting).job.state, JobState::kQueued);
+  Walked();
+  // Heartbeats and a report that change nothing the queue depends on: no pass, the
+  // waiting job keeps its place, however much time passes.
+  for (int i = 0; i < 5; ++i) {
+    clock_.Advance(absl::Seconds(10));
+    ASSERT_TRUE(manager_->Heartbeat("a", {{id, 1, {0}}}).ok());
+  }
+  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 29500, {Started(0)}).ok());
+  JobManager::JobWalks walked = Walked();
+  EXPECT_EQ(walked.full_walks, 0);
+  EXPECT_EQ(walked.indexed_visits, 0);
+  EXPECT_EQ(View(waiting).job.state, JobState::kQueued);
+  EXPECT_EQ(View(waiting).queue_position, 1);
+  // The running job's rank ends: its device is freed and the waiting job takes it.
+  RankReport succeeded = Started(0);
+  succeeded.outcome = RankOutcome::kSucceeded;
+  ASSERT_TRUE(manager_->ReportStatus("a", id, 1, 29500, {succeeded}).ok());
+  EXPECT_EQ(View(id).job.state, JobState::kSucceeded);
+  EXPECT_EQ(View(waiting).job.state, JobState::kRunning);
+  ASSERT_EQ(channel.assignments.size(), 2u);
+  EXPECT_EQ(channel.assignments[1].job_id, waiting);
+  EXPECT_EQ(Walked().full_walks, 0);
 }
 
 TEST_F(JobManagerWalksTest, AReconnectResendsTheUndeliveredAssignmentVisitingOnlyLiveJobs) {

@@ -19,6 +19,7 @@ void JobTable::IndexJob(Job& job) {
 }
 
 Job& JobTable::Add(Job job) {
+  ++version_;
   last_seq_ = std::max(last_seq_, job.seq);
   jobs_.push_back(std::move(job));
   Job& added = jobs_.back();
@@ -39,6 +40,7 @@ const std::string* JobTable::JobOfRequest(const std::string& request_id) const {
 }
 
 void JobTable::Remove(const std::string& job_id) {
+  ++version_;
   if (Job* job = Find(job_id); job != nullptr && !job->spec.request_id.empty()) {
     request_ids_.erase(job->spec.request_id);
   }
@@ -58,6 +60,7 @@ void JobTable::Remove(const std::string& job_id) {
 
 void JobTable::SetState(Job& job, JobState state) {
   if (job.state == state) return;
+  ++version_;
   --counts_[static_cast<size_t>(job.state)];
   ++counts_[static_cast<size_t>(state)];
   job.state = state;
@@ -69,6 +72,7 @@ void JobTable::SetState(Job& job, JobState state) {
 }
 
 void JobTable::SetAllocation(Job& job, Allocation allocation) {
+  ++version_;
   job.allocation = std::move(allocation);
   if (HoldsLiveAllocation(job)) {
     allocated_[job.seq] = &job;

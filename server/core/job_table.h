@@ -45,6 +45,9 @@ class JobTable {
   void SetAllocation(Job& job, Allocation allocation);
   // How many jobs are in `state`.
   int64_t Count(JobState state) const { return counts_[static_cast<size_t>(state)]; }
+  // Changes with every Add, Remove, SetState that changes a state and SetAllocation:
+  // equal versions mean the same jobs in the same states and allocations.
+  uint64_t version() const { return version_; }
 
   // Calls `visit(Job&)` on each live job (QUEUED or RUNNING), in submission order. `visit`
   // may change any job's state (SetState): a job that ends is not visited after it ended,
@@ -101,6 +104,7 @@ class JobTable {
   Index allocated_;                                 // allocation.id set and !allocation.ended
   std::array<int64_t, 5> counts_{};                 // by JobState
   int64_t last_seq_ = 0;
+  uint64_t version_ = 0;
   mutable int64_t full_walks_ = 0;
   int64_t indexed_visits_ = 0;
 };

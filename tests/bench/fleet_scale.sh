@@ -14,11 +14,14 @@
 # Usage: tests/bench/fleet_scale.sh --nodes 1024 --duration 30m [--scale 1]
 #          [--faults kill9,partition,garbage,diskfull] [--out DIR] [--db FILE]
 #          [--pki DIR] [--web-clients 20] [--agent-lease 30s] [--job-mix 1:W,8:W,32:W,256:W]
-#          [--sim PATH|none] [-- extra fleet_sim flags]
+#          [--disk-mb 2048] [--sim PATH|none] [-- extra fleet_sim flags]
 #   --duration: 90s, 5m, 1h30m (the simulator's run; faults happen inside it)
 #   --pki: certificates, made once by tests/bench/fleet_pki.sh and reused (default
 #          build/fleet_pki)
 #   --sim none: no simulator (checks the harness itself against an idle benchd)
+#   --disk-mb: the size of diskfull's loop disk (MiB; default 2048). At 1,024 nodes and full
+#          rate the database grows by about 0.5 GB a minute: size it for the whole run, or
+#          the disk fills by itself before the fault
 # Environment: BIN (default build/bin; nothing is built here).
 #
 # Faults (each in its own window after a warm-up of a sixth of the run, at most 60 s):
@@ -48,7 +51,7 @@ print(int(parts[2] or 0) * 3600 + int(parts[4] or 0) * 60 + int(parts[6] or 0))'
 }
 
 NODES="" DURATION="" SCALE=1 FAULTS="" OUT="" DB="" PKI=build/fleet_pki WEB_CLIENTS=20
-LEASE=30s JOB_MIX="" SIM=""
+LEASE=30s JOB_MIX="" SIM="" DISK_MB=2048
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) NODES=$2; shift 2 ;;
@@ -62,6 +65,7 @@ while [ $# -gt 0 ]; do
     --agent-lease) LEASE=$2; shift 2 ;;
     --job-mix) JOB_MIX=$2; shift 2 ;;
     --sim) SIM=$2; shift 2 ;;
+    --disk-mb) DISK_MB=$2; shift 2 ;;
     --) shift; break ;;
     *) die "unknown argument \"$1\" (see the usage at the top of $0)" ;;
   esac
@@ -138,7 +142,7 @@ GRPC=127.0.0.1:$GRPC_PORT HTTP=127.0.0.1:$HTTP_PORT
 DISK=""
 if has_fault diskfull; then
   DISK=$OUT/disk
-  tests/bench/fault_disk.sh make "$DISK" 2048 >"$OUT/fault_disk.log" 2>&1 || die "fault_disk.sh make failed: $OUT/fault_disk.log"
+  tests/bench/fault_disk.sh make "$DISK" "$DISK_MB" >"$OUT/fault_disk.log" 2>&1 || die "fault_disk.sh make failed: $OUT/fault_disk.log"
   DB=${DB:-$DISK/bench.db}
 fi
 DB=${DB:-$OUT/bench.db}
