@@ -1,7 +1,8 @@
 // The JobManager's job lifecycle API (submit, get, list, queue, cancel, baselines, watch,
 // limits, shutdown) and the state changes every concern shares (views, transitions,
-// persistence, notifications, telemetry joins). Placement is in job_manager_placement.cc,
-// the agents' side in job_manager_agents.cc, recovery in job_recovery.cc.
+// persistence, notifications). Placement is in job_manager_placement.cc, the agents' side
+// in job_manager_agents.cc, an ended attempt's analyses in job_manager_analyses.cc,
+// recovery in job_recovery.cc.
 #include "server/core/job_manager.h"
 
 #include <algorithm>
@@ -23,7 +24,6 @@ namespace bench {
 namespace {
 
 using manager_text::Count;
-using manager_text::kTelemetryNotJoined;
 
 // A store completion that must run outside the manager's lock. The manager queues its
 // store writes under that lock, and a store that is shutting down calls `done` at once
@@ -174,8 +174,7 @@ void JobManager::Transition(Job& job, JobState state, std::string reason) {
   if (events_ != nullptr) events_->OnStateChanged(job);
   if (IsTerminal(state) && job.attempt > 0) {
     LogLossHealth(job);
-    JoinTelemetry(job);
-    if (ShouldDiagnose(job)) DiagnoseJob(job);
+    AnalyzeEndedAttempt(job);
   }
 }
 
@@ -186,76 +185,6 @@ std::string JobManager::AgentOfRank(const Job& job, int rank) const {
     }
   }
   return "";
-}
-
-void JobManager::JoinTelemetry(const Job& job) {
-  Store::TelemetryRequest request;
-  request.job_id = job.id;
-  request.attempt = job.attempt;
-  request.summaries = job.summaries;
-  for (const Placement& placement : job.placements) {
-    for (int rank : placement.ranks) request.agent_by_rank[rank] = placement.agent;
-  }
-  request.expect_gpus = job.device_kind == DeviceKind::kCuda;
-  std::string id = job.id;
-  int attempt = job.attempt;
-  bool queued = store_->JoinTelemetryAsync(
-      std::move(request), [this, id, attempt](absl::StatusOr<JoinedTelemetry> joined) {
-        OnTelemetryJoined(id, attempt, std::move(joined));
-      });
-  if (queued) ++joins_in_flight_;
-}
-
-void JobManager::OnTelemetryJoined(const std::string& job_id, int attempt,
-                                   absl::StatusOr<JoinedTelemetry> joined) {
-  absl::MutexLock lock(&mu_);
-  --joins_in_flight_;
-  Job* job = FindJob(job_id);
-  if (job == nullptr || job->attempt != attempt) return;
-  std::vector<std::string> notes;
-  if (job->device_kind == DeviceKind::kCpu) {
-    notes.push_back("no GPU telemetry: the ranks ran on CPU slots");
-  }
-  auto runtime = runtime_.find(job_id);
-  if (runtime != runtime_.end()) {
-    notes.insert(notes.end(), runtime->second.telemetry_notes.begin(),
-                 runtime->second.telemetry_notes.end());
-  }
-  if (!joined.ok()) {
-    notes.push_back(absl::StrCat(kTelemetryNotJoined, joined.status().message()));
-  } else {
-    job->gpu_telemetry = std::move(joined->gpus);
-    if (!joined->note.empty()) notes.push_back(std::move(joined->note));
-  }
-  job->telemetry_note = absl::StrJoin(notes, "; ");
-  if (events_ != nullptr) events_->OnTelemetryJoined(*job);
-  Persist(*job);
-  Notify(*job);
-}
-
-void JobManager::DiagnoseJob(const Job& job) {
-  std::string id = job.id;
-  int attempt = job.attempt;
-  bool queued = store_->DiagnoseJobAsync(
-      JobInputsOf(job), attempt, [this, id, attempt](absl::StatusOr<JobDiagnosis> diagnosis) {
-        OnJobDiagnosed(id, attempt, std::move(diagnosis));
-      });
-  if (queued) ++joins_in_flight_;
-}
-
-void JobManager::OnJobDiagnosed(const std::string& job_id, int attempt,
-                                absl::StatusOr<JobDiagnosis> diagnosis) {
-  absl::MutexLock lock(&mu_);
-  --joins_in_flight_;
-  if (!diagnosis.ok()) {
-    // Not stored: the next benchd start (Recover) diagnoses the job again.
-    Log(job_id, ": could not diagnose: ", diagnosis.status().ToString());
-    return;
-  }
-  Job* job = FindJob(job_id);
-  if (job == nullptr || job->attempt != attempt) return;
-  job->diagnosis = std::make_shared<const JobDiagnosis>(*std::move(diagnosis));
-  Notify(*job);
 }
 
 FleetCounts JobManager::Fleet() {

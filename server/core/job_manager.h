@@ -374,15 +374,16 @@ class JobManager {
   // Frees the agent's devices held by the job's current attempt.
   void ReleaseAllDevices(Job& job, const std::string& agent)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After the attempt ended: joins its GPU samples to its iterations (in the store's
-  // writer thread) and records the per-GPU figures on the job.
+  // After the attempt ended (job_manager_analyses.cc): JoinTelemetry and, when
+  // ShouldDiagnose (SUCCEEDED or FAILED), its diagnosis (server/results/job_diagnosis.h),
+  // both from one read of its rows on the store's analysis thread.
+  void AnalyzeEndedAttempt(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Joins the ended attempt's GPU samples to its iterations (on the store's analysis
+  // thread) and records the per-GPU figures on the job.
   void JoinTelemetry(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnTelemetryJoined(const std::string& job_id, int attempt,
                          absl::StatusOr<JoinedTelemetry> joined);
-  // After an attempt ended SUCCEEDED or FAILED: its diagnosis
-  // (server/results/job_diagnosis.h), computed and stored on the store's writer thread,
-  // then recorded on the job.
-  void DiagnoseJob(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the attempt's diagnosis on the job (stored by the store already).
   void OnJobDiagnosed(const std::string& job_id, int attempt,
                       absl::StatusOr<JobDiagnosis> diagnosis);
   std::string AgentOfRank(const Job& job, int rank) const;

@@ -55,6 +55,7 @@ struct sqlite3;
 namespace bench {
 
 class Database;
+struct AttemptRows;  // store_internal.h
 
 struct AppendResult {
   int stored = 0;
@@ -143,6 +144,12 @@ class Store {
   // `done`, once the store is shutting down (as JoinTelemetryAsync).
   using DiagnosisDone = std::function<void(absl::StatusOr<JobDiagnosis>)>;
   bool DiagnoseJobAsync(diagnosis::JobInputs facts, int attempt, DiagnosisDone done);
+  // JoinTelemetryAsync and DiagnoseJobAsync of one attempt (`request`'s) as one piece of
+  // analysis work: its rows are read once for both, so both see the same rows (an ended
+  // attempt's can be millions). The telemetry's write and `telemetry_done` come first.
+  // Returns false, and calls neither, once the store is shutting down.
+  bool AnalyzeAttemptAsync(TelemetryRequest request, diagnosis::JobInputs facts,
+                           TelemetryDone telemetry_done, DiagnosisDone diagnosis_done);
   // The same analyses on the reader connection, stored nothing (`benchctl diagnose`).
   absl::StatusOr<JobDiagnosis> RediagnoseJob(const diagnosis::JobInputs& facts, int attempt);
 
@@ -307,6 +314,13 @@ class Store {
   // committed, `failed` gets why instead. False (both dropped) once stopping.
   using AnalysisWork = std::function<std::function<void()>(Database* reader)>;
   bool AnalyzeAfterQueuedWrites(AnalysisWork work, std::function<void(absl::Status)> failed);
+  // The analyses' second halves, on the analysis thread once the attempt's rows are read:
+  // each computes its result and returns what queues its write, whose commit answers.
+  std::function<void()> JoinTelemetryOf(const TelemetryRequest& request, const AttemptRows& rows,
+                                        std::shared_ptr<TelemetryDone> answer);
+  std::function<void()> DiagnoseWith(const diagnosis::JobInputs& facts, int attempt,
+                                     const AttemptRows& rows,
+                                     std::shared_ptr<DiagnosisDone> answer);
   void AnalysisLoop();
   absl::Status Write(std::function<absl::Status(Database&)> apply);
   void Enqueue(WriteOp op);

@@ -72,25 +72,57 @@ bool Store::DiagnoseJobAsync(diagnosis::JobInputs facts, int attempt, DiagnosisD
     if (reader == nullptr) {
       return [answer] { (*answer)(absl::UnavailableError("store is shutting down")); };
     }
-    // Read and diagnosed on the analysis thread; only the result is written.
     absl::StatusOr<AttemptRows> rows = SelectAttemptRows(*reader, facts.job_id, attempt);
     if (!rows.ok()) return [answer, status = rows.status()] { (*answer)(status); };
-    diagnosis::JobInputs inputs = facts;
-    AddSamples(inputs, rows->samples, rows->gpu_samples);
-    auto result = std::make_shared<JobDiagnosis>(Diagnose(inputs, attempt));
-    return [this, answer, result, job_id = facts.job_id] {
-      Enqueue({[result, job_id](Database& db) { return WriteDiagnosisRow(db, job_id, *result); },
-               [answer, result](absl::Status status) {
-                 if (status.ok()) {
-                   (*answer)(std::move(*result));
-                 } else {
-                   (*answer)(status);
-                 }
-               }});
-    };
+    return DiagnoseWith(facts, attempt, *rows, answer);
   };
   return AnalyzeAfterQueuedWrites(std::move(work),
                                   [answer](absl::Status status) { (*answer)(status); });
+}
+
+bool Store::AnalyzeAttemptAsync(TelemetryRequest request, diagnosis::JobInputs facts,
+                                TelemetryDone telemetry_done, DiagnosisDone diagnosis_done) {
+  auto telemetry = std::make_shared<TelemetryDone>(std::move(telemetry_done));
+  auto diagnosis = std::make_shared<DiagnosisDone>(std::move(diagnosis_done));
+  auto both_failed = [telemetry, diagnosis](const absl::Status& status) {
+    (*telemetry)(status);
+    (*diagnosis)(status);
+  };
+  auto work = [this, request = std::move(request), facts = std::move(facts), telemetry, diagnosis,
+               both_failed](Database* reader) -> std::function<void()> {
+    if (reader == nullptr) {
+      return [both_failed] { both_failed(absl::UnavailableError("store is shutting down")); };
+    }
+    absl::StatusOr<AttemptRows> rows = SelectAttemptRows(*reader, request.job_id, request.attempt);
+    if (!rows.ok()) return [both_failed, status = rows.status()] { both_failed(status); };
+    std::function<void()> write_telemetry = JoinTelemetryOf(request, *rows, telemetry);
+    std::function<void()> write_diagnosis = DiagnoseWith(facts, request.attempt, *rows, diagnosis);
+    return [write_telemetry = std::move(write_telemetry),
+            write_diagnosis = std::move(write_diagnosis)] {
+      write_telemetry();
+      write_diagnosis();
+    };
+  };
+  return AnalyzeAfterQueuedWrites(std::move(work), both_failed);
+}
+
+std::function<void()> Store::DiagnoseWith(const diagnosis::JobInputs& facts, int attempt,
+                                          const AttemptRows& rows,
+                                          std::shared_ptr<DiagnosisDone> answer) {
+  // Diagnosed on the analysis thread; only the result is written.
+  diagnosis::JobInputs inputs = facts;
+  AddSamples(inputs, rows.samples, rows.gpu_samples);
+  auto result = std::make_shared<JobDiagnosis>(Diagnose(inputs, attempt));
+  return [this, answer, result, job_id = facts.job_id] {
+    Enqueue({[result, job_id](Database& db) { return WriteDiagnosisRow(db, job_id, *result); },
+             [answer, result](absl::Status status) {
+               if (status.ok()) {
+                 (*answer)(std::move(*result));
+               } else {
+                 (*answer)(status);
+               }
+             }});
+  };
 }
 
 absl::StatusOr<JobDiagnosis> Store::RediagnoseJob(const diagnosis::JobInputs& facts, int attempt) {

@@ -4,10 +4,13 @@
 #include <sqlite3.h>
 
 #include <future>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "server/results/job_diagnosis.h"
+#include "server/results/telemetry.h"
 #include "server/store/store.h"
 #include "server/store/store_test_fixture.h"
 
@@ -67,6 +70,93 @@ TEST_F(StoreTest, AJobsDiagnosisIsComputedFromItsSamplesStoredAndReloaded) {
   ASSERT_EQ(jobs->size(), 1u);
   ASSERT_NE(jobs->front().diagnosis, nullptr);
   EXPECT_EQ(*jobs->front().diagnosis, computed);
+}
+
+TEST_F(StoreTest, OneReadOfAnAttemptServesBothItsTelemetryJoinAndItsDiagnosis) {
+  Job job = EndedJob(MakeJob(1));
+  job.device_kind = DeviceKind::kCuda;
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->InsertJob(job).ok());
+  ASSERT_TRUE((*store)->UpdateJob(job).ok());
+  // Two ranks, 1 s per iteration from t0, with a GPU reading every 0.5 s over them.
+  constexpr int64_t kT0Ns = 1'700'000'000'000'000'000;
+  std::vector<IterationSample> samples;
+  std::vector<GpuSample> readings;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int i = 1; i <= 6; ++i) {
+      IterationSample s = Sample(job.id, rank, i);
+      s.warmup = i == 1;
+      s.step_time_s = 1.0;
+      s.received_unix_ns = kT0Ns + i * 1'000'000'000LL;
+      samples.push_back(s);
+    }
+    for (int k = 0; k <= 14; ++k) {
+      GpuSample g;
+      g.job_id = job.id;
+      g.attempt = 1;
+      g.rank = rank;
+      g.seq = k;
+      g.gpu_uuid = rank == 0 ? "GPU-a" : "GPU-b";
+      g.gpu_index = rank;
+      g.time_unix_ns = kT0Ns + k * 500'000'000LL;
+      g.power_w = 300.0 + 10 * rank + k;
+      g.sm_clock_mhz = 1980.0 - k;
+      g.energy_j = 1000.0 + 150.0 * k;
+      readings.push_back(g);
+    }
+  }
+  ASSERT_TRUE((*store)->AppendSamplesSync(samples, readings).ok());
+
+  Store::TelemetryRequest request;
+  request.job_id = job.id;
+  request.attempt = 1;
+  request.agent_by_rank = {{0, "a"}, {1, "b"}};
+  request.expect_gpus = true;
+  // Apart, as before: each reads the attempt's rows.
+  std::promise<absl::StatusOr<JoinedTelemetry>> apart_joined;
+  ASSERT_TRUE((*store)->JoinTelemetryAsync(
+      request, [&](absl::StatusOr<JoinedTelemetry> j) { apart_joined.set_value(std::move(j)); }));
+  absl::StatusOr<JoinedTelemetry> joined_apart = apart_joined.get_future().get();
+  ASSERT_TRUE(joined_apart.ok()) << joined_apart.status();
+  ASSERT_EQ(joined_apart->gpus.size(), 2u);
+  ASSERT_FALSE(joined_apart->iterations.empty());
+  absl::StatusOr<JobDiagnosis> diagnosed_apart = DiagnoseAndWait(**store, job);
+  ASSERT_TRUE(diagnosed_apart.ok()) << diagnosed_apart.status();
+  ASSERT_TRUE(diagnosed_apart->available);
+
+  // Together: the same results from one read, the telemetry's answer first.
+  std::vector<std::string> answered;
+  std::promise<absl::StatusOr<JoinedTelemetry>> together_joined;
+  std::promise<absl::StatusOr<JobDiagnosis>> together_diagnosed;
+  ASSERT_TRUE((*store)->AnalyzeAttemptAsync(
+      request, JobInputsOf(job),
+      [&](absl::StatusOr<JoinedTelemetry> j) {
+        answered.push_back("telemetry");
+        together_joined.set_value(std::move(j));
+      },
+      [&](absl::StatusOr<JobDiagnosis> d) {
+        answered.push_back("diagnosis");
+        together_diagnosed.set_value(std::move(d));
+      }));
+  absl::StatusOr<JoinedTelemetry> joined = together_joined.get_future().get();
+  absl::StatusOr<JobDiagnosis> diagnosed = together_diagnosed.get_future().get();
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  ASSERT_TRUE(diagnosed.ok()) << diagnosed.status();
+  EXPECT_EQ(answered, (std::vector<std::string>{"telemetry", "diagnosis"}));
+  EXPECT_EQ(*diagnosed, *diagnosed_apart);
+  ASSERT_EQ(joined->gpus.size(), joined_apart->gpus.size());
+  for (size_t i = 0; i < joined->gpus.size(); ++i) {
+    EXPECT_EQ(joined->gpus[i].rank, joined_apart->gpus[i].rank);
+    EXPECT_EQ(joined->gpus[i].samples, joined_apart->gpus[i].samples);
+    EXPECT_EQ(joined->gpus[i].energy_j, joined_apart->gpus[i].energy_j);
+  }
+  ASSERT_EQ(joined->iterations.size(), joined_apart->iterations.size());
+  for (size_t i = 0; i < joined->iterations.size(); ++i) {
+    EXPECT_EQ(joined->iterations[i].iteration, joined_apart->iterations[i].iteration);
+    EXPECT_EQ(joined->iterations[i].power_w_mean, joined_apart->iterations[i].power_w_mean);
+  }
+  EXPECT_EQ(joined->note, joined_apart->note);
 }
 
 TEST_F(StoreTest, AnAttemptWithoutMeasuredIterationsIsStoredAsNoData) {

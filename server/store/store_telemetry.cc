@@ -254,55 +254,59 @@ bool Store::JoinTelemetryAsync(TelemetryRequest request, TelemetryDone done) {
     if (reader == nullptr) {
       return [answer] { (*answer)(absl::UnavailableError("store is shutting down")); };
     }
-    // Read and joined on the analysis thread; only the iterations' means are written.
     absl::StatusOr<AttemptRows> rows = SelectAttemptRows(*reader, request.job_id, request.attempt);
     if (!rows.ok()) return [answer, status = rows.status()] { (*answer)(status); };
-    auto joined = std::make_shared<JoinedTelemetry>(JoinTelemetry(rows->samples, rows->gpu_samples,
-                                                                  request.summaries,
-                                                                  request.agent_by_rank,
-                                                                  request.expect_gpus));
-    return [this, answer, joined, job_id = request.job_id, attempt = request.attempt] {
-      auto write = [joined, job_id, attempt](Database& db) -> absl::Status {
-        if (joined->iterations.empty()) return absl::OkStatus();
-        ASSIGN_OR_RETURN(std::optional<int64_t> series,
-                         AttemptSeriesId(db, job_id, attempt, /*make=*/false));
-        if (!series) return absl::OkStatus();  // no samples: nothing to update
-        // Appended in key order (the attempt's rows are contiguous): each page is
-        // written once.
-        std::vector<const IterationTelemetry*> in_key_order;
-        in_key_order.reserve(joined->iterations.size());
-        for (const IterationTelemetry& it : joined->iterations) in_key_order.push_back(&it);
-        std::sort(in_key_order.begin(), in_key_order.end(),
-                  [](const IterationTelemetry* a, const IterationTelemetry* b) {
-                    return std::tie(a->iteration, a->rank) < std::tie(b->iteration, b->rank);
-                  });
-        ASSIGN_OR_RETURN(Statement * update,
-                         db.Prepare("INSERT OR REPLACE INTO iteration_means (series, iteration, "
-                                    "rank, power_w_mean, sm_clock_mhz_mean) "
-                                    "VALUES (?1, ?2, ?3, ?4, ?5)"));
-        for (const IterationTelemetry* at : in_key_order) {
-          const IterationTelemetry& it = *at;
-          update->Reset();
-          update->Bind(1, *series);
-          update->Bind(2, int64_t{it.iteration});
-          update->Bind(3, int64_t{it.rank});
-          BindOptional(update, 4, it.power_w_mean);
-          BindOptional(update, 5, it.sm_clock_mhz_mean);
-          RETURN_IF_ERROR(update->Run());
-        }
-        return absl::OkStatus();
-      };
-      Enqueue({std::move(write), [answer, joined](absl::Status status) {
-                 if (status.ok()) {
-                   (*answer)(std::move(*joined));
-                 } else {
-                   (*answer)(status);
-                 }
-               }});
-    };
+    return JoinTelemetryOf(request, *rows, answer);
   };
   return AnalyzeAfterQueuedWrites(std::move(work),
                                   [answer](absl::Status status) { (*answer)(status); });
+}
+
+std::function<void()> Store::JoinTelemetryOf(const TelemetryRequest& request,
+                                             const AttemptRows& rows,
+                                             std::shared_ptr<TelemetryDone> answer) {
+  // Joined on the analysis thread; only the iterations' means are written.
+  auto joined = std::make_shared<JoinedTelemetry>(JoinTelemetry(
+      rows.samples, rows.gpu_samples, request.summaries, request.agent_by_rank, request.expect_gpus));
+  return [this, answer, joined, job_id = request.job_id, attempt = request.attempt] {
+    auto write = [joined, job_id, attempt](Database& db) -> absl::Status {
+      if (joined->iterations.empty()) return absl::OkStatus();
+      ASSIGN_OR_RETURN(std::optional<int64_t> series,
+                       AttemptSeriesId(db, job_id, attempt, /*make=*/false));
+      if (!series) return absl::OkStatus();  // no samples: nothing to update
+      // Appended in key order (the attempt's rows are contiguous): each page is
+      // written once.
+      std::vector<const IterationTelemetry*> in_key_order;
+      in_key_order.reserve(joined->iterations.size());
+      for (const IterationTelemetry& it : joined->iterations) in_key_order.push_back(&it);
+      std::sort(in_key_order.begin(), in_key_order.end(),
+                [](const IterationTelemetry* a, const IterationTelemetry* b) {
+                  return std::tie(a->iteration, a->rank) < std::tie(b->iteration, b->rank);
+                });
+      ASSIGN_OR_RETURN(Statement * update,
+                       db.Prepare("INSERT OR REPLACE INTO iteration_means (series, iteration, "
+                                  "rank, power_w_mean, sm_clock_mhz_mean) "
+                                  "VALUES (?1, ?2, ?3, ?4, ?5)"));
+      for (const IterationTelemetry* at : in_key_order) {
+        const IterationTelemetry& it = *at;
+        update->Reset();
+        update->Bind(1, *series);
+        update->Bind(2, int64_t{it.iteration});
+        update->Bind(3, int64_t{it.rank});
+        BindOptional(update, 4, it.power_w_mean);
+        BindOptional(update, 5, it.sm_clock_mhz_mean);
+        RETURN_IF_ERROR(update->Run());
+      }
+      return absl::OkStatus();
+    };
+    Enqueue({std::move(write), [answer, joined](absl::Status status) {
+               if (status.ok()) {
+                 (*answer)(std::move(*joined));
+               } else {
+                 (*answer)(status);
+               }
+             }});
+  };
 }
 
 absl::StatusOr<std::vector<GpuSample>> Store::ReadGpuSamples(const std::string& job_id,
