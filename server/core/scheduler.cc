@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <set>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -143,6 +148,16 @@ struct Reservation {
   std::vector<Placement> reserved;              // its devices then
 };
 
+// Free devices of `kind` on connected agents, eligible or not: no placement of that kind
+// takes more.
+int FreeConnected(DeviceKind kind, const std::vector<AgentCapacity>& agents) {
+  int free = 0;
+  for (const AgentCapacity& agent : agents) {
+    if (agent.kind == kind && agent.connected) free += agent.free_devices.size();
+  }
+  return free;
+}
+
 Reservation Reserve(const QueuedJob& job, DeviceKind kind, std::vector<AgentCapacity> agents,
                     std::vector<RunningAllocation> running, absl::Time now) {
   Reservation reservation;
@@ -151,8 +166,15 @@ Reservation Reserve(const QueuedJob& job, DeviceKind kind, std::vector<AgentCapa
             [](const RunningAllocation& a, const RunningAllocation& b) {
               return a.expected_end < b.expected_end;
             });
+  // At most this many free once the allocations so far have ended: placing is tried only
+  // when it could succeed (a long list of small running jobs before a large head).
+  int free_bound = FreeConnected(kind, agents);
   for (const RunningAllocation& allocation : running) {
     Give(allocation.placements, agents);
+    for (const Placement& placement : allocation.placements) {
+      free_bound += static_cast<int>(placement.device_indices.size());
+    }
+    if (free_bound < job.request.devices) continue;
     std::optional<PlacementPlan> plan = PlaceJob(job.request, kind, agents);
     if (!plan) continue;
     reservation.shadow = std::max(now, allocation.expected_end);
@@ -170,6 +192,56 @@ std::vector<AgentCapacity> Without(std::vector<AgentCapacity> agents,
   Take(plan, agents);
   return agents;
 }
+
+// One pass's answers for a request: a long queue asks for a few shapes over and over, and
+// between two placements taken the capacities do not change, so each shape is worked out
+// once per placement (Forget after each), and its device kind once per pass.
+class PassMemo {
+ public:
+  DeviceKind KindOf(const PlacementRequest& request, const std::vector<AgentCapacity>& agents) {
+    auto [it, added] = kinds_.try_emplace(KeyOf(request, DeviceKind::kNone, false));
+    if (added) it->second = ChooseDeviceKind(request, agents);
+    return it->second;
+  }
+  const std::string& NeverFits(const PlacementRequest& request,
+                               const std::vector<AgentCapacity>& agents) {
+    auto [it, added] = never_fits_.try_emplace(KeyOf(request, DeviceKind::kNone, false));
+    if (added) it->second = NeverFitsReason(request, agents);
+    return it->second;
+  }
+  // PlaceJob on `agents`, which is the pass's whole capacity or (`outside`) that less the
+  // first waiting job's reservation.
+  const std::optional<PlacementPlan>& Place(const PlacementRequest& request, DeviceKind kind,
+                                            const std::vector<AgentCapacity>& agents,
+                                            bool outside) {
+    auto [it, added] = places_.try_emplace(KeyOf(request, kind, outside));
+    if (added) it->second = PlaceJob(request, kind, agents);
+    return it->second;
+  }
+  const std::string& NoRoom(const PlacementRequest& request, DeviceKind kind,
+                            const std::vector<AgentCapacity>& agents) {
+    auto [it, added] = no_room_.try_emplace(KeyOf(request, kind, false));
+    if (added) it->second = NoRoomReason(request, kind, agents);
+    return it->second;
+  }
+  // The capacities changed (a placement was taken).
+  void Forget() {
+    places_.clear();
+    no_room_.clear();
+  }
+
+ private:
+  using Key = std::tuple<int, int, int, std::vector<std::string>,
+                         std::map<std::string, std::string>, DeviceKind, bool>;
+  static Key KeyOf(const PlacementRequest& request, DeviceKind kind, bool outside) {
+    return Key(request.devices, request.nodes, request.devices_per_node, request.allowed_nodes,
+               request.node_labels, kind, outside);
+  }
+  std::map<Key, DeviceKind> kinds_;
+  std::map<Key, std::string> never_fits_;
+  std::map<Key, std::optional<PlacementPlan>> places_;
+  std::map<Key, std::string> no_room_;
+};
 
 }  // namespace
 
@@ -384,12 +456,14 @@ std::vector<QueueDecision> PlanQueue(const std::vector<QueuedJob>& queue,
   std::vector<QueueDecision> decisions;
   decisions.reserve(queue.size());
   std::optional<Reservation> head;
+  std::vector<AgentCapacity> outside;  // once `head` is set: `agents` less its reservation
+  PassMemo memo;
   for (const QueuedJob& job : queue) {
     QueueDecision decision;
     decision.job_id = job.job_id;
-    DeviceKind kind = ChooseDeviceKind(job.request, agents);
+    DeviceKind kind = memo.KindOf(job.request, agents);
     if (kind == DeviceKind::kNone) {
-      decision.reason = NeverFitsReason(job.request, agents);
+      decision.reason = memo.NeverFits(job.request, agents);
       decisions.push_back(std::move(decision));
       continue;
     }
@@ -397,7 +471,8 @@ std::vector<QueueDecision> PlanQueue(const std::vector<QueuedJob>& queue,
       decision.plan = PlaceJob(job.request, kind, agents);
       if (!decision.plan) {
         head = Reserve(job, kind, agents, running, now);
-        decision.reason = NoRoomReason(job.request, kind, agents);
+        outside = Without(agents, *head);
+        decision.reason = memo.NoRoom(job.request, kind, agents);
         if (head->shadow != absl::InfiniteFuture()) {
           absl::StrAppend(&decision.reason, "; first in the queue, its devices are reserved "
                                             "and it starts by ",
@@ -406,24 +481,28 @@ std::vector<QueueDecision> PlanQueue(const std::vector<QueuedJob>& queue,
         }
       }
     } else {
-      decision.plan = PlaceJob(job.request, kind, Without(agents, *head));
+      decision.plan = memo.Place(job.request, kind, outside, /*outside=*/true);
       if (!decision.plan && now + job.wall_time_limit <= head->shadow) {
-        decision.plan = PlaceJob(job.request, kind, agents);
+        decision.plan = memo.Place(job.request, kind, agents, /*outside=*/false);
       }
       decision.backfilled = decision.plan.has_value();
       if (!decision.plan) {
-        if (PlaceJob(job.request, kind, agents)) {
+        if (memo.Place(job.request, kind, agents, /*outside=*/false)) {
           decision.reason = absl::StrCat(
               "behind ", head->job_id, ", first in the queue: the free devices are reserved "
               "for it from ", FormatUtc(head->shadow), " and this job's wall-time limit "
               "would run past that");
         } else {
-          decision.reason = absl::StrCat(NoRoomReason(job.request, kind, agents), "; behind ",
+          decision.reason = absl::StrCat(memo.NoRoom(job.request, kind, agents), "; behind ",
                                          head->job_id);
         }
       }
     }
-    if (decision.plan) Take(*decision.plan, agents);
+    if (decision.plan) {
+      Take(*decision.plan, agents);
+      if (head) Take(*decision.plan, outside);
+      memo.Forget();
+    }
     decisions.push_back(std::move(decision));
   }
   return decisions;

@@ -1,7 +1,14 @@
 #include "server/core/scheduler.h"
 
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
 
 namespace bench {
 namespace {
@@ -224,6 +231,42 @@ TEST(SchedulerTest, BackfillMayTakeDevicesOutsideTheReservationWhateverItsLimit)
   EXPECT_FALSE(decisions[0].plan.has_value());
   ASSERT_TRUE(decisions[1].plan.has_value());
   EXPECT_EQ(decisions[1].plan->placements[0].agent, "b");
+}
+
+TEST(SchedulerTest, IdenticalJobsBehindTheFirstWaitingOneEachTakeTheirOwnDevices) {
+  // j1 needs all 8 slots of "a" from +1h. Behind it, six identical 1-slot jobs: "b"'s two
+  // free slots lie outside the reservation (any limit), "a"'s free slot inside it (only a
+  // job that ends before +1h). The first three that can start take one slot each, never
+  // the same twice; the rest wait and say why.
+  std::vector<AgentCapacity> fleet = {Cpu("a", 8, {7}), Cpu("b", 4, {2, 3})};
+  std::vector<RunningAllocation> running = {
+      {"r", kNow + absl::Hours(1), {Placement{"a", Range(7), Range(7)}}},
+      {"s", kNow + absl::Hours(5), {Placement{"b", {0, 1}, {0, 1}}}}};
+  std::vector<QueuedJob> queue = {Queued("j1", Shape(1, 8))};
+  for (int i = 2; i <= 5; ++i) {
+    queue.push_back(Queued(absl::StrCat("long", i), Devices(1), absl::Hours(3)));
+  }
+  queue.push_back(Queued("short6", Devices(1), absl::Minutes(30)));
+  queue.push_back(Queued("short7", Devices(1), absl::Minutes(30)));
+  auto decisions = PlanQueue(queue, fleet, running, kNow);
+  ASSERT_EQ(decisions.size(), 7u);
+  EXPECT_FALSE(decisions[0].plan.has_value());
+  std::set<std::pair<std::string, int>> taken;
+  std::vector<std::string> started;
+  for (const QueueDecision& decision : decisions) {
+    if (!decision.plan) continue;
+    started.push_back(decision.job_id);
+    for (const Placement& placement : decision.plan->placements) {
+      for (int device : placement.device_indices) {
+        EXPECT_TRUE(taken.insert({placement.agent, device}).second)
+            << decision.job_id << " took " << placement.agent << ":" << device << " again";
+      }
+    }
+  }
+  EXPECT_THAT(started, ElementsAre("long2", "long3", "short6"));
+  EXPECT_EQ(taken, (std::set<std::pair<std::string, int>>{{"a", 7}, {"b", 2}, {"b", 3}}));
+  EXPECT_THAT(decisions[3].reason, HasSubstr("reserved for it"));  // long4: only "a":7 is free
+  EXPECT_THAT(decisions[6].reason, HasSubstr("behind j1"));        // short7: nothing is free
 }
 
 TEST(SchedulerTest, AJobTheFleetCanNeverHoldDoesNotHoldUpTheQueue) {
