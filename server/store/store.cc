@@ -148,6 +148,20 @@ bool Store::AnalyzeAfterQueuedWrites(AnalysisWork work,
                      }});
 }
 
+bool Store::AnalyzeAttemptRows(const std::string& job_id, int attempt, RowsAnalysis analyze,
+                               std::function<void(absl::Status)> failed) {
+  auto work = [job_id, attempt, analyze = std::move(analyze),
+               failed](Database* reader) -> std::function<void()> {
+    if (reader == nullptr) {
+      return [failed] { failed(absl::UnavailableError("store is shutting down")); };
+    }
+    absl::StatusOr<AttemptRows> rows = SelectAttemptRows(*reader, job_id, attempt);
+    if (!rows.ok()) return [failed, status = rows.status()] { failed(status); };
+    return analyze(*rows);
+  };
+  return AnalyzeAfterQueuedWrites(std::move(work), std::move(failed));
+}
+
 void Store::AnalysisLoop() {
   while (true) {
     AnalysisWork work;

@@ -314,6 +314,12 @@ class Store {
   // committed, `failed` gets why instead. False (both dropped) once stopping.
   using AnalysisWork = std::function<std::function<void()>(Database* reader)>;
   bool AnalyzeAfterQueuedWrites(AnalysisWork work, std::function<void(absl::Status)> failed);
+  // AnalyzeAfterQueuedWrites for the analyses of one attempt: its rows are read, then
+  // `analyze` computes from them and returns what queues its writes. `failed` gets why
+  // when the rows could not be read or the store is shutting down.
+  using RowsAnalysis = std::function<std::function<void()>(const AttemptRows& rows)>;
+  bool AnalyzeAttemptRows(const std::string& job_id, int attempt, RowsAnalysis analyze,
+                          std::function<void(absl::Status)> failed);
   // The analyses' second halves, on the analysis thread once the attempt's rows are read:
   // each computes its result and returns what queues its write, whose commit answers.
   std::function<void()> JoinTelemetryOf(const TelemetryRequest& request, const AttemptRows& rows,

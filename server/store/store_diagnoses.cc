@@ -67,43 +67,38 @@ absl::Status LoadDiagnoses(Database& db, const std::map<std::string, size_t>& in
 
 bool Store::DiagnoseJobAsync(diagnosis::JobInputs facts, int attempt, DiagnosisDone done) {
   auto answer = std::make_shared<DiagnosisDone>(std::move(done));
-  auto work = [this, facts = std::move(facts), attempt,
-               answer](Database* reader) -> std::function<void()> {
-    if (reader == nullptr) {
-      return [answer] { (*answer)(absl::UnavailableError("store is shutting down")); };
-    }
-    absl::StatusOr<AttemptRows> rows = SelectAttemptRows(*reader, facts.job_id, attempt);
-    if (!rows.ok()) return [answer, status = rows.status()] { (*answer)(status); };
-    return DiagnoseWith(facts, attempt, *rows, answer);
-  };
-  return AnalyzeAfterQueuedWrites(std::move(work),
-                                  [answer](absl::Status status) { (*answer)(status); });
+  std::string job_id = facts.job_id;
+  return AnalyzeAttemptRows(
+      job_id, attempt,
+      [this, facts = std::move(facts), attempt, answer](const AttemptRows& rows) {
+        return DiagnoseWith(facts, attempt, rows, answer);
+      },
+      [answer](absl::Status status) { (*answer)(status); });
 }
 
 bool Store::AnalyzeAttemptAsync(TelemetryRequest request, diagnosis::JobInputs facts,
                                 TelemetryDone telemetry_done, DiagnosisDone diagnosis_done) {
   auto telemetry = std::make_shared<TelemetryDone>(std::move(telemetry_done));
   auto diagnosis = std::make_shared<DiagnosisDone>(std::move(diagnosis_done));
-  auto both_failed = [telemetry, diagnosis](const absl::Status& status) {
-    (*telemetry)(status);
-    (*diagnosis)(status);
-  };
-  auto work = [this, request = std::move(request), facts = std::move(facts), telemetry, diagnosis,
-               both_failed](Database* reader) -> std::function<void()> {
-    if (reader == nullptr) {
-      return [both_failed] { both_failed(absl::UnavailableError("store is shutting down")); };
-    }
-    absl::StatusOr<AttemptRows> rows = SelectAttemptRows(*reader, request.job_id, request.attempt);
-    if (!rows.ok()) return [both_failed, status = rows.status()] { both_failed(status); };
-    std::function<void()> write_telemetry = JoinTelemetryOf(request, *rows, telemetry);
-    std::function<void()> write_diagnosis = DiagnoseWith(facts, request.attempt, *rows, diagnosis);
-    return [write_telemetry = std::move(write_telemetry),
-            write_diagnosis = std::move(write_diagnosis)] {
-      write_telemetry();
-      write_diagnosis();
-    };
-  };
-  return AnalyzeAfterQueuedWrites(std::move(work), both_failed);
+  std::string job_id = request.job_id;
+  int attempt = request.attempt;
+  return AnalyzeAttemptRows(
+      job_id, attempt,
+      [this, request = std::move(request), facts = std::move(facts), telemetry,
+       diagnosis](const AttemptRows& rows) -> std::function<void()> {
+        std::function<void()> write_telemetry = JoinTelemetryOf(request, rows, telemetry);
+        std::function<void()> write_diagnosis =
+            DiagnoseWith(facts, request.attempt, rows, diagnosis);
+        return [write_telemetry = std::move(write_telemetry),
+                write_diagnosis = std::move(write_diagnosis)] {
+          write_telemetry();
+          write_diagnosis();
+        };
+      },
+      [telemetry, diagnosis](absl::Status status) {
+        (*telemetry)(status);
+        (*diagnosis)(status);
+      });
 }
 
 std::function<void()> Store::DiagnoseWith(const diagnosis::JobInputs& facts, int attempt,

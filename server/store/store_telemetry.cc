@@ -250,16 +250,14 @@ absl::Status LoadGpuTelemetry(Database& db, const std::map<std::string, size_t>&
 
 bool Store::JoinTelemetryAsync(TelemetryRequest request, TelemetryDone done) {
   auto answer = std::make_shared<TelemetryDone>(std::move(done));
-  auto work = [this, request = std::move(request), answer](Database* reader) -> std::function<void()> {
-    if (reader == nullptr) {
-      return [answer] { (*answer)(absl::UnavailableError("store is shutting down")); };
-    }
-    absl::StatusOr<AttemptRows> rows = SelectAttemptRows(*reader, request.job_id, request.attempt);
-    if (!rows.ok()) return [answer, status = rows.status()] { (*answer)(status); };
-    return JoinTelemetryOf(request, *rows, answer);
-  };
-  return AnalyzeAfterQueuedWrites(std::move(work),
-                                  [answer](absl::Status status) { (*answer)(status); });
+  std::string job_id = request.job_id;
+  int attempt = request.attempt;
+  return AnalyzeAttemptRows(
+      job_id, attempt,
+      [this, request = std::move(request), answer](const AttemptRows& rows) {
+        return JoinTelemetryOf(request, rows, answer);
+      },
+      [answer](absl::Status status) { (*answer)(status); });
 }
 
 std::function<void()> Store::JoinTelemetryOf(const TelemetryRequest& request,
