@@ -268,18 +268,24 @@ class SlurmAgentsTest:
         raise Failure(f"scontrol show job {slurm_job} has no JobState: {result.stdout}")
 
     def wait_for_agents(self, slurm_job):
-        def both_registered():
+        # An agent registers first and opens its assignment stream after the answer, so
+        # "registered" alone is seen before "connected": wait for both (a probe that read
+        # the two apart failed in CI).
+        def both_connected():
             agents = {a["inventory"]["name"]: a for a in self.agents()}
             ours = {name: a for name, a in agents.items()
                     if a["inventory"].get("labels", {}).get("slurm_job") == slurm_job}
-            return ours if set(ours) == {"nodeA", "nodeB"} else None
-        agents = self.wait_until(f"both agents of Slurm job {slurm_job}", both_registered, 60)
+            if set(ours) != {"nodeA", "nodeB"}:
+                return None
+            return ours if all(a["connected"] for a in ours.values()) else None
+        agents = self.wait_until(f"both agents of Slurm job {slurm_job} registered and connected",
+                                 both_connected, 60)
         for name, agent in agents.items():
-            check(agent["connected"], f"agent {name} is not connected")
             check(agent["inventory"]["cpu_slots"] == 4,
                   f"agent {name} offers {agent['inventory']['cpu_slots']} CPU slots, not the "
                   "allocation's 4 CPUs")
-        log(f"agents nodeA, nodeB registered with slurm_job={slurm_job}, 4 CPU slots each")
+        log(f"agents nodeA, nodeB registered and connected with slurm_job={slurm_job}, "
+            "4 CPU slots each")
 
     def job_processes(self, slurm_job):
         """Pids of live processes launched inside Slurm job `slurm_job` (the agents' ranks
