@@ -24,11 +24,28 @@ namespace {
 
 constexpr size_t kMaxOpsPerTransaction = 512;
 
+// The writer connection's settings for its batched transactions (after the migrations,
+// whose large sorts keep using temporary files); docs/PERFORMANCE.md, "The writer's
+// sub-journal and page cache".
+// - Each operation runs in a savepoint, and SQLite keeps the pages an operation changes
+//   that were already in the database when it began (the tail pages of the running
+//   jobs' series) in a sub-journal, to roll that operation back alone; past 64 KiB the
+//   sub-journal is a temporary file, which the writer wrote 50,000 pages a second into
+//   at 1,024 nodes x 8 GPUs. In memory it holds one operation's pages at most: it is
+//   emptied when the operation's savepoint is released.
+// - A batch at that load dirties more pages than the 32 MiB the other connections keep;
+//   with 256 MiB fewer of them are written to the WAL mid-transaction, then dirtied again.
+absl::Status ConfigureWriter(Database& db) {
+  RETURN_IF_ERROR(db.Exec("PRAGMA temp_store=MEMORY"));
+  return db.Exec("PRAGMA cache_size=-262144");
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   ASSIGN_OR_RETURN(auto writer, Database::Open(path, /*create=*/true));
   RETURN_IF_ERROR(MigrateSchema(*writer));
+  RETURN_IF_ERROR(ConfigureWriter(*writer));
   ASSIGN_OR_RETURN(auto reader, Database::Open(path, /*create=*/false));
   ASSIGN_OR_RETURN(auto checkpointer, Database::Open(path, /*create=*/false));
   ASSIGN_OR_RETURN(auto analyst, Database::Open(path, /*create=*/false));
@@ -343,6 +360,9 @@ void Store::ReopenIfReadOnly() {
     }
   };
   open(writer_db_);
+  if (absl::Status configured = ConfigureWriter(*writer_db_); !configured.ok()) {
+    Log("store: cannot configure the reopened writer of ", path_, ": ", configured.ToString());
+  }
   open(reader_db_);
   open(checkpoint_db_);
   open(analysis_db_);
