@@ -113,10 +113,19 @@ Store::Done JobManager::PersistDone(const std::string& job_id) {
     *persist_wait_ = wait;
   }
   return [failed = failed_writes_, id = job_id, wait](absl::Status status) {
-    if (!status.ok()) {
-      Log("could not persist job ", id, ": ", status.ToString());
+    bool first_failure = false;
+    {
       absl::MutexLock lock(&failed->mu);
-      failed->job_ids.insert(id);
+      if (status.ok()) {
+        failed->logged.erase(id);
+      } else {
+        failed->job_ids.insert(id);
+        first_failure = failed->logged.insert(id).second;
+      }
+    }
+    if (first_failure) {
+      Log("could not persist job ", id, ": ", status.ToString(),
+          " (its writes are retried; logged again only after one succeeds)");
     }
     if (wait != nullptr) wait->Committed(std::move(status));
   };

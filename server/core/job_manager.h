@@ -435,6 +435,9 @@ class JobManager {
   struct FailedWrites {
     absl::Mutex mu;
     std::set<std::string> job_ids ABSL_GUARDED_BY(mu);
+    // Jobs whose failed write was logged and not stored since: one line per job until
+    // it is stored again (a full disk fails every write of every running job).
+    std::set<std::string> logged ABSL_GUARDED_BY(mu);
   };
   const std::shared_ptr<FailedWrites> failed_writes_ = std::make_shared<FailedWrites>();
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -2,7 +2,8 @@
 // of other ranks that another connection removed from the real SQLite file stay removed
 // after a report, and come back when the job next changes state (a whole rewrite). A
 // report whose write failed makes the job's next write a whole one, so nothing it
-// carried stays lost until the job ends.
+// carried stays lost until the job ends; such a failure is logged once per job until
+// one of its writes is stored.
 #include <sqlite3.h>
 
 #include <filesystem>
@@ -132,6 +133,40 @@ TEST_F(JobManagerRankRowsTest, AfterAFailedWriteTheNextReportWritesTheJobWhole) 
   EXPECT_EQ(SummaryRows(1), "1");
   EXPECT_EQ(SummaryRows(0), "1");
   EXPECT_EQ(manager_->Get(id_)->job.state, JobState::kRunning);
+}
+
+// A job whose writes keep failing (as every running job's do on a full disk) is logged
+// once, not once per write; after one of its writes is stored, a new failure is logged.
+TEST_F(JobManagerRankRowsTest, AJobWhoseWritesKeepFailingIsLoggedOnceUntilOneIsStored) {
+  const std::string refuse =
+      "CREATE TRIGGER refuse BEFORE INSERT ON job_versions "
+      "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END";
+  const std::string line = absl::StrCat("could not persist job ", id_, ": ");
+  auto count = [&line](const std::string& log) {
+    int n = 0;
+    for (size_t at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) ++n;
+    return n;
+  };
+  Sql(refuse);
+  ::testing::internal::CaptureStderr();
+  for (int rank = 0; rank < kRanks; ++rank) {
+    absl::Status refused = manager_->ReportStatus("a", id_, 1, 0, {Started(rank)});
+    EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+    Flush();
+  }
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(log), 1) << log;
+  EXPECT_NE(log.find("refused by the test"), std::string::npos) << log;
+  Sql("DROP TRIGGER refuse");
+  Report(Succeeded(0));  // stored: the job written whole
+  Sql("CREATE TRIGGER refuse BEFORE INSERT ON rank_summaries "
+      "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+  ::testing::internal::CaptureStderr();
+  absl::Status refused = manager_->ReportStatus("a", id_, 1, 0, {Succeeded(1)});
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  Flush();
+  log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(log), 1) << log;
 }
 
 }  // namespace
