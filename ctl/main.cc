@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/openssl_exit.h"
 #include "ctl/args.h"
 #include "ctl/client.h"
 #include "ctl/commands.h"
 
 int main(int argc, char** argv) {
+  bench::InitOpenSslWithoutExitCleanup();  // before gRPC: common/openssl_exit.h
   // Only diagnostics go through the logger; what benchctl prints for its user (stdout,
   // and its error messages on stderr) is its API and is written by RunCommand.
   bench::SetLogComponent("benchctl");

@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "common/build_info.h"
 #include "common/log.h"
+#include "common/openssl_exit.h"
 #include "common/sd_notify.h"
 #include "server/benchd.h"
 
@@ -86,6 +87,7 @@ bool ParseDurationFlag(const char* flag, const std::string& text, absl::Duration
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::InitOpenSslWithoutExitCleanup();  // before gRPC: common/openssl_exit.h
   // Debian's Abseil is built with deadlock detection on, which keeps a lock graph on
   // every absl::Mutex acquisition; the server's lock order is fixed by design.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);

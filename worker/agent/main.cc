@@ -25,6 +25,7 @@
 #include "common/fault_scenario.h"
 #include "common/grpc_credentials.h"
 #include "common/log.h"
+#include "common/openssl_exit.h"
 #include "common/sd_notify.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/data_path.h"
@@ -123,6 +124,7 @@ std::string FromFlagOrEnv(const std::string& flag, const char* env, std::string 
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::InitOpenSslWithoutExitCleanup();  // before gRPC: common/openssl_exit.h
   bench::SetLogComponent("bench-agent");
   absl::SetProgramUsageMessage(
       "bench-agent --controller HOST:PORT [--name NAME] [--cpu-slots N] [--address HOST] "

@@ -57,6 +57,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "common/openssl_exit.h"
 #include "tests/bench/fleet_sim/driver.h"
 #include "tests/bench/fleet_sim/fleet.h"
 #include "tests/bench/fleet_sim/sim_agent.h"
@@ -138,6 +139,7 @@ double CountQuantile(const std::vector<int64_t>& counts, double q) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::InitOpenSslWithoutExitCleanup();  // before gRPC: common/openssl_exit.h
   absl::SetProgramUsageMessage(
       "Simulated bench-agents and a job submitter against a running benchd (issue 27).\n"
       "Usage: fleet_sim --target HOST:PORT --ca CA.pem --cert_dir DIR --nodes N ...");
