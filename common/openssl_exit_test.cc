@@ -4,6 +4,7 @@
 #include "common/openssl_exit.h"
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
