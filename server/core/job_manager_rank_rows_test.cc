@@ -35,6 +35,7 @@ class JobManagerRankRowsTest : public ::testing::Test {
     ASSERT_TRUE(submitted.ok()) << submitted.status();
     id_ = submitted->job_id;
     ASSERT_EQ(manager_->Get(id_)->job.state, JobState::kRunning);
+    Flush();  // the RUNNING write is queued: no test's SQL races it for the file's lock
   }
   void TearDown() override {
     manager_.reset();
@@ -62,9 +63,11 @@ class JobManagerRankRowsTest : public ::testing::Test {
     return report;
   }
   // Runs `sql` beside the store's connections; for a SELECT, its first column's first row.
+  // It waits for the file's write lock if the store's writer holds it.
   std::string Sql(const std::string& sql) {
     sqlite3* db = nullptr;
     EXPECT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 60'000);
     std::string first;
     char* error = nullptr;
     EXPECT_EQ(sqlite3_exec(
