@@ -39,6 +39,7 @@ bool JobSpec::operator==(const JobSpec& o) const {
 }
 
 std::string GpuModelOf(const Job& job) {
+  if (job.released_ranks != nullptr) return job.released_ranks->gpu_model;
   // Usually every rank has the same GPU: then no set (the results grid asks this of
   // every job).
   const std::string* first = nullptr;

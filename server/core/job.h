@@ -136,6 +136,18 @@ struct Allocation {
   bool operator==(const Allocation& o) const;
 };
 
+// What the walks over every job (the results grid, a job's throughput, its configuration)
+// read of an ended job's per-rank detail, kept when that detail is released from memory
+// (server/results/released_ranks.h).
+struct ReleasedRanks {
+  std::string gpu_model;              // GpuModelOf
+  std::optional<double> throughput;   // JobThroughput of its summaries
+  std::optional<double> energy_per_image_j;  // ResultRowOf's telemetry figures
+  std::optional<double> power_w;
+  std::optional<double> sm_clock_mhz;
+  std::optional<double> temperature_c;
+};
+
 struct Job {
   std::string id;   // "job-000042"
   int64_t seq = 0;  // submission order, 1-based
@@ -173,10 +185,16 @@ struct Job {
   // The current attempt's diagnosis (server/results/job_diagnosis.h), once computed after
   // it ended SUCCEEDED or FAILED, or reloaded; null until then and for other jobs.
   std::shared_ptr<const JobDiagnosis> diagnosis;
+  // Set once an ended job's per-rank detail (summaries, gpu_telemetry, rank_devices,
+  // agent_versions, rank_versions, rank_precisions) was released from memory: those fields
+  // are then empty, this keeps what the walks read of them, and Store::LoadRankDetail
+  // gives them back (RestoreRankDetail). Placements stay.
+  std::shared_ptr<const ReleasedRanks> released_ranks;
 };
 
 // The GPU model of a job's ranks: their GPU name, or the distinct names sorted and
-// joined with " + " when they differ; "" on CPU slots or before placement.
+// joined with " + " when they differ; "" on CPU slots or before placement. Kept when the
+// job's rank detail is released.
 std::string GpuModelOf(const Job& job);
 
 // What results are comparable across (a grid cell, what a baseline is set for, a

@@ -77,6 +77,15 @@ Job* JobManager::FindJob(const std::string& job_id) {
   return jobs_.Find(job_id);
 }
 
+int JobManager::LowestIterationCount(const Job& job, const JobRuntime& runtime) {
+  int lowest = job.spec.iterations;
+  for (int rank = 0; rank < job.spec.devices; ++rank) {
+    auto r = runtime.iterations_by_rank.find(rank);
+    lowest = std::min(lowest, r == runtime.iterations_by_rank.end() ? 0 : r->second);
+  }
+  return lowest;
+}
+
 JobView JobManager::ViewOf(const Job& job) {
   JobView view;
   view.job = job;
@@ -87,17 +96,13 @@ JobView JobManager::ViewOf(const Job& job) {
   auto it = runtime_.find(job.id);
   if (it != runtime_.end() && job.attempt > 0) {
     const JobRuntime& runtime = it->second;
-    int lowest = job.spec.iterations;
-    for (int rank = 0; rank < job.spec.devices; ++rank) {
-      auto r = runtime.iterations_by_rank.find(rank);
-      lowest = std::min(lowest, r == runtime.iterations_by_rank.end() ? 0 : r->second);
-    }
-    view.iterations_done = lowest;
+    view.iterations_done = runtime.iterations_done ? *runtime.iterations_done
+                                                   : LowestIterationCount(job, runtime);
     view.samples_stored = runtime.samples_stored;
     view.nonfinite_losses = runtime.nonfinite_losses;
   }
   if (job.state == JobState::kSucceeded) {
-    view.images_per_second = JobThroughput(job.summaries, job.spec.devices);
+    view.images_per_second = ThroughputOf(job);
     if (view.images_per_second) {
       view.baseline =
           CompareWithBaselines(*view.images_per_second, ConfigurationOf(job), baselines_);
@@ -184,6 +189,8 @@ void JobManager::Transition(Job& job, JobState state, std::string reason) {
   if (IsTerminal(state) && job.attempt > 0) {
     LogLossHealth(job);
     AnalyzeEndedAttempt(job);
+    ended_with_detail_.push_back(job.id);
+    ReleaseEndedRankDetail();
   }
 }
 
@@ -327,23 +334,31 @@ void JobManager::OnJobInserted(const std::string& job_id, const absl::Status& st
 }
 
 absl::StatusOr<JobView> JobManager::Get(const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  Job* job = FindJob(job_id);
-  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", QuotePrefix(job_id)));
-  return ViewOf(*job);
+  JobView view;
+  {
+    absl::MutexLock lock(&mu_);
+    Job* job = FindJob(job_id);
+    if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", QuotePrefix(job_id)));
+    view = ViewOf(*job);
+  }
+  if (absl::Status filled = FillRankDetail(view.job); !filled.ok()) return filled;
+  return view;
 }
 
 std::vector<JobView> JobManager::List() {
-  absl::MutexLock lock(&mu_);
   std::vector<JobView> views;
-  for (const Job& job : jobs_) views.push_back(ViewOf(job));
+  {
+    absl::MutexLock lock(&mu_);
+    for (const Job& job : jobs_) views.push_back(ViewOf(job));
+  }
+  FillRankDetail(views);
   return views;
 }
 
 JobManager::JobPage JobManager::ListNewestFirst(const std::function<bool(const Job&)>& keep,
                                                 int64_t before_seq, size_t limit) {
   JobPage page;
-  absl::MutexLock lock(&mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   // The table is in submission order, so seqs ascend: start below before_seq.
   auto end = before_seq > 0
                  ? std::lower_bound(jobs_.begin(), jobs_.end(), before_seq,
@@ -358,6 +373,8 @@ JobManager::JobPage JobManager::ListNewestFirst(const std::function<bool(const J
     }
     page.views.push_back(ViewOf(*it));
   }
+  lock.Release();
+  FillRankDetail(page.views);
   return page;
 }
 
@@ -423,7 +440,7 @@ absl::StatusOr<Baseline> JobManager::BaselineOf(const std::string& job_id,
     return absl::FailedPreconditionError(
         absl::StrCat(job_id, " is simulated (bench-sim-train); only a real job can be a baseline"));
   }
-  std::optional<double> throughput = JobThroughput(job->summaries, job->spec.devices);
+  std::optional<double> throughput = ThroughputOf(*job);
   if (!throughput) {
     return absl::FailedPreconditionError(
         absl::StrCat(job_id,
@@ -487,14 +504,24 @@ void JobManager::OnBaselineStored(const Baseline& baseline, const absl::Status& 
 
 absl::StatusOr<int64_t> JobManager::Watch(const std::string& job_id, WatchCallback on_update,
                                           CloseCallback on_close) {
-  absl::MutexLock lock(&mu_);
-  if (shut_down_) return absl::UnavailableError("benchd is shutting down");
-  Job* job = FindJob(job_id);
-  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", QuotePrefix(job_id)));
-  bool final = IsTerminal(job->state);
-  on_update(ViewOf(*job), final);
-  int64_t handle = next_watch_handle_++;
-  if (!final) watchers_[handle] = Watcher{job_id, std::move(on_update), std::move(on_close)};
+  std::vector<JobView> final_view;
+  int64_t handle = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return absl::UnavailableError("benchd is shutting down");
+    Job* job = FindJob(job_id);
+    if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", QuotePrefix(job_id)));
+    handle = next_watch_handle_++;
+    if (!IsTerminal(job->state)) {
+      on_update(ViewOf(*job), false);
+      watchers_[handle] = Watcher{job_id, std::move(on_update), std::move(on_close)};
+      return handle;
+    }
+    final_view.push_back(ViewOf(*job));
+  }
+  // An ended job: its one view, with its rank detail read back outside the lock.
+  FillRankDetail(final_view);
+  on_update(final_view.front(), true);
   return handle;
 }
 

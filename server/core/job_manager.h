@@ -74,6 +74,11 @@ struct JobManagerOptions {
   // With external_allocation: how long a job whose agent left waits for the allocator to
   // say why (the allocation ended) before it fails with the agent's reason alone.
   absl::Duration allocation_grace = absl::Seconds(10);
+  // How many of the most recently ended jobs keep their per-rank detail (summaries,
+  // telemetry, rank devices, versions) in memory. Older ended jobs keep only what the walks
+  // over every job read (server/results/released_ranks.h) and their views read the rest
+  // from the store: benchd's memory follows the running jobs, not the history.
+  int ended_jobs_with_rank_detail = 1000;
 };
 
 // The agent label that ties agents to the one job whose allocation started them
@@ -126,6 +131,8 @@ class JobManager {
   using SubmitDone = std::function<void(absl::StatusOr<SubmitResult>)>;
   void Submit(JobSpec spec, std::string submitted_by, SubmitDone done);
   void Submit(JobSpec spec, SubmitDone done) { Submit(std::move(spec), "", std::move(done)); }
+  // Views carry each job's whole per-rank detail, read back from the store for an ended
+  // job whose detail was released (JobManagerOptions::ended_jobs_with_rank_detail).
   absl::StatusOr<JobView> Get(const std::string& job_id);
   std::vector<JobView> List();
   // The web API's job list (server/http/web_api.h): newest first, the views of at most
@@ -145,7 +152,8 @@ class JobManager {
   absl::StatusOr<JobView> Cancel(const std::string& job_id);
   // For the read side (read_service.h): copies, taken under the lock, of the jobs `keep`
   // accepts (in submission order; `keep` runs under the lock, so it must be a pure
-  // test) and of every baseline.
+  // test) and of every baseline. A released job is copied without its rank detail
+  // (FillRankDetail reads it back).
   struct ReadSnapshot {
     std::vector<Job> jobs;
     Baselines baselines;
@@ -156,6 +164,9 @@ class JobManager {
   // needs out: no blocking, no calls into the manager), then returns a copy of every
   // baseline.
   Baselines VisitJobs(const std::function<void(const Job&)>& visit);
+  // When `job` (a copy VisitJobs' visitor took) had its rank detail released, reads it back
+  // from the store (RestoreRankDetail); call it holding no lock of the manager.
+  absl::Status FillRankDetail(Job& job);
 
   // Makes the job's throughput the baseline of its configuration (ConfigurationOf),
   // replacing an earlier one, once stored. Tolerances as NormalizeTolerances (0 → 5;
@@ -284,6 +295,13 @@ class JobManager {
     // its allocation is seen ended, or after allocation_grace.
     std::string node_left;
     absl::Time node_left_at;
+    // Its ended attempt's analyses (telemetry join, diagnosis) not answered yet: its rank
+    // detail is not released before they are.
+    int analyses_in_flight = 0;
+    // Set when its rank detail was released: its lowest count of stored iterations then
+    // (iterations_by_rank, fastest_step_by_rank, succeeded_ranks and telemetry_notes are
+    // freed with the detail; running_ranks stays: ranks may still end after their job).
+    std::optional<int> iterations_done;
   };
   struct Watcher {
     std::string job_id;
@@ -309,6 +327,14 @@ class JobManager {
     return joins_in_flight_ == 0 && completions_in_flight_ == 0;
   }
   JobView ViewOf(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The lowest count of stored iterations over the job's ranks (at most its iterations).
+  static int LowestIterationCount(const Job& job, const JobRuntime& runtime);
+  // Views of released jobs with their rank detail read back (FillRankDetail); a read that
+  // fails is logged and leaves that view without it.
+  void FillRankDetail(std::vector<JobView>& views) ABSL_LOCKS_EXCLUDED(mu_);
+  // Releases the rank detail of the ended jobs beyond options_.ended_jobs_with_rank_detail,
+  // oldest ended first, each once its analyses are done.
+  void ReleaseEndedRankDetail() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Transition(Job& job, JobState state, std::string reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Persist(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -386,6 +412,8 @@ class JobManager {
   // Records the attempt's diagnosis on the job (stored by the store already).
   void OnJobDiagnosed(const std::string& job_id, int attempt,
                       absl::StatusOr<JobDiagnosis> diagnosis);
+  // One of the job's analyses answered (its runtime's analyses_in_flight).
+  void AnalysisAnswered(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string AgentOfRank(const Job& job, int rank) const;
   // Copies the fleet's count of awaited agents to agents_awaited_ (after a change).
   void PublishAgentsAwaited() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -426,6 +454,8 @@ class JobManager {
   std::map<int64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
   int64_t next_watch_handle_ ABSL_GUARDED_BY(mu_) = 1;
   int joins_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Ended jobs whose rank detail is still in memory, in the order they ended.
+  std::deque<std::string> ended_with_detail_ ABSL_GUARDED_BY(mu_);
   // Submits and baselines whose store write has not answered yet.
   int completions_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   Baselines baselines_ ABSL_GUARDED_BY(mu_);  // the destructor waits for them

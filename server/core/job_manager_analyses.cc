@@ -47,7 +47,10 @@ void JobManager::AnalyzeEndedAttempt(const Job& job) {
       [this, id, attempt](absl::StatusOr<JobDiagnosis> diagnosis) {
         OnJobDiagnosed(id, attempt, std::move(diagnosis));
       });
-  if (queued) joins_in_flight_ += 2;
+  if (queued) {
+    joins_in_flight_ += 2;
+    runtime_[id].analyses_in_flight += 2;
+  }
 }
 
 void JobManager::JoinTelemetry(const Job& job) {
@@ -57,13 +60,17 @@ void JobManager::JoinTelemetry(const Job& job) {
       TelemetryRequestOf(job), [this, id, attempt](absl::StatusOr<JoinedTelemetry> joined) {
         OnTelemetryJoined(id, attempt, std::move(joined));
       });
-  if (queued) ++joins_in_flight_;
+  if (queued) {
+    ++joins_in_flight_;
+    runtime_[id].analyses_in_flight += 1;
+  }
 }
 
 void JobManager::OnTelemetryJoined(const std::string& job_id, int attempt,
                                    absl::StatusOr<JoinedTelemetry> joined) {
   absl::MutexLock lock(&mu_);
   --joins_in_flight_;
+  AnalysisAnswered(job_id);
   Job* job = FindJob(job_id);
   if (job == nullptr || job->attempt != attempt) return;
   std::vector<std::string> notes;
@@ -85,21 +92,32 @@ void JobManager::OnTelemetryJoined(const std::string& job_id, int attempt,
   if (events_ != nullptr) events_->OnTelemetryJoined(*job);
   Persist(*job);
   Notify(*job);
+  ReleaseEndedRankDetail();
 }
 
 void JobManager::OnJobDiagnosed(const std::string& job_id, int attempt,
                                 absl::StatusOr<JobDiagnosis> diagnosis) {
   absl::MutexLock lock(&mu_);
   --joins_in_flight_;
+  AnalysisAnswered(job_id);
   if (!diagnosis.ok()) {
     // Not stored: the next benchd start (Recover) diagnoses the job again.
     Log(job_id, ": could not diagnose: ", diagnosis.status().ToString());
+    ReleaseEndedRankDetail();
     return;
   }
   Job* job = FindJob(job_id);
   if (job == nullptr || job->attempt != attempt) return;
   job->diagnosis = std::make_shared<const JobDiagnosis>(*std::move(diagnosis));
   Notify(*job);
+  ReleaseEndedRankDetail();
+}
+
+void JobManager::AnalysisAnswered(const std::string& job_id) {
+  auto runtime = runtime_.find(job_id);
+  if (runtime != runtime_.end() && runtime->second.analyses_in_flight > 0) {
+    --runtime->second.analyses_in_flight;
+  }
 }
 
 }  // namespace bench

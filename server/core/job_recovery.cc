@@ -1,7 +1,10 @@
 // JobManager's recovery after a restart: jobs reloaded from the store, RUNNING ones
 // adopted with their devices held until their agents reconnect within the reconcile
-// grace, unjoined GPU telemetry joined again.
+// grace, unjoined GPU telemetry joined again, the rank detail of the ended jobs but the
+// latest released (job_manager_detail.cc).
 #include "server/core/job_manager.h"
+
+#include <malloc.h>
 
 #include <string>
 #include <utility>
@@ -70,7 +73,13 @@ absl::Status JobManager::Recover() {
       // It ended, but its join never committed (benchd stopped first, or it failed).
       JoinTelemetry(stored);
     }
+    if (IsTerminal(stored.state) && stored.attempt > 0) ended_with_detail_.push_back(stored.id);
   }
+  // Loaded whole, the ended jobs but the latest keep only what the walks read (their
+  // views read the rest back); the heap pages that freed go back to the system.
+  ReleaseEndedRankDetail();
+  std::vector<Job>().swap(*loaded);
+  malloc_trim(0);
   PublishAgentsAwaited();
   Log("recovered ", jobs_.size(), " jobs from ", store_->path());
   Schedule();

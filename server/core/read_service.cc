@@ -65,9 +65,11 @@ absl::Status ReadService::CatchUpVariability() {
   if (!stored.ok()) return stored.status();
   std::vector<Store::JobVariabilityRow> made;
   for (size_t i = 0; i < fresh.size(); ++i) {
-    const Job& job = fresh[i];
+    Job& job = fresh[i];
     std::optional<JobVariability>& summary = (*stored)[i];
     if (!summary) {
+      // Made from its rank devices, summaries and samples (a released job's read back).
+      if (absl::Status filled = manager_->FillRankDetail(job); !filled.ok()) return filled;
       absl::StatusOr<std::vector<IterationSample>> samples =
           store_->ReadSamples(job.id, job.attempt);
       if (!samples.ok()) return samples.status();
@@ -121,12 +123,13 @@ absl::StatusOr<ScreeningView> ReadService::Screening(const std::string& screenin
   // The ended jobs, read in one narrow pass over the store (Store::ReadScreeningRows).
   std::vector<const Job*> ended;
   std::vector<std::pair<std::string, int>> attempts;
-  for (const Job& job : snapshot.jobs) {
+  for (Job& job : snapshot.jobs) {
     view.created = std::min(view.created, job.created);
     if (!IsTerminal(job.state)) {
       ++view.pending;
       continue;
     }
+    if (absl::Status filled = manager_->FillRankDetail(job); !filled.ok()) return filled;
     ended.push_back(&job);
     attempts.emplace_back(job.id, job.attempt);
   }

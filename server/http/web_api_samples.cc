@@ -227,7 +227,7 @@ HttpResponse WebApi::History(const HttpRequest& request) const {
   std::map<ConfigurationKey, size_t> configuration_index;
   std::vector<Group> configurations;
   for (const bench::Job& job : snapshot.jobs) {
-    const std::optional<double> ips = JobThroughput(job.summaries, job.spec.devices);
+    const std::optional<double> ips = ThroughputOf(job);
     if (!ips) continue;
     absl::Time finished = absl::InfinitePast();
     for (const StateTransition& t : job.history) {

@@ -193,7 +193,7 @@ void LiveMetrics::OnStateChanged(const Job& job) {
   } else if (IsTerminal(job.state) && job.attempt > 0) {
     std::optional<double> throughput;
     if (job.state == bench::JobState::kSucceeded) {
-      throughput = JobThroughput(job.summaries, job.spec.devices);
+      throughput = ThroughputOf(job);
     }
     JobEnded(job.id, throughput, job.history.empty() ? absl::Now() : job.history.back().time);
   }

@@ -108,6 +108,11 @@ std::vector<ResultCell> BuildResultCells(const std::vector<Job>& jobs,
   return BuildResultCells(jobs, filter);
 }
 
+std::optional<double> ThroughputOf(const Job& job) {
+  if (job.released_ranks != nullptr) return job.released_ranks->throughput;
+  return JobThroughput(job.summaries, job.spec.devices);
+}
+
 ResultRow ResultRowOf(const Job& job) {
   ResultRow row;
   row.key = ConfigurationOf(job);
@@ -115,8 +120,15 @@ ResultRow ResultRowOf(const Job& job) {
   row.id = job.id;
   row.failing_checks = HasFailingChecks(job);
   if (job.state != JobState::kSucceeded) return row;
-  row.throughput = JobThroughput(job.summaries, job.spec.devices);
+  row.throughput = ThroughputOf(job);
   if (!row.throughput) return row;
+  if (const ReleasedRanks* released = job.released_ranks.get(); released != nullptr) {
+    row.energy_per_image_j = released->energy_per_image_j;
+    row.power_w = released->power_w;
+    row.sm_clock_mhz = released->sm_clock_mhz;
+    row.temperature_c = released->temperature_c;
+    return row;
+  }
   if (std::optional<double> energy = JobEnergyPerImage(job); energy && *energy > 0) {
     row.energy_per_image_j = energy;
   }

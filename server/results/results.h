@@ -19,6 +19,10 @@ namespace bench {
 std::optional<double> JobThroughput(const std::map<int, RankSummary>& summaries,
                                     int world_size);
 
+// The job's JobThroughput over its spec's devices, or, once its rank detail was released
+// from memory (released_ranks.h), the one kept then.
+std::optional<double> ThroughputOf(const Job& job);
+
 // With spec.data_vs_compute: the ranks' throughputs on synthetic data summed (each rank's
 // second run has its own window, so its own rate is the figure), once every rank has a
 // positive one; nullopt otherwise.

@@ -84,8 +84,9 @@ absl::Status InsertGpuSamples(Database& db, const std::vector<GpuSample>& sample
 // The job's current-attempt gpu_telemetry rows, replaced by job.gpu_telemetry.
 absl::Status WriteGpuTelemetryRows(Database& db, const Job& job);
 // Fills each job's gpu_telemetry (current attempt); `index` maps job id → position.
+// `only`: read only the rows of that job's attempt (one of `jobs`).
 absl::Status LoadGpuTelemetry(Database& db, const std::map<std::string, size_t>& index,
-                              std::vector<Job>& jobs);
+                              std::vector<Job>& jobs, const Job* only = nullptr);
 
 // store_diagnoses.cc: fills each job's diagnosis (current attempt) from job_diagnoses.
 absl::Status LoadDiagnoses(Database& db, const std::map<std::string, size_t>& index,

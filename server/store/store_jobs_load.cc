@@ -1,7 +1,8 @@
 // Store::LoadJobs: every job rebuilt from its tables at startup, one loader per table
 // (jobs, job_labels, job_allowed_nodes and job_node_labels, job_history, job_ranks, job_versions,
 // rank_summaries, gpu_telemetry), on the reader connection. Rows of a job's earlier attempts are
-// kept in the tables but not loaded. The writers are in store_jobs.cc.
+// kept in the tables but not loaded. Store::LoadRankDetail: the per-rank tables' rows of one
+// job's attempt, with the same loaders. The writers are in store_jobs.cc.
 #include <algorithm>
 #include <map>
 #include <string>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 #include "server/store/sqlite_db.h"
 #include "server/store/store.h"
@@ -35,6 +37,23 @@ struct LoadedJobs {
   Job* Find(const std::string& id) {
     auto it = index.find(id);
     return it == index.end() ? nullptr : &jobs[it->second];
+  }
+};
+
+// A loader's selection: every job's rows, or (Store::LoadRankDetail) only those of one job's
+// attempt.
+struct RowFilter {
+  const Job* only = nullptr;
+
+  // The SELECT with this filter's WHERE before `order_by` (" ORDER BY ..." or "").
+  std::string Sql(absl::string_view select, absl::string_view order_by) const {
+    return absl::StrCat(select, only == nullptr ? "" : " WHERE job_id = ?1 AND attempt = ?2",
+                        order_by);
+  }
+  void Bind(Statement* statement) const {
+    if (only == nullptr) return;
+    statement->Bind(1, only->id);
+    statement->Bind(2, int64_t{only->attempt});
   }
 };
 
@@ -128,11 +147,12 @@ absl::Status LoadHistory(Database& db, LoadedJobs& loaded) {
 
 // `job_ranks` of the current attempt: placements (agents in order of their lowest
 // rank), rank devices and the precision each rank reported.
-absl::Status LoadRanks(Database& db, LoadedJobs& loaded) {
+absl::Status LoadRanks(Database& db, LoadedJobs& loaded, const RowFilter& filter) {
   ASSIGN_OR_RETURN(Statement * ranks,
-                   db.Prepare("SELECT job_id, attempt, rank, agent, device_index, hostname, "
-                              "gpu_uuid, gpu_name, precision FROM job_ranks "
-                              "ORDER BY job_id, attempt, rank"));
+                   db.Prepare(filter.Sql("SELECT job_id, attempt, rank, agent, device_index, "
+                                         "hostname, gpu_uuid, gpu_name, precision FROM job_ranks",
+                                         " ORDER BY job_id, attempt, rank")));
+  filter.Bind(ranks);
   while (true) {
     ASSIGN_OR_RETURN(bool row, ranks->Step());
     if (!row) break;
@@ -160,10 +180,11 @@ absl::Status LoadRanks(Database& db, LoadedJobs& loaded) {
 }
 
 // `job_versions` of the current attempt: by agent (rank -1) and by rank.
-absl::Status LoadVersions(Database& db, LoadedJobs& loaded) {
+absl::Status LoadVersions(Database& db, LoadedJobs& loaded, const RowFilter& filter) {
   ASSIGN_OR_RETURN(Statement * versions,
-                   db.Prepare("SELECT job_id, attempt, agent, rank, key, value FROM "
-                              "job_versions"));
+                   db.Prepare(filter.Sql(
+                       "SELECT job_id, attempt, agent, rank, key, value FROM job_versions", "")));
+  filter.Bind(versions);
   while (true) {
     ASSIGN_OR_RETURN(bool row, versions->Step());
     if (!row) break;
@@ -181,12 +202,14 @@ absl::Status LoadVersions(Database& db, LoadedJobs& loaded) {
 }
 
 // `rank_summaries` of the current attempt.
-absl::Status LoadRankSummaries(Database& db, LoadedJobs& loaded) {
+absl::Status LoadRankSummaries(Database& db, LoadedJobs& loaded, const RowFilter& filter) {
   ASSIGN_OR_RETURN(Statement * summaries,
-                   db.Prepare("SELECT job_id, attempt, rank, measured_iterations, "
-                              "measured_images, window_s, step_time_median_s, "
-                              "skipped_steps, nonfinite_losses, synthetic_images_per_second "
-                              "FROM rank_summaries"));
+                   db.Prepare(filter.Sql("SELECT job_id, attempt, rank, measured_iterations, "
+                                         "measured_images, window_s, step_time_median_s, "
+                                         "skipped_steps, nonfinite_losses, "
+                                         "synthetic_images_per_second FROM rank_summaries",
+                                         "")));
+  filter.Bind(summaries);
   while (true) {
     ASSIGN_OR_RETURN(bool row, summaries->Step());
     if (!row) break;
@@ -238,13 +261,29 @@ absl::StatusOr<std::vector<Job>> Store::LoadJobs() {
   RETURN_IF_ERROR(LoadLabels(db, loaded));
   RETURN_IF_ERROR(LoadConstraints(db, loaded));
   RETURN_IF_ERROR(LoadHistory(db, loaded));
-  RETURN_IF_ERROR(LoadRanks(db, loaded));
-  RETURN_IF_ERROR(LoadVersions(db, loaded));
-  RETURN_IF_ERROR(LoadRankSummaries(db, loaded));
+  RETURN_IF_ERROR(LoadRanks(db, loaded, RowFilter{}));
+  RETURN_IF_ERROR(LoadVersions(db, loaded, RowFilter{}));
+  RETURN_IF_ERROR(LoadRankSummaries(db, loaded, RowFilter{}));
   RETURN_IF_ERROR(LoadAllocations(db, loaded));
   RETURN_IF_ERROR(LoadGpuTelemetry(db, loaded.index, loaded.jobs));
   RETURN_IF_ERROR(LoadDiagnoses(db, loaded.index, loaded.jobs));
   return std::move(loaded.jobs);
+}
+
+absl::StatusOr<Job> Store::LoadRankDetail(const std::string& job_id, int attempt) {
+  std::lock_guard<std::mutex> lock(reader_mu_);
+  Database& db = *reader_db_;
+  LoadedJobs loaded;
+  loaded.jobs.emplace_back();
+  loaded.jobs[0].id = job_id;
+  loaded.jobs[0].attempt = attempt;
+  loaded.index[job_id] = 0;
+  const RowFilter filter{&loaded.jobs[0]};
+  RETURN_IF_ERROR(LoadRanks(db, loaded, filter));
+  RETURN_IF_ERROR(LoadVersions(db, loaded, filter));
+  RETURN_IF_ERROR(LoadRankSummaries(db, loaded, filter));
+  RETURN_IF_ERROR(LoadGpuTelemetry(db, loaded.index, loaded.jobs, &loaded.jobs[0]));
+  return std::move(loaded.jobs[0]);
 }
 
 }  // namespace bench
