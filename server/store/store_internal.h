@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "server/core/job.h"
 #include "server/store/store.h"
@@ -83,10 +84,20 @@ absl::Status InsertGpuSamples(Database& db, const std::vector<GpuSample>& sample
                               AppendResult* result);
 // The job's current-attempt gpu_telemetry rows, replaced by job.gpu_telemetry.
 absl::Status WriteGpuTelemetryRows(Database& db, const Job& job);
-// Fills each job's gpu_telemetry (current attempt); `index` maps job id → position.
-// `only`: read only the rows of that job's attempt (one of `jobs`).
+// A loader's selection (store_jobs_load.cc's per-rank loaders, LoadGpuTelemetry): every
+// job's rows, or (Store::LoadRankDetail) only those of one job's attempt.
+struct RowFilter {
+  const Job* only = nullptr;  // null: every job
+
+  // `select` with this filter's WHERE, then `order_by` (" ORDER BY ..." or "").
+  std::string Sql(absl::string_view select, absl::string_view order_by) const;
+  // Binds the WHERE's job id and attempt (nothing when every job is read).
+  void Bind(Statement* statement) const;
+};
+// Fills each job's gpu_telemetry (current attempt) of the rows `filter` selects; `index`
+// maps job id → position.
 absl::Status LoadGpuTelemetry(Database& db, const std::map<std::string, size_t>& index,
-                              std::vector<Job>& jobs, const Job* only = nullptr);
+                              std::vector<Job>& jobs, const RowFilter& filter = RowFilter{});
 
 // store_diagnoses.cc: fills each job's diagnosis (current attempt) from job_diagnoses.
 absl::Status LoadDiagnoses(Database& db, const std::map<std::string, size_t>& index,

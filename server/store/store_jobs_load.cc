@@ -18,6 +18,17 @@
 
 namespace bench {
 
+std::string RowFilter::Sql(absl::string_view select, absl::string_view order_by) const {
+  return absl::StrCat(select, only == nullptr ? "" : " WHERE job_id = ?1 AND attempt = ?2",
+                      order_by);
+}
+
+void RowFilter::Bind(Statement* statement) const {
+  if (only == nullptr) return;
+  statement->Bind(1, only->id);
+  statement->Bind(2, int64_t{only->attempt});
+}
+
 namespace {
 
 JobState ParseState(const std::string& text) {
@@ -37,23 +48,6 @@ struct LoadedJobs {
   Job* Find(const std::string& id) {
     auto it = index.find(id);
     return it == index.end() ? nullptr : &jobs[it->second];
-  }
-};
-
-// A loader's selection: every job's rows, or (Store::LoadRankDetail) only those of one job's
-// attempt.
-struct RowFilter {
-  const Job* only = nullptr;
-
-  // The SELECT with this filter's WHERE before `order_by` (" ORDER BY ..." or "").
-  std::string Sql(absl::string_view select, absl::string_view order_by) const {
-    return absl::StrCat(select, only == nullptr ? "" : " WHERE job_id = ?1 AND attempt = ?2",
-                        order_by);
-  }
-  void Bind(Statement* statement) const {
-    if (only == nullptr) return;
-    statement->Bind(1, only->id);
-    statement->Bind(2, int64_t{only->attempt});
   }
 };
 
@@ -282,7 +276,7 @@ absl::StatusOr<Job> Store::LoadRankDetail(const std::string& job_id, int attempt
   RETURN_IF_ERROR(LoadRanks(db, loaded, filter));
   RETURN_IF_ERROR(LoadVersions(db, loaded, filter));
   RETURN_IF_ERROR(LoadRankSummaries(db, loaded, filter));
-  RETURN_IF_ERROR(LoadGpuTelemetry(db, loaded.index, loaded.jobs, &loaded.jobs[0]));
+  RETURN_IF_ERROR(LoadGpuTelemetry(db, loaded.index, loaded.jobs, filter));
   return std::move(loaded.jobs[0]);
 }
 

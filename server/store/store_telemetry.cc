@@ -218,16 +218,11 @@ absl::Status WriteGpuTelemetryRows(Database& db, const Job& job) {
 }
 
 absl::Status LoadGpuTelemetry(Database& db, const std::map<std::string, size_t>& index,
-                              std::vector<Job>& jobs, const Job* only) {
+                              std::vector<Job>& jobs, const RowFilter& filter) {
   ASSIGN_OR_RETURN(Statement * select,
-                   db.Prepare(only == nullptr
-                                  ? "SELECT * FROM gpu_telemetry ORDER BY job_id, attempt, rank"
-                                  : "SELECT * FROM gpu_telemetry WHERE job_id = ?1 AND "
-                                    "attempt = ?2 ORDER BY rank"));
-  if (only != nullptr) {
-    select->Bind(1, only->id);
-    select->Bind(2, int64_t{only->attempt});
-  }
+                   db.Prepare(filter.Sql("SELECT * FROM gpu_telemetry",
+                                         " ORDER BY job_id, attempt, rank")));
+  filter.Bind(select);
   while (true) {
     ASSIGN_OR_RETURN(bool row, select->Step());
     if (!row) break;
