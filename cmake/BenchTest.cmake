@@ -5,7 +5,9 @@
 #   bench_gtest(<target>
 #     PREFIX <name>            ctest names are "<name>.<Suite>.<Test>"; also their label
 #     SOURCES <files...>
-#     [LIBS <targets...>]      linked besides GoogleTest (gtest, gtest_main, gmock)
+#     [LIBS <targets...>]      linked besides GoogleTest (gtest, gmock) and a main():
+#                              common/test_main.cc's (OpenSSL as the product initialises
+#                              it), or gtest_main's in a BENCH_TRAINER_ONLY build
 #     [DEFINES <defs...>]      compile definitions (generator expressions allowed)
 #     [DEPENDS <targets...>]   built first (binaries the test launches)
 #     [TIMEOUT <seconds>]      per test; default: ctest's --timeout
@@ -29,7 +31,12 @@ function(bench_gtest target)
     message(FATAL_ERROR "bench_gtest(${target}): unknown arguments ${T_UNPARSED_ARGUMENTS}")
   endif()
   add_executable(${target} ${T_SOURCES})
-  target_link_libraries(${target} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  if(BENCH_TRAINER_ONLY)  # no common/ in that build, and no gRPC in its tests
+    set(test_main GTest::gtest_main)
+  else()
+    set(test_main bench_test_main)  # common/CMakeLists.txt; targets resolve at generation
+  endif()
+  target_link_libraries(${target} PRIVATE ${T_LIBS} GTest::gtest ${test_main})
   if(TARGET GTest::gmock)  # a trainer-only build may find GoogleTest without gmock
     target_link_libraries(${target} PRIVATE GTest::gmock)
   endif()
