@@ -5,14 +5,11 @@
 // the underscore spellings of earlier releases (`--agent_lease`) still work as hidden
 // aliases. Parsed with CLI11 (header-only, as benchctl uses it); durations as Abseil
 // writes them ("30s", "10m", "1h30m").
-#include <malloc.h>
 #include <signal.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -27,6 +24,7 @@
 #include "common/openssl_exit.h"
 #include "common/sd_notify.h"
 #include "server/benchd.h"
+#include "server/heap_policy.h"
 
 namespace {
 
@@ -91,11 +89,7 @@ int main(int argc, char** argv) {
   // Debian's Abseil is built with deadlock detection on, which keeps a lock graph on
   // every absl::Mutex acquisition; the server's lock order is fixed by design.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  // glibc gives up to 8 malloc arenas per core, and the web port's 48 workers spread a
-  // request's allocations over many of them: the results grid of 100,000 jobs took
-  // ~220 ms a call, page-faulting its memory anew, against ~70 ms with one arena per
-  // core (docs/PERFORMANCE.md, "The web port over 100,000 jobs").
-  mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
+  bench::ApplyControllerHeapPolicy();  // server/heap_policy.h
 
   Flags flags;
   CLI::App app("benchfleet controller.", "benchd");
