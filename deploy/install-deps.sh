@@ -9,6 +9,7 @@ packages=(
   libabsl-dev libsqlite3-dev libgtest-dev libgmock-dev prometheus-cpp-dev
   libcli11-dev  # benchctl's command line (ctl/args.cc)
   libcivetweb-dev  # benchd's web port (httpd/http_server.cc); prometheus-cpp-dev pulls it too
+  libjemalloc-dev  # benchd's allocator (server/heap_policy.h)
   libtorch-dev libgloo-dev libjpeg62-turbo-dev
   nlohmann-json3-dev  # bench-train's COCO annotations reader (worker/train/coco_annotations.cc)
   # Debian's libtorch calls the system BLAS for some layers (1x1 convolutions at small

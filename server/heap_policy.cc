@@ -1,31 +1,64 @@
 #include "server/heap_policy.h"
 
-#include <malloc.h>
+#include <sys/types.h>
 
-#include <algorithm>
-#include <thread>
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 
-#include "common/log.h"
+#ifdef BENCH_CONTROLLER_JEMALLOC
+#include <jemalloc/jemalloc.h>
+
+// Read by jemalloc when it starts (before main), so it holds for every allocation. Under
+// the 30-minute fleet load (docs/PERFORMANCE.md, "jemalloc") glibc's malloc kept the
+// freed heap of each burst (batches in flight to the writer, answers being built):
+// benchd's RSS rose 12.7 % from minute 5 to 30, and it spent 13.3 us of CPU per stored
+// row; with these settings the RSS swung about a flat level (-2.7 %) at 9.6 us a row.
+// The dirty decay must equal kControllerDirtyDecayMs (the test reads it back).
+const char* malloc_conf = "background_thread:true,dirty_decay_ms:10000,muzzy_decay_ms:0";
+#endif
 
 namespace bench {
 
-void ApplyControllerHeapPolicy() {
-  // glibc gives up to 8 malloc arenas per core, and the web port's 48 workers spread a
-  // request's allocations over many of them: the results grid of 100,000 jobs took
-  // ~220 ms a call, page-faulting its memory anew, against ~70 ms with one arena per
-  // core (docs/PERFORMANCE.md, "The web port over 100,000 jobs").
-  const int arenas = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
-  if (mallopt(M_ARENA_MAX, arenas) != 1) Log("mallopt(M_ARENA_MAX, ", arenas, ") refused");
-  // glibc raises its mmap threshold to the size of each mapped block freed (up to
-  // 32 MiB), so after the first /metrics answer (14 MB at 8,192 GPUs) or commit batch,
-  // blocks of that size come from the arenas and stay there once freed: under the fleet
-  // load, ~240 MiB of benchd's RSS was freed heap, and the RSS rose with the bursts
-  // (+8 % from minute 5 to 11). A fixed threshold keeps such blocks mapped and gives
-  // them back: +2.6 % over the same minutes; over 30 minutes +12.7 % instead of +15.7 %,
-  // at up to 3.5 % more CPU per stored row.
-  if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(kControllerMmapThreshold)) != 1) {
-    Log("mallopt(M_MMAP_THRESHOLD, ", kControllerMmapThreshold, ") refused");
+#ifdef BENCH_CONTROLLER_JEMALLOC
+namespace {
+
+template <typename T>
+absl::StatusOr<T> ReadSetting(const char* name) {
+  T value{};
+  size_t size = sizeof(value);
+  if (mallctl(name, &value, &size, nullptr, 0) != 0) {
+    return absl::InternalError(absl::StrCat("jemalloc has no setting \"", name, "\""));
   }
+  return value;
 }
+
+}  // namespace
+
+absl::StatusOr<std::string> ControllerHeapInUse() {
+  absl::StatusOr<const char*> version = ReadSetting<const char*>("version");
+  absl::StatusOr<bool> background = ReadSetting<bool>("background_thread");
+  absl::StatusOr<ssize_t> dirty = ReadSetting<ssize_t>("opt.dirty_decay_ms");
+  absl::StatusOr<ssize_t> muzzy = ReadSetting<ssize_t>("opt.muzzy_decay_ms");
+  for (const absl::Status& status :
+       {version.status(), background.status(), dirty.status(), muzzy.status()}) {
+    if (!status.ok()) return status;
+  }
+  if (!*background || *dirty != kControllerDirtyDecayMs || *muzzy != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "MALLOC_CONF changed benchd's jemalloc settings: background_thread ",
+        *background ? "true" : "false", ", dirty_decay_ms ", *dirty, ", muzzy_decay_ms ", *muzzy,
+        " (benchd's: true, ", kControllerDirtyDecayMs,
+        ", 0); freed memory may stay with the process"));
+  }
+  return absl::StrCat("jemalloc ", *version, ", freed pages returned after ",
+                      kControllerDirtyDecayMs / 1000, " s by a background thread");
+}
+#else
+absl::StatusOr<std::string> ControllerHeapInUse() {
+  return absl::FailedPreconditionError(
+      "malloc is not jemalloc's: this benchd was built without it (a sanitizer build), so "
+      "freed memory may stay with the process");
+}
+#endif
 
 }  // namespace bench

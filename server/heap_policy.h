@@ -1,18 +1,24 @@
-// benchd's settings for glibc's malloc, applied first thing in main (docs/PERFORMANCE.md,
-// "The fleet at scale": what each one was measured to do).
+// benchd's heap: jemalloc, configured in heap_policy.cc, whose background thread returns
+// freed pages to the system within seconds, so that the RSS follows what is in use rather
+// than the high-water mark of the load's bursts (docs/PERFORMANCE.md, "The fleet at
+// scale", "jemalloc"). Linked by benchd and the benches that stand in for it, never under
+// the sanitizers (their allocator replaces malloc; the line then says so).
 #pragma once
 
-#include <cstddef>
+#include <string>
+
+#include "absl/status/statusor.h"
 
 namespace bench {
 
-// An allocation at least this big gets its own mapping, returned to the system when it
-// is freed, whatever was allocated and freed before.
-inline constexpr size_t kControllerMmapThreshold = 128 * 1024;
+// How long a freed page stays with the allocator before its background thread gives it
+// back to the system (jemalloc's dirty_decay_ms; muzzy pages are not kept).
+inline constexpr int kControllerDirtyDecayMs = 10'000;
 
-// One malloc arena per core (at least 2) and the fixed mmap threshold above. Call it
-// before the process starts threads; each setting that glibc refuses is logged, not
-// fatal (the defaults then stay).
-void ApplyControllerHeapPolicy();
+// The allocator in use, as a line for the startup log ("jemalloc 5.3.0-..., freed pages
+// returned after 10 s by a background thread"). FailedPrecondition names what differs
+// from the configuration above: malloc is not jemalloc's (the binary was linked without
+// it), or the MALLOC_CONF environment variable changed one of its settings.
+absl::StatusOr<std::string> ControllerHeapInUse();
 
 }  // namespace bench

@@ -89,7 +89,6 @@ int main(int argc, char** argv) {
   // Debian's Abseil is built with deadlock detection on, which keeps a lock graph on
   // every absl::Mutex acquisition; the server's lock order is fixed by design.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  bench::ApplyControllerHeapPolicy();  // server/heap_policy.h
 
   Flags flags;
   CLI::App app("benchfleet controller.", "benchd");
@@ -262,6 +261,15 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every thread
   signal(SIGPIPE, SIG_IGN);
+
+  // The allocator is set before main (server/heap_policy.h); a setting overridden is
+  // worth a line, not a refusal.
+  absl::StatusOr<std::string> heap = bench::ControllerHeapInUse();
+  if (heap.ok()) {
+    bench::Log("allocator: ", *heap);
+  } else {
+    bench::Log("allocator: ", heap.status().message());
+  }
 
   // systemd (Type=notify, docs/deploy-systemd.md): no-ops unless it runs us.
   bench::SdNotifyOrLog(absl::StrCat("STATUS=opening ", options.db, " and recovering its jobs"));

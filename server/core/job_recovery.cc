@@ -4,8 +4,6 @@
 // latest released (job_manager_detail.cc).
 #include "server/core/job_manager.h"
 
-#include <malloc.h>
-
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,10 +74,10 @@ absl::Status JobManager::Recover() {
     if (IsTerminal(stored.state) && stored.attempt > 0) ended_with_detail_.push_back(stored.id);
   }
   // Loaded whole, the ended jobs but the latest keep only what the walks read (their
-  // views read the rest back); the heap pages that freed go back to the system.
+  // views read the rest back); benchd's allocator gives the freed pages back to the
+  // system within seconds (server/heap_policy.h).
   ReleaseEndedRankDetail();
   std::vector<Job>().swap(*loaded);
-  malloc_trim(0);
   PublishAgentsAwaited();
   Log("recovered ", jobs_.size(), " jobs from ", store_->path());
   Schedule();

@@ -22,6 +22,7 @@
 // page), one configuration's history; then the variability report, through the API and
 // as ReadService::Variability (the GpuVariability RPC; WEB_API_BENCH_VARIABILITY_RUNS,
 // default 3: the first call after a restart reads the stored summaries).
+// Linked with benchd's allocator (server/heap_policy.h) and its settings, as benchd is.
 // Prints min, median and max wall milliseconds, the median CPU milliseconds of the
 // calling thread, and the size of each answer.
 // Bars: issue 14's results and jobs < 200 ms, the downsampled chart < 300 ms; issue
@@ -41,6 +42,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/core/job_manager.h"
 #include "server/core/read_service.h"
+#include "server/heap_policy.h"
 #include "server/http/web_api.h"
 #include "server/store/store.h"
 
@@ -284,6 +286,9 @@ int main(int argc, char** argv) {
     }
     dir = pattern;
   }
+  // benchd's allocator, linked as benchd links it.
+  absl::StatusOr<std::string> heap = bench::ControllerHeapInUse();
+  std::printf("allocator: %s\n", heap.ok() ? heap->c_str() : heap.status().ToString().c_str());
   const std::string path = dir + "/bench.db";
   const bool exists = std::filesystem::exists(path);
   const Clock::time_point open_start = Clock::now();
