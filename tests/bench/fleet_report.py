@@ -13,6 +13,7 @@ import csv
 import json
 import math
 import os
+import statistics
 
 
 def pct(values, p):
@@ -181,12 +182,22 @@ def main():
         pid0 = base[0]["pid"] if base else None
         same = [p for p in base if p["pid"] == pid0]  # across a kill -9 the process is new
         if len(same) >= 2:
-            r0, r1 = int(same[0]["rss_kib"]), int(same[-1]["rss_kib"])
+            # The RSS swings with the load's bursts and the allocator's returns (about
+            # ±10 % within a minute under jemalloc's decay), so a sample at each end is
+            # noise: the growth compares the median of the first minute from t_from with
+            # that of the last minute (a tenth of the span in a short run).
+            t0, t1 = num(same[0]["t_s"]), num(same[-1]["t_s"])
+            window = 60 if a.duration >= 600 else max((t1 - t0) / 10, 1)
+            first = [int(p["rss_kib"]) for p in same if num(p["t_s"]) < t0 + window]
+            last = [int(p["rss_kib"]) for p in same if num(p["t_s"]) > t1 - window]
+            r0, r1 = statistics.median(first), statistics.median(last)
             growth = 100.0 * (r1 - r0) / r0
             r.target(f"benchd RSS growth ({t_from:.0f} s → end)", 10, med=None, p99=growth, mx=None,
                      ok=growth < 10, unit="%",
-                     where=f"{r0 / 1024:.0f} MiB at {same[0]['t_s']} s → {r1 / 1024:.0f} MiB at "
-                     f"{same[-1]['t_s']} s")
+                     where=f"median of {window:.0f} s: {r0 / 1024:.0f} MiB from {t0:.0f} s → "
+                     f"{r1 / 1024:.0f} MiB to {t1:.0f} s (samples {int(same[0]['rss_kib']) / 1024:.0f} "
+                     f"→ {int(same[-1]['rss_kib']) / 1024:.0f} MiB; max "
+                     f"{max(int(p['rss_kib']) for p in same) / 1024:.0f})")
             for k in ("fds", "threads"):
                 vals = [int(p[k]) for p in same]
                 r.rows.append((f"benchd {k} flat", "flat", fmt(pct(vals, 50)), "", fmt(max(vals)),

@@ -24,7 +24,8 @@ def write_csv(path, header, rows):
         w.writerows(rows)
 
 
-def make_run(d, *, stored_short=False, slow_metrics=False, rss_growth=False, summary=True,
+def make_run(d, *, stored_short=False, slow_metrics=False, rss_growth=False, rss_sawtooth=False,
+             summary=True,
              kill9_slow=False, rejected=0, refused_columns=True, refused_short_key=False):
     header = ["job_id", "attempt", "rank", "iterations", "readings"]
     acked = [["job-000001", 1, 0, 100, 1000], ["job-000001", 1, 1, 100, 1000],
@@ -52,6 +53,8 @@ def make_run(d, *, stored_short=False, slow_metrics=False, rss_growth=False, sum
     proc = []
     for i in range(200):
         rss = 100000 + (i * 100 if rss_growth else i % 3)
+        if rss_sawtooth and i % 4 == 3:  # every fourth sample 25 % up, the last one among them
+            rss = 125000
         proc.append([5 * i, "benchd", 42, i * 2.0, rss, 60, 80, 1.0, 1.0, 1.0])
         proc.append([5 * i, "sim", 43, i * 1.0, 50000, 40, 20, 1.0, 1.0, 1.0])
     write_csv(os.path.join(d, "proc.csv"), ["t_s", "process", "pid", "cpu_s", "rss_kib", "fds",
@@ -141,6 +144,12 @@ expect(verdict(rows, "GET /metrics") == "**miss**", "a 1.5 s /metrics answer is 
 
 _, rows = report(rss_growth=True)
 expect(verdict(rows, "benchd RSS growth") == "**miss**", "RSS growing 20 % is a miss")
+
+# A sample at each end would say +25 %; the minutes around them are flat.
+_, rows = report(rss_sawtooth=True)
+expect(verdict(rows, "benchd RSS growth") == "pass", "a flat RSS with peaks passes")
+expect("(samples 98 → 122 MiB; max 122)" in rows.get("benchd RSS growth (300 s → end)", [""] * 7)[6],
+       "the end samples and the peak are shown beside the medians")
 
 _, rows = report(summary=False)
 expect(verdict(rows, "agent RPC Heartbeat") == "not measured",
