@@ -136,8 +136,9 @@ struct Allocation {
   bool operator==(const Allocation& o) const;
 };
 
-// What the walks over every job (the results grid, a job's throughput, its configuration)
-// read of an ended job's per-rank detail, kept when that detail is released from memory
+// What the walks over every job (the results grid, a job's throughput, its configuration,
+// the strict filter) read of an ended job's per-rank detail and diagnosis, kept when they
+// are released from memory
 // (server/results/released_ranks.h).
 struct ReleasedRanks {
   std::string gpu_model;              // GpuModelOf
@@ -146,6 +147,7 @@ struct ReleasedRanks {
   std::optional<double> power_w;
   std::optional<double> sm_clock_mhz;
   std::optional<double> temperature_c;
+  int failing_checks = 0;  // of its diagnosis (HasFailingChecks); 0 without one
 };
 
 struct Job {
@@ -186,9 +188,9 @@ struct Job {
   // it ended SUCCEEDED or FAILED, or reloaded; null until then and for other jobs.
   std::shared_ptr<const JobDiagnosis> diagnosis;
   // Set once an ended job's per-rank detail (summaries, gpu_telemetry, rank_devices,
-  // agent_versions, rank_versions, rank_precisions) was released from memory: those fields
-  // are then empty, this keeps what the walks read of them, and Store::LoadRankDetail
-  // gives them back (RestoreRankDetail). Placements stay.
+  // agent_versions, rank_versions, rank_precisions) and its diagnosis were released from
+  // memory: those fields are then empty (null), this keeps what the walks read of them,
+  // and Store::LoadRankDetail gives them back (RestoreRankDetail). Placements stay.
   std::shared_ptr<const ReleasedRanks> released_ranks;
 };
 

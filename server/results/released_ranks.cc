@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "server/results/job_diagnosis.h"
 #include "server/results/results.h"
 
 namespace bench {
@@ -26,12 +27,14 @@ void ReleaseRankDetail(Job& job) {
   released->power_w = row.power_w;
   released->sm_clock_mhz = row.sm_clock_mhz;
   released->temperature_c = row.temperature_c;
+  released->failing_checks = job.diagnosis == nullptr ? 0 : job.diagnosis->FailingChecks();
   Free(job.summaries);
   Free(job.gpu_telemetry);
   Free(job.rank_devices);
   Free(job.agent_versions);
   Free(job.rank_versions);
   Free(job.rank_precisions);
+  job.diagnosis = nullptr;  // its checks' sentences are most of what a job kept
   job.released_ranks = std::move(released);
 }
 
@@ -42,6 +45,7 @@ void RestoreRankDetail(Job& job, Job&& loaded) {
   job.agent_versions = std::move(loaded.agent_versions);
   job.rank_versions = std::move(loaded.rank_versions);
   job.rank_precisions = std::move(loaded.rank_precisions);
+  job.diagnosis = std::move(loaded.diagnosis);
   job.released_ranks = nullptr;
 }
 

@@ -1,9 +1,9 @@
 // An ended job's per-rank detail released from memory and put back: benchd keeps the
 // detail of live jobs and of the most recently ended ones (JobManagerOptions), so that
 // its memory follows what is running, not its history. What the walks over every job read
-// of a released job (its GPU model, throughput, the grid's telemetry figures) is kept in
-// Job::released_ranks; a view of the job loads the rest from the store again
-// (Store::LoadRankDetail).
+// of a released job (its GPU model, throughput, the grid's telemetry figures, whether its
+// diagnosis has failing checks) is kept in Job::released_ranks; a view of the job loads
+// the rest, the diagnosis with it, from the store again (Store::LoadRankDetail).
 #pragma once
 
 #include "server/core/job.h"
@@ -11,8 +11,8 @@
 namespace bench {
 
 // Keeps what the walks read in job.released_ranks and empties (freeing) summaries,
-// gpu_telemetry, rank_devices, agent_versions, rank_versions and rank_precisions. A job
-// already released is left as it is.
+// gpu_telemetry, rank_devices, agent_versions, rank_versions, rank_precisions and the
+// diagnosis. A job already released is left as it is.
 void ReleaseRankDetail(Job& job);
 
 // Puts back the detail `loaded` carries (Store::LoadRankDetail's, of the job's current

@@ -98,6 +98,7 @@ bool Matches(const Job& job, const ResultsFilter& filter) {
 }
 
 bool HasFailingChecks(const Job& job) {
+  if (job.released_ranks != nullptr) return job.released_ranks->failing_checks > 0;
   return job.diagnosis != nullptr && job.diagnosis->FailingChecks() > 0;
 }
 

@@ -45,7 +45,8 @@ struct ResultsFilter {
   bool strict = false;
 };
 bool Matches(const Job& job, const ResultsFilter& filter);
-// The job's diagnosis has a failing check (no diagnosis: no).
+// The job's diagnosis has a failing check (no diagnosis: no); of a released job, the count
+// kept in released_ranks.
 bool HasFailingChecks(const Job& job);
 
 // One configuration's jobs.

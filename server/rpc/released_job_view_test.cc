@@ -130,6 +130,14 @@ class RankDetailReleaseTest : public ::testing::Test {
     });
     return released;
   }
+  // Whether the manager holds the job without its diagnosis (released with its detail).
+  bool HeldWithoutDiagnosis(const std::string& id) {
+    bool without = false;
+    manager_->VisitJobs([&](const Job& job) {
+      if (job.id == id) without = job.diagnosis == nullptr;
+    });
+    return without;
+  }
   // Waits (generously) until the job's detail is released; false if it never is.
   bool AwaitReleased(const std::string& id) {
     absl::Time deadline = absl::Now() + absl::Seconds(30);
@@ -146,9 +154,11 @@ class RankDetailReleaseTest : public ::testing::Test {
     if (view.ok()) ToProto(*view, &proto);
     return proto;
   }
-  std::vector<std::string> ResultsProto() {
+  std::vector<std::string> ResultsProto(bool strict = false) {
+    ResultsFilter filter;
+    filter.strict = strict;
     std::vector<std::string> cells;
-    for (const ResultCell& cell : reads_->Results(ResultsFilter{})) {
+    for (const ResultCell& cell : reads_->Results(filter)) {
       benchfleet::v1::ResultCell proto;
       ToProto(cell, &proto);
       cells.push_back(proto.DebugString());
@@ -175,6 +185,11 @@ TEST_F(RankDetailReleaseTest, AReleasedJobAnswersAsAJobHeldWhole) {
   EXPECT_EQ(released.gpu_telemetry_size(), 2);
   EXPECT_EQ(released.ranks_summarized(), 2);
   EXPECT_GT(released.images_per_second(), 0);
+  // Its diagnosis too, released with the detail: its precision check fails (tf32 ran,
+  // fp32 was asked), which the strict grid still knows.
+  EXPECT_TRUE(HeldWithoutDiagnosis(id));
+  EXPECT_EQ(released.diagnosis().failing_checks(), 1) << released.diagnosis().DebugString();
+  EXPECT_TRUE(ResultsProto(/*strict=*/true).empty());
   ASSERT_EQ(released_results.size(), 1u);
   EXPECT_NE(released_results[0].find("H100"), std::string::npos) << released_results[0];
 
@@ -186,6 +201,7 @@ TEST_F(RankDetailReleaseTest, AReleasedJobAnswersAsAJobHeldWhole) {
   differ.ReportDifferencesToString(&differences);
   EXPECT_TRUE(differ.Compare(released, whole)) << differences;
   EXPECT_EQ(released_results, ResultsProto());
+  EXPECT_TRUE(ResultsProto(/*strict=*/true).empty());
 
   // Recovered with none kept: released at once, answering alike.
   Reopen(/*ended_jobs_with_rank_detail=*/0);

@@ -175,8 +175,8 @@ class Store {
   // Every job, ordered by submission.
   absl::StatusOr<std::vector<Job>> LoadJobs();
   // One attempt's per-rank detail as LoadJobs loads it: a Job with only id, attempt,
-  // placements, rank_devices, rank_precisions, agent_versions, rank_versions, summaries and
-  // gpu_telemetry set (empty where nothing is stored).
+  // placements, rank_devices, rank_precisions, agent_versions, rank_versions, summaries,
+  // gpu_telemetry and diagnosis set (empty or null where nothing is stored).
   absl::StatusOr<Job> LoadRankDetail(const std::string& job_id, int attempt);
   absl::StatusOr<int64_t> CountSamples(const std::string& job_id, int attempt);
   // By rank, then iteration; only iterations >= from_iteration.

@@ -38,9 +38,12 @@ absl::Status WriteDiagnosisRow(Database& db, const std::string& job_id,
 }  // namespace
 
 absl::Status LoadDiagnoses(Database& db, const std::map<std::string, size_t>& index,
-                           std::vector<Job>& jobs) {
-  ASSIGN_OR_RETURN(Statement * select, db.Prepare("SELECT job_id, attempt, available, note, result "
-                                                  "FROM job_diagnoses"));
+                           std::vector<Job>& jobs, const RowFilter& filter) {
+  ASSIGN_OR_RETURN(Statement * select,
+                   db.Prepare(filter.Sql("SELECT job_id, attempt, available, note, result "
+                                         "FROM job_diagnoses",
+                                         "")));
+  filter.Bind(select);
   while (true) {
     ASSIGN_OR_RETURN(bool row, select->Step());
     if (!row) break;

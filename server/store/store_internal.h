@@ -99,8 +99,9 @@ struct RowFilter {
 absl::Status LoadGpuTelemetry(Database& db, const std::map<std::string, size_t>& index,
                               std::vector<Job>& jobs, const RowFilter& filter = RowFilter{});
 
-// store_diagnoses.cc: fills each job's diagnosis (current attempt) from job_diagnoses.
+// store_diagnoses.cc: fills each job's diagnosis (current attempt) from the job_diagnoses
+// rows `filter` selects.
 absl::Status LoadDiagnoses(Database& db, const std::map<std::string, size_t>& index,
-                           std::vector<Job>& jobs);
+                           std::vector<Job>& jobs, const RowFilter& filter = RowFilter{});
 
 }  // namespace bench

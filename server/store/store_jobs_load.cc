@@ -1,8 +1,8 @@
 // Store::LoadJobs: every job rebuilt from its tables at startup, one loader per table
 // (jobs, job_labels, job_allowed_nodes and job_node_labels, job_history, job_ranks, job_versions,
 // rank_summaries, gpu_telemetry), on the reader connection. Rows of a job's earlier attempts are
-// kept in the tables but not loaded. Store::LoadRankDetail: the per-rank tables' rows of one
-// job's attempt, with the same loaders. The writers are in store_jobs.cc.
+// kept in the tables but not loaded. Store::LoadRankDetail: the per-rank tables' rows and the
+// diagnosis of one job's attempt, with the same loaders. The writers are in store_jobs.cc.
 #include <algorithm>
 #include <map>
 #include <string>
@@ -277,6 +277,7 @@ absl::StatusOr<Job> Store::LoadRankDetail(const std::string& job_id, int attempt
   RETURN_IF_ERROR(LoadVersions(db, loaded, filter));
   RETURN_IF_ERROR(LoadRankSummaries(db, loaded, filter));
   RETURN_IF_ERROR(LoadGpuTelemetry(db, loaded.index, loaded.jobs, filter));
+  RETURN_IF_ERROR(LoadDiagnoses(db, loaded.index, loaded.jobs, filter));
   return std::move(loaded.jobs[0]);
 }
 
