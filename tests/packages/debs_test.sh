@@ -93,7 +93,8 @@ declare -A files=(
   [cli]="./usr/bin/benchctl")
 declare -A binaries=([controller]="benchd" [agent]="bench-agent bench-train" [cli]="benchctl")
 declare -A unit=([controller]=benchd [agent]=bench-agent [cli]=)
-declare -A needs=([controller]=libsqlite3-0 [agent]=libtorch [cli]=libgrpc++)
+# Space-separated: the controller links jemalloc as its allocator (server/heap_policy.h).
+declare -A needs=([controller]="libsqlite3-0 libjemalloc2" [agent]=libtorch [cli]=libgrpc++)
 declare -A not_needs=([controller]=libtorch [agent]=libsqlite3 [cli]=libtorch)
 
 for package in controller agent cli; do
@@ -111,7 +112,7 @@ for package in controller agent cli; do
   wide=$(sed 's/^ *//' <<<"$description" | awk 'length > 79')
   [ -z "$wide" ] || fail "$name: Description lines over 79 columns: $wide"
   depends=$(field Depends)
-  for library in libc6 "${needs[$package]}"; do
+  for library in libc6 ${needs[$package]}; do
     grep -qF "$library" <<<"$depends" || fail "$name: Depends lacks $library: $depends"
   done
   grep -qF "${not_needs[$package]}" <<<"$depends" &&
