@@ -1,8 +1,8 @@
 // benchd's heap: jemalloc, configured in heap_policy.cc, whose background thread returns
 // freed pages to the system within seconds, so that the RSS follows what is in use rather
-// than the high-water mark of the load's bursts (docs/PERFORMANCE.md, "The fleet at
-// scale", "jemalloc"). Linked by benchd and the benches that stand in for it, never under
-// the sanitizers (their allocator replaces malloc; the line then says so).
+// than the high-water mark of the load's bursts (docs/PERFORMANCE.md, "jemalloc, and
+// ended jobs' diagnoses released"). Linked by benchd and web_api_bench, which stands in for
+// it; never under the sanitizers (their allocator replaces malloc; the line then says so).
 #pragma once
 
 #include <string>
