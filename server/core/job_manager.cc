@@ -18,46 +18,13 @@
 #include "server/core/job_manager_text.h"
 #include "server/core/scheduler.h"
 #include "server/core/spec_validation.h"
+#include "server/core/store_completion.h"
 #include "server/results/environment.h"
 
 namespace bench {
 namespace {
 
 using manager_text::Count;
-
-// A store completion that must run outside the manager's lock. The manager queues its
-// store writes under that lock, and a store that is shutting down calls `done` at once
-// on the caller's thread: such an early completion is kept for the caller to finish
-// once it has unlocked (Arm, then Finish); a later one runs on the store's thread.
-class StoreCompletion {
- public:
-  explicit StoreCompletion(std::function<void(absl::Status)> finish) : finish_(std::move(finish)) {}
-  // The store's callback.
-  void Complete(absl::Status status) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (!armed_) {
-        early_ = std::move(status);
-        return;
-      }
-    }
-    finish_(std::move(status));
-  }
-  // The queueing call returned: later completions finish at once. Returns the status of
-  // one that came before, which the caller must Finish after unlocking.
-  std::optional<absl::Status> Arm() {
-    absl::MutexLock lock(&mu_);
-    armed_ = true;
-    return std::move(early_);
-  }
-  void Finish(absl::Status status) { finish_(std::move(status)); }
-
- private:
-  const std::function<void(absl::Status)> finish_;
-  absl::Mutex mu_;
-  bool armed_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<absl::Status> early_ ABSL_GUARDED_BY(mu_);
-};
 
 }  // namespace
 
@@ -136,12 +103,19 @@ Store::Done JobManager::PersistDone(const std::string& job_id) {
   };
 }
 
-void JobManager::Persist(const Job& job) {
+void JobManager::Persist(const Job& job, Store::Done then) {
   {
     absl::MutexLock lock(&failed_writes_->mu);
     failed_writes_->job_ids.erase(job.id);
   }
-  store_->UpdateJobAsync(job, PersistDone(job.id));
+  Store::Done done = PersistDone(job.id);
+  if (then) {
+    done = [recorded = std::move(done), then = std::move(then)](absl::Status status) {
+      recorded(status);
+      then(std::move(status));
+    };
+  }
+  store_->UpdateJobAsync(job, std::move(done));
 }
 
 void JobManager::PersistRanks(const Job& job, const std::set<int>& ranks) {

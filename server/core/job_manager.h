@@ -296,7 +296,8 @@ class JobManager {
     std::string node_left;
     absl::Time node_left_at;
     // Its ended attempt's analyses (telemetry join, diagnosis) not answered yet: its rank
-    // detail is not released before they are.
+    // detail is not released before they are. The join answers once its figures are
+    // stored (they are read back from the store after the release).
     int analyses_in_flight = 0;
     // Set when its rank detail was released: its lowest count of stored iterations then
     // (iterations_by_rank, fastest_step_by_rank, succeeded_ranks and telemetry_notes are
@@ -337,7 +338,10 @@ class JobManager {
   void ReleaseEndedRankDetail() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Transition(Job& job, JobState state, std::string reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Persist(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the job whole (Store::UpdateJobAsync); `then`, if given, runs after PersistDone's
+  // bookkeeping, as a store callback does (on the writer thread, or at once when the store
+  // is shutting down: see StoreCompletion).
+  void Persist(const Job& job, Store::Done then = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Persists a rank report's changes: the job's row and `ranks`' rows only
   // (Store::UpdateRanksAsync), or the whole job (Persist) after a write of it failed.
   void PersistRanks(const Job& job, const std::set<int>& ranks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -407,8 +411,16 @@ class JobManager {
   // Joins the ended attempt's GPU samples to its iterations (on the store's analysis
   // thread) and records the per-GPU figures on the job.
   void JoinTelemetry(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the joined figures on the job and stores it; the join is answered once stored.
   void OnTelemetryJoined(const std::string& job_id, int attempt,
-                         absl::StatusOr<JoinedTelemetry> joined);
+                         absl::StatusOr<JoinedTelemetry> joined) ABSL_LOCKS_EXCLUDED(mu_);
+  // The job's gpu_telemetry and telemetry_note from the join's answer.
+  void RecordJoinedTelemetry(Job& job, absl::StatusOr<JoinedTelemetry> joined)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The write of the joined figures answered: the join counts as answered, and the job's
+  // detail may be released (if the write failed, it is kept in memory instead).
+  void OnJoinedTelemetryStored(const std::string& job_id, const absl::Status& status)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Records the attempt's diagnosis on the job (stored by the store already).
   void OnJobDiagnosed(const std::string& job_id, int attempt,
                       absl::StatusOr<JobDiagnosis> diagnosis);

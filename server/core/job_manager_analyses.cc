@@ -1,7 +1,9 @@
 // JobManager's end of an attempt's analyses: once an attempt ended, its GPU telemetry is
 // joined to its iterations and, when ShouldDiagnose, it is diagnosed, both on the store's
 // analysis thread from one read of its rows; the results are recorded on the job.
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "common/log.h"
 #include "server/core/job_manager.h"
 #include "server/core/job_manager_text.h"
+#include "server/core/store_completion.h"
 #include "server/results/job_diagnosis.h"
 
 namespace bench {
@@ -68,16 +71,35 @@ void JobManager::JoinTelemetry(const Job& job) {
 
 void JobManager::OnTelemetryJoined(const std::string& job_id, int attempt,
                                    absl::StatusOr<JoinedTelemetry> joined) {
-  absl::MutexLock lock(&mu_);
-  --joins_in_flight_;
-  AnalysisAnswered(job_id);
-  Job* job = FindJob(job_id);
-  if (job == nullptr || job->attempt != attempt) return;
+  std::shared_ptr<StoreCompletion> stored;
+  std::optional<absl::Status> early;
+  {
+    absl::MutexLock lock(&mu_);
+    Job* job = FindJob(job_id);
+    if (job == nullptr || job->attempt != attempt) {
+      --joins_in_flight_;
+      AnalysisAnswered(job_id);
+      return;
+    }
+    RecordJoinedTelemetry(*job, std::move(joined));
+    if (events_ != nullptr) events_->OnTelemetryJoined(*job);
+    Notify(*job);
+    // A released job's detail is read back from the store, so the join is answered (and
+    // the job may be released) only once the figures are stored, not when they are known.
+    stored = std::make_shared<StoreCompletion>(
+        [this, job_id](absl::Status status) { OnJoinedTelemetryStored(job_id, status); });
+    Persist(*job, [stored](absl::Status status) { stored->Complete(std::move(status)); });
+    early = stored->Arm();
+  }
+  if (early) stored->Finish(std::move(*early));
+}
+
+void JobManager::RecordJoinedTelemetry(Job& job, absl::StatusOr<JoinedTelemetry> joined) {
   std::vector<std::string> notes;
-  if (job->device_kind == DeviceKind::kCpu) {
+  if (job.device_kind == DeviceKind::kCpu) {
     notes.push_back("no GPU telemetry: the ranks ran on CPU slots");
   }
-  auto runtime = runtime_.find(job_id);
+  auto runtime = runtime_.find(job.id);
   if (runtime != runtime_.end()) {
     notes.insert(notes.end(), runtime->second.telemetry_notes.begin(),
                  runtime->second.telemetry_notes.end());
@@ -85,13 +107,22 @@ void JobManager::OnTelemetryJoined(const std::string& job_id, int attempt,
   if (!joined.ok()) {
     notes.push_back(absl::StrCat(kTelemetryNotJoined, joined.status().message()));
   } else {
-    job->gpu_telemetry = std::move(joined->gpus);
+    job.gpu_telemetry = std::move(joined->gpus);
     if (!joined->note.empty()) notes.push_back(std::move(joined->note));
   }
-  job->telemetry_note = absl::StrJoin(notes, "; ");
-  if (events_ != nullptr) events_->OnTelemetryJoined(*job);
-  Persist(*job);
-  Notify(*job);
+  job.telemetry_note = absl::StrJoin(notes, "; ");
+}
+
+void JobManager::OnJoinedTelemetryStored(const std::string& job_id, const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  --joins_in_flight_;
+  AnalysisAnswered(job_id);
+  if (!status.ok()) {
+    // Not in the store (PersistDone logged why): released, its view would lack the
+    // figures, so the job keeps its detail in memory.
+    auto kept = std::find(ended_with_detail_.begin(), ended_with_detail_.end(), job_id);
+    if (kept != ended_with_detail_.end()) ended_with_detail_.erase(kept);
+  }
   ReleaseEndedRankDetail();
 }
 

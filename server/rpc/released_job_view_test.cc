@@ -10,12 +10,15 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include "absl/synchronization/notification.h"
 #include "common/fake_clock.h"
 #include "benchfleet/v1/types.pb.h"
+#include "server/core/job_events.h"
 #include "server/core/job_manager.h"
 #include "server/core/job_manager_test_support.h"
 #include "server/core/read_service.h"
 #include "server/rpc/proto_convert.h"
+#include "server/store/sqlite_db.h"
 
 namespace bench {
 namespace {
@@ -41,7 +44,7 @@ class RankDetailReleaseTest : public ::testing::Test {
     JobManagerOptions options;
     options.clock = &clock_;
     options.ended_jobs_with_rank_detail = ended_jobs_with_rank_detail;
-    manager_ = std::make_unique<JobManager>(store_.get(), options);
+    manager_ = std::make_unique<JobManager>(store_.get(), options, events_);
     reads_ = std::make_unique<ReadService>(store_.get(), manager_.get());
     ASSERT_TRUE(manager_->Recover().ok());
   }
@@ -62,6 +65,20 @@ class RankDetailReleaseTest : public ::testing::Test {
   // Runs a 2-GPU job on `agent` to SUCCEEDED: start events with versions and precision,
   // 5 iterations (the first warm-up) and 10 GPU readings per rank, summaries.
   std::string RunJob(const std::string& agent, double step_s) {
+    const std::string id = StartJob(agent, step_s);
+    std::vector<RankReport> ended;
+    for (int rank = 0; rank < 2; ++rank) {
+      RankReport report;
+      report.rank = rank;
+      report.outcome = RankOutcome::kSucceeded;
+      report.summary = RankSummary{rank, 4, 8, 4 * step_s, step_s};
+      ended.push_back(report);
+    }
+    EXPECT_TRUE(manager_->ReportStatus(agent, id, 1, 0, ended).ok());
+    return id;
+  }
+  // RunJob's job up to its ranks' ends: started, its samples and readings stored.
+  std::string StartJob(const std::string& agent, double step_s) {
     absl::StatusOr<SubmitResult> submitted = SubmitAndWait(*manager_, SmallJobSpec(2));
     EXPECT_TRUE(submitted.ok()) << submitted.status();
     const std::string id = submitted->job_id;
@@ -111,15 +128,6 @@ class RankDetailReleaseTest : public ::testing::Test {
       }
     }
     EXPECT_TRUE(UploadAndWait(*manager_, agent, samples, readings).ok());
-    std::vector<RankReport> ended;
-    for (int rank = 0; rank < 2; ++rank) {
-      RankReport report;
-      report.rank = rank;
-      report.outcome = RankOutcome::kSucceeded;
-      report.summary = RankSummary{rank, 4, 8, 4 * step_s, step_s};
-      ended.push_back(report);
-    }
-    EXPECT_TRUE(manager_->ReportStatus(agent, id, 1, 0, ended).ok());
     return id;
   }
   // Whether the manager holds the job with its rank detail released.
@@ -167,6 +175,7 @@ class RankDetailReleaseTest : public ::testing::Test {
   }
 
   std::string dir_;
+  JobEvents* events_ = nullptr;  // given to the manager by Reopen
   FakeClock clock_;
   FakeChannel channel_;
   std::unique_ptr<Store> store_;
@@ -227,6 +236,83 @@ TEST_F(RankDetailReleaseTest, TheLatestEndedJobsKeepTheirDetail) {
   EXPECT_DOUBLE_EQ(cells[0].min_images_per_second, 2 * 8 / 0.8);
   ASSERT_TRUE(cells[0].median_power_w.has_value());
   EXPECT_NEAR(*cells[0].median_power_w, 500.5, 1e-9);
+}
+
+// Takes the database's write lock from a second connection when a job's telemetry has
+// been joined (on the store's writer thread, before the manager queues the job's write
+// of the joined figures), and holds it until Unblock: that write waits meanwhile.
+class WriterBlockedAfterTheJoin : public JobEvents {
+ public:
+  explicit WriterBlockedAfterTheJoin(std::string path) : path_(std::move(path)) {}
+  ~WriterBlockedAfterTheJoin() override { Unblock(); }
+  void OnTelemetryJoined(const Job&) override {
+    absl::StatusOr<std::unique_ptr<Database>> db = Database::Open(path_, /*create=*/false);
+    EXPECT_TRUE(db.ok()) << db.status();
+    if (db.ok() && (*db)->Exec("BEGIN IMMEDIATE").ok()) {
+      absl::MutexLock lock(&mu_);
+      holder_ = *std::move(db);
+    }
+    joined_.Notify();
+  }
+  // Whether the lock was taken (the join came within the deadline).
+  bool AwaitJoined() { return joined_.WaitForNotificationWithTimeout(absl::Seconds(30)); }
+  void Unblock() {
+    absl::MutexLock lock(&mu_);
+    if (holder_ != nullptr) EXPECT_TRUE(holder_->Exec("ROLLBACK").ok());
+    holder_.reset();
+  }
+  bool holding() {
+    absl::MutexLock lock(&mu_);
+    return holder_ != nullptr;
+  }
+
+ private:
+  const std::string path_;
+  absl::Notification joined_;
+  absl::Mutex mu_;
+  std::unique_ptr<Database> holder_ ABSL_GUARDED_BY(mu_);
+};
+
+// The released detail is read back from the store, so a job is not released before its
+// joined telemetry is stored: had it been, a view read in between would lack its GPUs.
+// A cancelled job is joined but not diagnosed, so its release waits on the join alone.
+TEST_F(RankDetailReleaseTest, AJobIsReleasedOnlyOnceItsJoinedTelemetryIsStored) {
+  WriterBlockedAfterTheJoin blocker(dir_ + "/bench.db");
+  events_ = &blocker;
+  Reopen(/*ended_jobs_with_rank_detail=*/0);
+  RegisterGpuAgent("g");
+  const std::string id = StartJob("g", 0.1);
+  ASSERT_TRUE(manager_->Cancel(id).ok());
+  ASSERT_TRUE(blocker.AwaitJoined());
+  ASSERT_TRUE(blocker.holding());
+  // Released() takes the manager's lock, which the join held until it was done with the
+  // job: whatever the join decided about the release is decided by now.
+  EXPECT_FALSE(Released(id));
+  EXPECT_EQ(ViewProto(id).gpu_telemetry_size(), 2);
+  blocker.Unblock();
+  ASSERT_TRUE(AwaitReleased(id));
+  EXPECT_EQ(ViewProto(id).gpu_telemetry_size(), 2);
+  events_ = nullptr;
+  Reopen(/*ended_jobs_with_rank_detail=*/0);  // a manager without the blocker
+}
+
+// A diagnosed job's release waits on its diagnosis and on its joined telemetry's write,
+// which the store queues after the diagnosis's.
+TEST_F(RankDetailReleaseTest, ADiagnosedJobIsReleasedOnlyOnceItsJoinedTelemetryIsStored) {
+  WriterBlockedAfterTheJoin blocker(dir_ + "/bench.db");
+  events_ = &blocker;
+  Reopen(/*ended_jobs_with_rank_detail=*/0);
+  RegisterGpuAgent("g");
+  const std::string id = RunJob("g", 0.1);
+  ASSERT_TRUE(blocker.AwaitJoined());
+  EXPECT_FALSE(Released(id));
+  blocker.Unblock();
+  ASSERT_TRUE(AwaitReleased(id));
+  const benchfleet::v1::JobStatus released = ViewProto(id);
+  EXPECT_EQ(released.gpu_telemetry_size(), 2);
+  EXPECT_EQ(released.diagnosis().failing_checks(), 1);
+  events_ = nullptr;
+  Reopen(/*ended_jobs_with_rank_detail=*/0);
 }
 
 }  // namespace
