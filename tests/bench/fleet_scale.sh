@@ -172,13 +172,26 @@ start_benchd() { # runs benchd in the background; its pid goes to OUT/benchd.pid
   echo $! >"$OUT/benchd.pid"
 }
 readyz() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 --cacert "$CA" --cert "$ADMIN_CERT" --key "$ADMIN_KEY" "https://$HTTP/readyz" || true; }
-wait_ready() { # seconds until /readyz answers 200 (gives up after $1 s)
+alive() { [ -d "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+wait_ready() { # seconds until /readyz answers 200 (gives up after $1 s, or once pid $2 exited)
   local start; start=$(now)
   while [ "$(readyz)" != 200 ]; do
     awk -v a="$(now)" -v b="$start" -v m="$1" 'BEGIN {exit !(a - b > m)}' && return 1
+    if [ -n "${2:-}" ] && ! alive "$2"; then return 2; fi
     sleep 0.05
   done
   awk -v a="$(now)" -v b="$start" 'BEGIN {printf "%.2f", a - b}'
+}
+# Whether benchd could listen on the port now: bound as benchd binds it (SO_REUSEADDR),
+# which a killed benchd's listening socket refuses until its process has wholly exited.
+port_free() {
+  python3 -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)' "$1"
 }
 connected_agents() {
   curl -s --max-time 10 --cacert "$CA" --cert "$ADMIN_CERT" --key "$ADMIN_KEY" "https://$HTTP/api/v1/agents" |
@@ -266,14 +279,23 @@ run_faults() {
           kill -9 "$old" 2>/dev/null || true
           rm -f "$OUT/benchd.pid"
           local start; start=$(now)
-          # Gone when its last thread is: a zombie leader's threads may still hold the ports.
+          # The restart listens on the same ports, which the killed process holds until it
+          # has wholly exited (its last thread gone is not enough): restarted before,
+          # benchd exits with "cannot listen: Address already in use".
           for _ in $(seq 300); do
-            [ "$(ls "/proc/$old/task" 2>/dev/null | grep -cv "^$old\$")" -eq 0 ] && break
+            port_free "$HTTP_PORT" && port_free "$GRPC_PORT" && break
             sleep 0.1
           done
+          local freed; freed=$(awk -v a="$(now)" -v b="$start" 'BEGIN {printf "%.2f", a - b}')
           start_benchd
-          local r; r=$(wait_ready 120) || r=">120"
-          fault kill9 "ready #$i" "$r" "/readyz 200 after the restart"
+          local r rc=0 detail="/readyz 200 after the restart (ports free after $freed s)"
+          r=$(wait_ready 120 "$(cat "$OUT/benchd.pid")") || rc=$?
+          if [ "$rc" = 1 ]; then r=">120"; fi
+          if [ "$rc" = 2 ]; then
+            r="exited"
+            detail="benchd exited: $(grep -v '^$' "$OUT/benchd.log" | tail -1 | tr ',' ';')"
+          fi
+          fault kill9 "ready #$i" "$r" "$detail"
           local n=0 back=">120"
           while awk -v a="$(now)" -v b="$start" 'BEGIN {exit !(a - b < 120)}'; do
             n=$(connected_agents)
