@@ -9,6 +9,7 @@ simulator's CPU and memory over time, the fault windows and the stored-row check
 Python 3 standard library only. Usage: fleet_report.py DIR --nodes N --duration S ...
 """
 import argparse
+import collections
 import csv
 import json
 import math
@@ -356,12 +357,25 @@ def main():
         o()
         o("Samples (fleet_sim): " + ", ".join(f"{k} {v}" for k, v in samples.items()))
     if os.path.exists(os.path.join(d, "sim.log")):
+        # Its interval table apart from its messages (a failed call each: thousands while
+        # benchd is down), which are counted by kind.
+        lines = open(os.path.join(d, "sim.log")).read().splitlines()
+        table = [line for line in lines if not line.startswith("fleet_sim: ")]
+        messages = collections.Counter(
+            line[len("fleet_sim: "):][:120] for line in lines
+            if line.startswith("fleet_sim: ") and not line.startswith("fleet_sim: {"))
         o()
         o("## The simulator's interval lines (last 40)")
         o()
         o("```")
-        o("".join(open(os.path.join(d, "sim.log")).readlines()[-40:]).rstrip())
+        o("\n".join(table[-40:]))
         o("```")
+        if messages:
+            o()
+            o(f"Its other lines ({sum(messages.values())}), by kind (first 120 characters):")
+            o()
+            for message, count in messages.most_common(10):
+                o(f"- {count} × `{message}`")
     if s:
         o()
         o("## The simulator's summary")

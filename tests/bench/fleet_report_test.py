@@ -63,6 +63,13 @@ def make_run(d, *, stored_short=False, slow_metrics=False, rss_growth=False, rss
               [[100, "kill9", "kill -9 #1", "", "pid 42"],
                [101, "kill9", "ready #1", 7.5 if kill9_slow else 1.2, ""],
                [110, "kill9", "agents back #1", 12.0, "4 of 4"]])
+    with open(os.path.join(d, "sim.log"), "w") as f:
+        f.write("fleet_sim: 4 nodes x 8 GPUs\n"
+                "     t_s agents  ranks\n"
+                "    60.0      4     32\n"
+                + "fleet_sim: SubmitJob: Socket closed\n" * 3 +
+                "   120.0      4     32\n"
+                + "fleet_sim: SubmitJob: failed to connect to all addresses\n" * 50)
     if summary:
         lat = {"p50_ms": 2.0, "p99_ms": 20.0, "max_ms": 90.0}
         with open(os.path.join(d, "sim_summary.json"), "w") as f:
@@ -115,6 +122,12 @@ expect(verdict(rows, "benchd RSS growth") == "pass", "flat RSS passes")
 expect(verdict(rows, "kill -9: restart → /readyz") == "pass", "ready in 1.2 s passes")
 expect("1 exit ≠ 0" in rows.get("benchctl queue", [""] * 7)[6],
        "a failed benchctl call is counted")
+
+interval = text.split("## The simulator's interval lines (last 40)")[1].split("```")[1]
+expect("   120.0      4     32" in interval and "fleet_sim:" not in interval,
+       "the simulator's interval table is shown without its messages")
+expect("- 50 × `SubmitJob: failed to connect to all addresses`" in text and
+       "- 3 × `SubmitJob: Socket closed`" in text, "its messages are counted by kind")
 
 expect("115 refused by benchd" in text,
        "refusals are counted per rank and summed")
