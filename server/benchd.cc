@@ -34,6 +34,7 @@
 #include "server/rpc/agent_service.h"
 #include "server/rpc/controller_service.h"
 #include "server/rpc/grpc_auth.h"
+#include "server/store/database_lock.h"
 #include "server/store/store.h"
 
 namespace bench {
@@ -130,6 +131,18 @@ absl::StatusOr<std::unique_ptr<Benchd>> Benchd::Start(const BenchdOptions& optio
                                               options.cert_refresh));
   }
   auto benchd = std::unique_ptr<Benchd>(new Benchd());
+  // Before the database is opened: a second benchd on it would recover and schedule the
+  // same jobs as the first.
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> lock = DatabaseLock::Acquire(options.db);
+  if (!lock.ok()) {
+    return absl::Status(lock.status().code(),
+                        absl::StrCat("--db ", options.db, ": ", lock.status().message()));
+  }
+  if (!(*lock)->held()) {
+    Log("--db ", options.db, ": not locked against a second benchd (a read-only file system ",
+        "without ", (*lock)->path(), ")");
+  }
+  benchd->database_lock_ = std::move(*lock);
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options.db);
   if (!store.ok()) {
     return absl::Status(store.status().code(),

@@ -18,6 +18,7 @@ class Server;
 
 namespace bench {
 
+class DatabaseLock;
 class Store;
 class JobManager;
 class ReadService;
@@ -95,6 +96,8 @@ class Benchd {
   // /metrics need a credential that may read. Returns the port.
   absl::StatusOr<int> StartHttp(const BenchdOptions& options, const std::string& host, int port);
 
+  // Held from before the store opens until after it closed (declared first: destroyed last).
+  std::unique_ptr<DatabaseLock> database_lock_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<LiveMetrics> metrics_;
   std::unique_ptr<TokenFile> tokens_;  // null without --tokens

@@ -279,11 +279,12 @@ run_faults() {
           kill -9 "$old" 2>/dev/null || true
           rm -f "$OUT/benchd.pid"
           local start; start=$(now)
-          # The restart listens on the same ports, which the killed process holds until it
-          # has wholly exited (its last thread gone is not enough): restarted before,
-          # benchd exits with "cannot listen: Address already in use".
+          # The restart takes the same ports and the database's lock, which the killed
+          # process holds until it has wholly exited (its threads but the leader gone is
+          # not enough): restarted before, benchd exits ("Address already in use",
+          # "another benchd has this database open").
           for _ in $(seq 300); do
-            port_free "$HTTP_PORT" && port_free "$GRPC_PORT" && break
+            ! alive "$old" && port_free "$HTTP_PORT" && port_free "$GRPC_PORT" && break
             sleep 0.1
           done
           local freed; freed=$(awk -v a="$(now)" -v b="$start" 'BEGIN {printf "%.2f", a - b}')

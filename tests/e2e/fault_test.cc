@@ -40,6 +40,8 @@
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "benchfleet/v1/controller.grpc.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "common/free_port.h"
+#include "common/run_command.h"
 #include "tests/e2e/cluster.h"
 
 namespace bench::testing {
@@ -360,6 +362,30 @@ TEST_F(FaultTest, AgentStoppedWithSigtermMidJobLeavesAtOnceAndTheJobIsRequeued) 
 }
 
 // --- 2. kill -9 benchd ten times mid-job -------------------------------------------------
+
+// A second benchd given the first one's database (on other ports) would recover and
+// schedule the same jobs: it is refused, naming the first, which serves on; once the
+// first is killed with -9, a benchd on that database starts.
+TEST_F(FaultTest, ASecondBenchdOnTheSameDatabaseIsRefusedAndTheFirstServesOn) {
+  ASSERT_TRUE(cluster_->StartBenchd().ok()) << Logs();
+  absl::StatusOr<int> grpc_port = PickFreePort("127.0.0.1");
+  absl::StatusOr<int> http_port = PickFreePort("127.0.0.1");
+  ASSERT_TRUE(grpc_port.ok() && http_port.ok());
+  const std::vector<std::string> second = {
+      BENCHD_PATH, "--listen", absl::StrCat("127.0.0.1:", *grpc_port), "--http",
+      absl::StrCat("127.0.0.1:", *http_port), "--db", cluster_->db_path()};
+  absl::StatusOr<CommandOutput> refused = RunCommand(second, absl::Seconds(60));
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_NE(refused->exit_code, 0);
+  EXPECT_THAT(refused->stderr_text,
+              HasSubstr(absl::StrCat("--db ", cluster_->db_path(), ": another benchd (pid ",
+                                     cluster_->benchd_pid(), ") has this database open")));
+  EXPECT_EQ(cluster_->Benchctl({"list"}, 60).exit_code, 0) << Logs();
+  EXPECT_TRUE(cluster_->BenchdAlive());
+
+  EXPECT_EQ(cluster_->KillBenchd(), -SIGKILL);
+  ASSERT_TRUE(cluster_->StartBenchd().ok()) << Logs();
+}
 
 TEST_F(FaultTest, BenchdKilledTenTimesMidJobStillEndsWithEveryIterationOnce) {
   constexpr int kRanks = 2, kIters = 200, kKills = 10;
@@ -789,6 +815,38 @@ TEST_F(FaultDiskTest, ReadOnlyDiskRefusesSubmitsWithUnavailableAndRecoversWhenWr
 
   ASSERT_EQ(disk_->Remount(/*read_only=*/false), "");
   ExpectRecovered({earlier_});
+}
+
+// On a read-only disk benchd locks the database's existing lock file read-only, so a
+// second benchd is still refused (naming no pid: the file keeps a dead holder's); with no
+// lock file there, benchd starts unlocked and says so.
+TEST_F(FaultDiskTest, OnAReadOnlyDiskTheDatabaseStaysLockedOrBenchdSaysItIsNot) {
+  StartOnDisk();
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(cluster_->KillBenchd(), -SIGKILL);
+  ASSERT_EQ(disk_->Remount(/*read_only=*/true), "");
+  ASSERT_TRUE(cluster_->StartBenchd().ok()) << Logs();
+  absl::StatusOr<int> grpc_port = PickFreePort("127.0.0.1");
+  absl::StatusOr<int> http_port = PickFreePort("127.0.0.1");
+  ASSERT_TRUE(grpc_port.ok() && http_port.ok());
+  absl::StatusOr<CommandOutput> second = RunCommand(
+      {BENCHD_PATH, "--listen", absl::StrCat("127.0.0.1:", *grpc_port), "--http",
+       absl::StrCat("127.0.0.1:", *http_port), "--db", cluster_->db_path()},
+      absl::Seconds(60));
+  ASSERT_TRUE(second.ok()) << second.status();
+  // The holder could not write its pid; the one in the file is the killed benchd's, gone.
+  EXPECT_THAT(second->stderr_text,
+              HasSubstr(absl::StrCat("--db ", cluster_->db_path(),
+                                     ": another benchd has this database open")));
+
+  EXPECT_EQ(cluster_->KillBenchd(), -SIGKILL);
+  ASSERT_EQ(disk_->Remount(/*read_only=*/false), "");
+  ASSERT_EQ(unlink((cluster_->db_path() + ".lock").c_str()), 0);
+  ASSERT_EQ(disk_->Remount(/*read_only=*/true), "");
+  ASSERT_TRUE(cluster_->StartBenchd().ok()) << Logs();
+  EXPECT_THAT(cluster_->Log("benchd.log"), HasSubstr("not locked against a second benchd"));
+  ExpectServesEarlierJob();
+  ASSERT_EQ(disk_->Remount(/*read_only=*/false), "");
 }
 
 // --- 6. 1,000 concurrent submits, 10% repeated request ids -------------------------------
