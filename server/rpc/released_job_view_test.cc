@@ -23,6 +23,41 @@
 namespace bench {
 namespace {
 
+// Takes the database's write lock from a second connection when a job's telemetry has
+// been joined (on the store's writer thread, before the manager queues the job's write
+// of the joined figures), and holds it until Unblock: that write waits meanwhile.
+class WriterBlockedAfterTheJoin : public JobEvents {
+ public:
+  explicit WriterBlockedAfterTheJoin(std::string path) : path_(std::move(path)) {}
+  ~WriterBlockedAfterTheJoin() override { Unblock(); }
+  void OnTelemetryJoined(const Job&) override {
+    absl::StatusOr<std::unique_ptr<Database>> db = Database::Open(path_, /*create=*/false);
+    EXPECT_TRUE(db.ok()) << db.status();
+    if (db.ok() && (*db)->Exec("BEGIN IMMEDIATE").ok()) {
+      absl::MutexLock lock(&mu_);
+      holder_ = *std::move(db);
+    }
+    joined_.Notify();
+  }
+  // Whether the lock was taken (the join came within the deadline).
+  bool AwaitJoined() { return joined_.WaitForNotificationWithTimeout(absl::Seconds(30)); }
+  void Unblock() {
+    absl::MutexLock lock(&mu_);
+    if (holder_ != nullptr) EXPECT_TRUE(holder_->Exec("ROLLBACK").ok());
+    holder_.reset();
+  }
+  bool holding() {
+    absl::MutexLock lock(&mu_);
+    return holder_ != nullptr;
+  }
+
+ private:
+  const std::string path_;
+  absl::Notification joined_;
+  absl::Mutex mu_;
+  std::unique_ptr<Database> holder_ ABSL_GUARDED_BY(mu_);
+};
+
 class RankDetailReleaseTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -31,6 +66,7 @@ class RankDetailReleaseTest : public ::testing::Test {
     Reopen(/*ended_jobs_with_rank_detail=*/0);
   }
   void TearDown() override {
+    if (blocker_ != nullptr) blocker_->Unblock();
     reads_.reset();
     manager_.reset();
     store_.reset();
@@ -47,6 +83,13 @@ class RankDetailReleaseTest : public ::testing::Test {
     manager_ = std::make_unique<JobManager>(store_.get(), options, events_);
     reads_ = std::make_unique<ReadService>(store_.get(), manager_.get());
     ASSERT_TRUE(manager_->Recover().ok());
+  }
+  // Reopens with none kept and a WriterBlockedAfterTheJoin as the manager's events.
+  WriterBlockedAfterTheJoin& ReopenBlockingTheWriterAfterTheJoin() {
+    blocker_ = std::make_unique<WriterBlockedAfterTheJoin>(dir_ + "/bench.db");
+    events_ = blocker_.get();
+    Reopen(/*ended_jobs_with_rank_detail=*/0);
+    return *blocker_;
   }
   // Registers `name` with two GPUs and NVML versions, its channel attached.
   void RegisterGpuAgent(const std::string& name) {
@@ -175,6 +218,7 @@ class RankDetailReleaseTest : public ::testing::Test {
   }
 
   std::string dir_;
+  std::unique_ptr<WriterBlockedAfterTheJoin> blocker_;  // outlives the manager
   JobEvents* events_ = nullptr;  // given to the manager by Reopen
   FakeClock clock_;
   FakeChannel channel_;
@@ -238,48 +282,11 @@ TEST_F(RankDetailReleaseTest, TheLatestEndedJobsKeepTheirDetail) {
   EXPECT_NEAR(*cells[0].median_power_w, 500.5, 1e-9);
 }
 
-// Takes the database's write lock from a second connection when a job's telemetry has
-// been joined (on the store's writer thread, before the manager queues the job's write
-// of the joined figures), and holds it until Unblock: that write waits meanwhile.
-class WriterBlockedAfterTheJoin : public JobEvents {
- public:
-  explicit WriterBlockedAfterTheJoin(std::string path) : path_(std::move(path)) {}
-  ~WriterBlockedAfterTheJoin() override { Unblock(); }
-  void OnTelemetryJoined(const Job&) override {
-    absl::StatusOr<std::unique_ptr<Database>> db = Database::Open(path_, /*create=*/false);
-    EXPECT_TRUE(db.ok()) << db.status();
-    if (db.ok() && (*db)->Exec("BEGIN IMMEDIATE").ok()) {
-      absl::MutexLock lock(&mu_);
-      holder_ = *std::move(db);
-    }
-    joined_.Notify();
-  }
-  // Whether the lock was taken (the join came within the deadline).
-  bool AwaitJoined() { return joined_.WaitForNotificationWithTimeout(absl::Seconds(30)); }
-  void Unblock() {
-    absl::MutexLock lock(&mu_);
-    if (holder_ != nullptr) EXPECT_TRUE(holder_->Exec("ROLLBACK").ok());
-    holder_.reset();
-  }
-  bool holding() {
-    absl::MutexLock lock(&mu_);
-    return holder_ != nullptr;
-  }
-
- private:
-  const std::string path_;
-  absl::Notification joined_;
-  absl::Mutex mu_;
-  std::unique_ptr<Database> holder_ ABSL_GUARDED_BY(mu_);
-};
-
 // The released detail is read back from the store, so a job is not released before its
 // joined telemetry is stored: had it been, a view read in between would lack its GPUs.
 // A cancelled job is joined but not diagnosed, so its release waits on the join alone.
 TEST_F(RankDetailReleaseTest, AJobIsReleasedOnlyOnceItsJoinedTelemetryIsStored) {
-  WriterBlockedAfterTheJoin blocker(dir_ + "/bench.db");
-  events_ = &blocker;
-  Reopen(/*ended_jobs_with_rank_detail=*/0);
+  WriterBlockedAfterTheJoin& blocker = ReopenBlockingTheWriterAfterTheJoin();
   RegisterGpuAgent("g");
   const std::string id = StartJob("g", 0.1);
   ASSERT_TRUE(manager_->Cancel(id).ok());
@@ -292,16 +299,12 @@ TEST_F(RankDetailReleaseTest, AJobIsReleasedOnlyOnceItsJoinedTelemetryIsStored) 
   blocker.Unblock();
   ASSERT_TRUE(AwaitReleased(id));
   EXPECT_EQ(ViewProto(id).gpu_telemetry_size(), 2);
-  events_ = nullptr;
-  Reopen(/*ended_jobs_with_rank_detail=*/0);  // a manager without the blocker
 }
 
 // A diagnosed job's release waits on its diagnosis and on its joined telemetry's write,
 // which the store queues after the diagnosis's.
 TEST_F(RankDetailReleaseTest, ADiagnosedJobIsReleasedOnlyOnceItsJoinedTelemetryIsStored) {
-  WriterBlockedAfterTheJoin blocker(dir_ + "/bench.db");
-  events_ = &blocker;
-  Reopen(/*ended_jobs_with_rank_detail=*/0);
+  WriterBlockedAfterTheJoin& blocker = ReopenBlockingTheWriterAfterTheJoin();
   RegisterGpuAgent("g");
   const std::string id = RunJob("g", 0.1);
   ASSERT_TRUE(blocker.AwaitJoined());
@@ -311,8 +314,6 @@ TEST_F(RankDetailReleaseTest, ADiagnosedJobIsReleasedOnlyOnceItsJoinedTelemetryI
   const benchfleet::v1::JobStatus released = ViewProto(id);
   EXPECT_EQ(released.gpu_telemetry_size(), 2);
   EXPECT_EQ(released.diagnosis().failing_checks(), 1);
-  events_ = nullptr;
-  Reopen(/*ended_jobs_with_rank_detail=*/0);
 }
 
 }  // namespace

@@ -175,6 +175,16 @@ absl::Status LoopbackCluster::StartBenchd() {
   return absl::UnavailableError(absl::StrCat("benchd did not come up:\n", Log("benchd.log")));
 }
 
+absl::StatusOr<CommandOutput> LoopbackCluster::RunSecondBenchd() {
+  absl::StatusOr<int> grpc_port = PickFreePort("127.0.0.1");
+  if (!grpc_port.ok()) return grpc_port.status();
+  absl::StatusOr<int> http_port = PickFreePort("127.0.0.1");
+  if (!http_port.ok()) return http_port.status();
+  return RunCommand({BENCHD_PATH, "--listen", absl::StrCat("127.0.0.1:", *grpc_port), "--http",
+                     absl::StrCat("127.0.0.1:", *http_port), "--db", db_path_},
+                    absl::Seconds(60));
+}
+
 absl::Status LoopbackCluster::StartAgent(const std::string& name, int cpu_slots) {
   return StartAgent(name, cpu_slots, {});
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/run_command.h"
 #include "common/subprocess.h"
 
 namespace bench::testing {
@@ -45,6 +46,9 @@ class LoopbackCluster {
   int KillBenchd();
   // Whether benchd runs (started and not exited).
   bool BenchdAlive();
+  // Runs another benchd on db_path(), on ports of its own, until it exits (60 s at most;
+  // UNAVAILABLE past that): what a second benchd on this cluster's database does.
+  absl::StatusOr<CommandOutput> RunSecondBenchd();
   pid_t benchd_pid() const;
   // Extra benchd flags ("--agent_lease=3s"), used from the next StartBenchd on.
   void set_benchd_flags(std::vector<std::string> flags) { benchd_flags_ = std::move(flags); }

@@ -40,8 +40,6 @@
 #include "benchfleet/v1/agent.grpc.pb.h"
 #include "benchfleet/v1/controller.grpc.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "common/free_port.h"
-#include "common/run_command.h"
 #include "tests/e2e/cluster.h"
 
 namespace bench::testing {
@@ -368,13 +366,7 @@ TEST_F(FaultTest, AgentStoppedWithSigtermMidJobLeavesAtOnceAndTheJobIsRequeued) 
 // first is killed with -9, a benchd on that database starts.
 TEST_F(FaultTest, ASecondBenchdOnTheSameDatabaseIsRefusedAndTheFirstServesOn) {
   ASSERT_TRUE(cluster_->StartBenchd().ok()) << Logs();
-  absl::StatusOr<int> grpc_port = PickFreePort("127.0.0.1");
-  absl::StatusOr<int> http_port = PickFreePort("127.0.0.1");
-  ASSERT_TRUE(grpc_port.ok() && http_port.ok());
-  const std::vector<std::string> second = {
-      BENCHD_PATH, "--listen", absl::StrCat("127.0.0.1:", *grpc_port), "--http",
-      absl::StrCat("127.0.0.1:", *http_port), "--db", cluster_->db_path()};
-  absl::StatusOr<CommandOutput> refused = RunCommand(second, absl::Seconds(60));
+  absl::StatusOr<CommandOutput> refused = cluster_->RunSecondBenchd();
   ASSERT_TRUE(refused.ok()) << refused.status();
   EXPECT_NE(refused->exit_code, 0);
   EXPECT_THAT(refused->stderr_text,
@@ -826,13 +818,7 @@ TEST_F(FaultDiskTest, OnAReadOnlyDiskTheDatabaseStaysLockedOrBenchdSaysItIsNot) 
   EXPECT_EQ(cluster_->KillBenchd(), -SIGKILL);
   ASSERT_EQ(disk_->Remount(/*read_only=*/true), "");
   ASSERT_TRUE(cluster_->StartBenchd().ok()) << Logs();
-  absl::StatusOr<int> grpc_port = PickFreePort("127.0.0.1");
-  absl::StatusOr<int> http_port = PickFreePort("127.0.0.1");
-  ASSERT_TRUE(grpc_port.ok() && http_port.ok());
-  absl::StatusOr<CommandOutput> second = RunCommand(
-      {BENCHD_PATH, "--listen", absl::StrCat("127.0.0.1:", *grpc_port), "--http",
-       absl::StrCat("127.0.0.1:", *http_port), "--db", cluster_->db_path()},
-      absl::Seconds(60));
+  absl::StatusOr<CommandOutput> second = cluster_->RunSecondBenchd();
   ASSERT_TRUE(second.ok()) << second.status();
   // The holder could not write its pid; the one in the file is the killed benchd's, gone.
   EXPECT_THAT(second->stderr_text,
