@@ -2,85 +2,79 @@
 // pid; the lock goes with its holder, also with a holder killed with -9.
 #include "server/store/database_lock.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
-#include "common/subprocess.h"
+#include "server/store/store_test_fixture.h"
 
 namespace bench {
 namespace {
 
-class DatabaseLockTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/bench_database_lock_test_XXXXXX";
-    dir_ = mkdtemp(pattern);
-    db_ = dir_ + "/bench.db";
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string dir_;
-  std::string db_;
-};
+// StoreTest's temp dir and database path (path_), the database never opened.
+class DatabaseLockTest : public StoreTest {};
 
 TEST_F(DatabaseLockTest, ASecondHolderIsRefusedWithTheFirstsPidUntilTheFirstLetsGo) {
-  absl::StatusOr<std::unique_ptr<DatabaseLock>> first = DatabaseLock::Acquire(db_);
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> first = DatabaseLock::Acquire(path_);
   ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ((*first)->path(), db_ + ".lock");
+  EXPECT_EQ((*first)->path(), path_ + ".lock");
 
-  absl::StatusOr<std::unique_ptr<DatabaseLock>> second = DatabaseLock::Acquire(db_);
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> second = DatabaseLock::Acquire(path_);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(second.status().message().find(absl::StrCat("(pid ", getpid(), ")")),
             std::string::npos)
       << second.status();
-  EXPECT_NE(second.status().message().find(db_ + ".lock"), std::string::npos);
+  EXPECT_NE(second.status().message().find(path_ + ".lock"), std::string::npos);
 
   first->reset();
-  absl::StatusOr<std::unique_ptr<DatabaseLock>> third = DatabaseLock::Acquire(db_);
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> third = DatabaseLock::Acquire(path_);
   EXPECT_TRUE(third.ok()) << third.status();
 }
 
 TEST_F(DatabaseLockTest, AnotherDatabaseInTheSameDirectoryHasItsOwnLock) {
-  absl::StatusOr<std::unique_ptr<DatabaseLock>> one = DatabaseLock::Acquire(db_);
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> one = DatabaseLock::Acquire(path_);
   absl::StatusOr<std::unique_ptr<DatabaseLock>> other = DatabaseLock::Acquire(dir_ + "/other.db");
   EXPECT_TRUE(one.ok()) << one.status();
   EXPECT_TRUE(other.ok()) << other.status();
 }
 
-// A process holding the lock file's flock (util-linux's flock(1), as a killed benchd
-// holds it until its process is gone): refused while it lives, free once it is killed.
+// Another process holding the lock file's flock, as a killed benchd holds it until its
+// process is gone: refused while it lives, free once it is killed with -9 and reaped. The
+// holder is one forked process that locks with flock(2) itself and writes no pid (no
+// exec, no child of its own that could hold the lock a moment longer).
 TEST_F(DatabaseLockTest, AHolderKilledWithSigkillLetsGo) {
-  SubprocessOptions options;
-  options.argv = {"flock", "--exclusive", "--close", db_ + ".lock", "sleep", "600"};
-  options.stdout_mode = options.stderr_mode = SubprocessOptions::Output::kDiscard;
-  absl::StatusOr<std::unique_ptr<Subprocess>> holder = Subprocess::Start(options);
-  ASSERT_TRUE(holder.ok()) << holder.status();
-  // Refused once flock(1) has the lock (it writes no pid: none is named).
-  absl::StatusOr<std::unique_ptr<DatabaseLock>> refused;
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  do {
-    refused = DatabaseLock::Acquire(db_);
-    if (!refused.ok()) break;
-    refused->reset();
-    absl::SleepFor(absl::Milliseconds(10));
-  } while (absl::Now() < deadline);
-  ASSERT_FALSE(refused.ok()) << "flock(1) never took the lock";
+  const std::string lock_path = path_ + ".lock";
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t holder = fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {  // only async-signal-safe calls from here
+    int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0 || write(ready[1], "x", 1) != 1) _exit(1);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1) << "the holder did not take the lock";
+  close(ready[0]);
+
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> refused = DatabaseLock::Acquire(path_);
+  ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(refused.status().message().find("(pid"), std::string::npos) << refused.status();
 
-  (*holder)->SignalGroup(SIGKILL);
-  (*holder)->Wait();
-  absl::StatusOr<std::unique_ptr<DatabaseLock>> after = DatabaseLock::Acquire(db_);
+  ASSERT_EQ(kill(holder, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(holder, &status, 0), holder);  // a zombie: its descriptors are closed
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> after = DatabaseLock::Acquire(path_);
   EXPECT_TRUE(after.ok()) << after.status();
 }
 
